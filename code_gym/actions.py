@@ -1,0 +1,168 @@
+"""Turn a policy's response into tool calls.
+
+Accepted forms, in the order they are tried:
+- Hermes / Qwen text: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (one or more);
+- OpenAI function calls given as dicts: ``{"name", "arguments"}``, ``{"type": "function", "function": {...}}``,
+  an assistant message ``{"tool_calls": [...]}``, or a list of these;
+- a fenced ``bash`` / ``sh`` block in plain text, run as the bash tool.
+
+For text actions every string argument keeps a map from its decoded characters back to the
+characters of the action string, so the environment can say which action characters wrote which
+diff lines (provenance), even when the code travelled as an escaped JSON string.
+"""
+from __future__ import annotations
+
+import json
+import json.decoder
+import json.scanner
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+_FENCE_RE = re.compile(r"```(?:bash|sh|shell)[ \t]*\n(.*?)```", re.DOTALL)
+
+FORMAT_HELP = (
+    'Call a tool as <tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call> '
+    "(several calls per response are allowed), or put one shell command in a ```bash fenced block."
+)
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    # argument name -> absolute index in the action string of each decoded character (+ one past the end)
+    offsets: dict[str, list[int]] = field(default_factory=dict)
+
+    def action_span(self, arg: str, start: int, end: int) -> tuple[int, int] | None:
+        """Characters [start, end) of argument `arg`, as a span of the action string (None if unknown)."""
+        table = self.offsets.get(arg)
+        if table is None or not 0 <= start <= end < len(table):
+            return None
+        return table[start], table[end]
+
+
+@dataclass
+class Parsed:
+    calls: list[ToolCall]
+    errors: list[str]
+
+
+def _decoded_offsets(raw: str, base: int) -> list[int]:
+    """For the raw (escaped) content of a JSON string starting at `base`, the action index of each decoded char."""
+    out: list[int] = []
+    i, n = 0, len(raw)
+    while i < n:
+        out.append(base + i)
+        if raw[i] != "\\":
+            i += 1
+        elif raw[i + 1 : i + 2] != "u":
+            i += 2
+        else:
+            code = int(raw[i + 2 : i + 6], 16)
+            pair = 0xD800 <= code < 0xDC00 and raw[i + 6 : i + 8] == "\\u"
+            i += 12 if pair else 6
+    out.append(base + n)
+    return out
+
+
+class _SpanDecoder(json.JSONDecoder):
+    """A JSON decoder that records the raw span of every string value it decodes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.strings: list[tuple[int, int, str]] = []
+
+        def parse_string(s: str, end: int, strict: bool = True):
+            value, stop = json.decoder.scanstring(s, end, strict)
+            self.strings.append((end, stop - 1, value))
+            return value, stop
+
+        self.parse_string = parse_string
+        self.scan_once = json.scanner.py_make_scanner(self)
+
+
+def _parse_json_call(text: str, base: int) -> tuple[ToolCall | None, str | None]:
+    decoder = _SpanDecoder()
+    stripped = text.strip()
+    lead = len(text) - len(text.lstrip())
+    try:
+        obj, _ = decoder.raw_decode(stripped)
+    except json.JSONDecodeError as exc:
+        return None, f"the tool call is not valid JSON ({exc.msg} at char {exc.pos}); {FORMAT_HELP}"
+    call, error = _call_from_dict(obj)
+    if call is None:
+        return None, error
+    args = obj.get("arguments", obj.get("parameters"))
+    if isinstance(args, dict):
+        used: set[int] = set()
+        for key, value in args.items():
+            if not isinstance(value, str):
+                continue
+            for k, (start, stop, decoded) in enumerate(decoder.strings):
+                if k not in used and decoded == value:
+                    used.add(k)
+                    call.offsets[key] = _decoded_offsets(stripped[start:stop], base + lead + start)
+                    break
+    return call, None
+
+
+def _call_from_dict(obj: Any) -> tuple[ToolCall | None, str | None]:
+    if not isinstance(obj, dict):
+        return None, f"a tool call must be a JSON object with 'name' and 'arguments'; {FORMAT_HELP}"
+    if obj.get("type") == "function" and isinstance(obj.get("function"), dict):
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        return None, f"the tool call has no 'name'; {FORMAT_HELP}"
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            return None, f"the arguments of '{name}' are not valid JSON ({exc.msg}); pass a JSON object"
+    if not isinstance(args, dict):
+        return None, f"the arguments of '{name}' must be a JSON object, got {type(args).__name__}"
+    return ToolCall(name=name, arguments=dict(args)), None
+
+
+def _parse_objects(action: Any) -> Parsed:
+    items = action if isinstance(action, list) else [action]
+    calls, errors = [], []
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("tool_calls"), list):
+            sub = _parse_objects(item["tool_calls"])
+            calls += sub.calls
+            errors += sub.errors
+            continue
+        call, error = _call_from_dict(item)
+        if call:
+            calls.append(call)
+        else:
+            errors.append(error)
+    return Parsed(calls, errors)
+
+
+def parse_action(action: Any) -> Parsed:
+    """Parse a response (str) or tool-call object(s) into tool calls plus format errors."""
+    if not isinstance(action, str):
+        if isinstance(action, (dict, list)):
+            return _parse_objects(action)
+        return Parsed([], [f"an action must be response text or a tool-call dict, got {type(action).__name__}"])
+    calls, errors = [], []
+    for match in _TOOL_CALL_RE.finditer(action):
+        call, error = _parse_json_call(match.group(1), match.start(1))
+        if call:
+            calls.append(call)
+        else:
+            errors.append(error)
+    if calls or errors:
+        return Parsed(calls, errors)
+    for match in _FENCE_RE.finditer(action):
+        command = match.group(1)
+        offsets = list(range(match.start(1), match.end(1) + 1))
+        calls.append(ToolCall("bash", {"command": command}, {"command": offsets}))
+    if not calls:
+        errors.append(f"no tool call found in the response. {FORMAT_HELP}")
+    return Parsed(calls, errors)

@@ -1,0 +1,166 @@
+"""CodeRepoEnv: a repository-editing task as a multi-turn Gymnasium environment ("CodeRepo-v0")."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gymnasium as gym
+
+from code_gym.actions import ToolCall, parse_action
+from code_gym.grading import GradeResult, grade
+from code_gym.prompt import initial_prompt, step_observation
+from code_gym.provenance import provenance
+from code_gym.sandbox import Limits, make_sandbox
+from code_gym.spaces import AnyText
+from code_gym.task import Task, bundled_tasks, load_task_dir, resolve_task
+from code_gym.tools import ToolContext, ToolResult, run_tool
+from code_gym.workspace import Workspace, render
+
+MAX_TEXT = 1_000_000
+
+
+class CodeRepoEnv(gym.Env):
+    """One episode = one task: the agent edits a repository with tools, then submits.
+
+    Args:
+        task: a task id, a task folder, or a Task; None draws one at each reset.
+        tasks: the pool to draw from: a folder of task folders or a list of Tasks (default: bundled).
+        max_steps: steps before the episode is truncated (and graded).
+        isolation: 'auto' (bubblewrap, else unshare), 'bwrap', 'unshare', or 'none' (no sandbox:
+            explicit opt-in, warns).
+        workspace: 'auto' (overlayfs when permitted, else copy), 'overlay' or 'copy'.
+        tool_schemas: include the tools' JSON schemas in the reset prompt (turn off when the chat
+            template already renders them from `code_gym.TOOL_SCHEMAS`).
+        max_output: bytes of command output kept (head and tail).
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, task: Any = None, tasks: Any = None, max_steps: int = 30, isolation: str = "auto",
+                 workspace: str = "auto", tool_schemas: bool = True, max_output: int = 64 << 10,
+                 render_mode: str | None = None):
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        self.pool: list[Task] = self._pool(tasks)
+        self.fixed_task = resolve_task(task, self.pool) if task is not None else None
+        self.max_steps = max_steps
+        self.isolation = isolation
+        self.workspace_strategy = workspace
+        self.tool_schemas = tool_schemas
+        self.max_output = max_output
+        self.render_mode = render_mode
+        self.observation_space = AnyText(MAX_TEXT)
+        self.action_space = AnyText(MAX_TEXT)
+        self.task: Task | None = None
+        self.ws: Workspace | None = None
+        self.ctx: ToolContext | None = None
+        self.steps = 0
+        self.done = False
+        self.last_observation = ""
+
+    @staticmethod
+    def _pool(tasks: Any) -> list[Task]:
+        if tasks is None:
+            return bundled_tasks()
+        if isinstance(tasks, (list, tuple)):
+            return [resolve_task(t) for t in tasks]
+        return load_task_dir(tasks)
+
+    def _release(self) -> None:
+        if self.ctx is not None:
+            self.ctx.sandbox.close()
+            self.ctx = None
+        if self.ws is not None:
+            self.ws.close()
+            self.ws = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        super().reset(seed=seed)
+        options = options or {}
+        self._release()
+        started = time.monotonic()
+        if "task" in options:
+            self.task = resolve_task(options["task"], self.pool)
+        elif self.fixed_task is not None:
+            self.task = self.fixed_task
+        else:
+            self.task = self.pool[int(self.np_random.integers(len(self.pool)))]
+        self.ws = Workspace(self.task.repo, strategy=self.workspace_strategy)
+        limits = Limits(timeout=self.task.timeouts.command, max_output=self.max_output)
+        mask = (self.task.root,) if self.task.root else ()
+        sandbox = make_sandbox(self.isolation, self.ws.root, limits, mask=mask)
+        self.ctx = ToolContext(self.ws.root, sandbox, self.task.visible_tests, self.task.test_command,
+                               self.task.timeouts.command, self.task.timeouts.tests)
+        self.steps = 0
+        self.done = False
+        self.last_observation = initial_prompt(self.task, self.ws.root, sandbox.workdir, self.tool_schemas)
+        info = {"task_id": self.task.id, "sandbox": sandbox.name, "workspace": self.ws.strategy,
+                "reset_time": time.monotonic() - started}
+        return self.last_observation, info
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
+        if self.ctx is None or self.ws is None:
+            raise RuntimeError("call reset() before step()")
+        if self.done:
+            raise RuntimeError("the episode has ended; call reset() to start another")
+        started = time.monotonic()
+        self.steps += 1
+        parsed = parse_action(action)
+        pairs: list[tuple[ToolCall | None, ToolResult]] = [
+            (None, ToolResult(f"error: {e}", error=True)) for e in parsed.errors]
+        submitted = False
+        for call in parsed.calls:
+            result = run_tool(self.ctx, call)
+            pairs.append((call, result))
+            if result.submitted:
+                submitted = True
+                break
+        tool_time = time.monotonic() - started
+        diffs = self.ws.step()
+        written = [w for _, r in pairs for w in r.written]
+        terminated = submitted
+        truncated = not submitted and self.steps >= self.max_steps
+        reward = 0.0
+        info: dict[str, Any] = {
+            "diff": render(diffs),
+            "changed_files": [d.path for d in diffs],
+            "provenance": provenance(diffs, written) if isinstance(action, str) else [],
+            "invalid_action": bool(parsed.errors) or not parsed.calls or any(r.error for _, r in pairs),
+            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c, _ in pairs if c],
+            "tool_results": [{"tool": c.name if c else None, "output": r.output, "error": r.error} for c, r in pairs],
+            "steps": self.steps,
+            "task_id": self.task.id,
+        }
+        info["timings"] = {"tools": tool_time, "diff": time.monotonic() - started - tool_time}
+        observation = step_observation(pairs, self.max_steps - self.steps)
+        if terminated or truncated:
+            result = self._grade()
+            reward = result.fraction
+            info.update(self._grade_info(result))
+            observation += f"\n\nEpisode over: {result.summary()}."
+            self.done = True
+        info["patch"] = render(self.ws.patch())
+        info["timings"]["step"] = time.monotonic() - started
+        self.last_observation = observation
+        return observation, reward, terminated, truncated, info
+
+    def _grade(self) -> GradeResult:
+        return grade(self.task, self.ws.changed_files(), isolation=self.isolation)
+
+    @staticmethod
+    def _grade_info(result: GradeResult) -> dict[str, Any]:
+        return {"resolved": result.resolved, "tests": result.tests, "tests_passed": result.passed,
+                "tests_total": result.total, "grading_time": result.duration,
+                "grading_exit_code": result.exit_code, "grading_timed_out": result.timed_out,
+                "ignored_changes": result.ignored}
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self.last_observation
+        return None
+
+    def close(self) -> None:
+        self._release()
+        super().close()

@@ -1,0 +1,201 @@
+"""Local sandbox: bubblewrap when installed, else `unshare`, else (only when asked) no isolation.
+
+Under bubblewrap a command sees a read-only system, the Python installation, an empty /tmp and
+the workspace at /repo, nothing else of the host; it has no network but loopback and its own PID
+namespace, so every process it started dies with it (a `setsid` child included).
+"""
+from __future__ import annotations
+
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from code_gym.sandbox.base import ExecResult, Limits
+
+WORKDIR = "/repo"
+_SYSTEM_DIRS = ("/usr", "/opt/code-gym-none")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
+              "localtime", "alternatives", "ssl", "mime.types", "hosts")
+_TOP_LINKS = ("bin", "lib", "lib64", "lib32", "sbin")
+
+
+def available_isolation() -> list[str]:
+    """Isolation kinds that work on this machine, strongest first."""
+    kinds = []
+    if shutil.which("bwrap") and _probe(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"]):
+        kinds.append("bwrap")
+    if shutil.which("unshare") and _probe(["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "true"]):
+        kinds.append("unshare")
+    return kinds + ["none"]
+
+
+_PROBES: dict[tuple[str, ...], bool] = {}
+
+
+def _probe(cmd: list[str]) -> bool:
+    key = tuple(cmd)
+    if key not in _PROBES:
+        try:
+            _PROBES[key] = subprocess.run(cmd, capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            _PROBES[key] = False
+    return _PROBES[key]
+
+
+def _python_dirs() -> list[str]:
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).resolve().parent.parent)}
+    return sorted(d for d in dirs if d and not d.startswith("/usr"))
+
+
+class LocalSandbox:
+    """Runs commands on this machine with the workspace as the current directory."""
+
+    def __init__(self, workspace: str | Path, isolation: str = "auto", limits: Limits = Limits(),
+                 mask: tuple[str | Path, ...] = ()):
+        self.root = Path(workspace).resolve()
+        self.limits = limits
+        self.mask = tuple(str(Path(m).resolve()) for m in mask)
+        kinds = available_isolation()
+        if isolation == "auto":
+            isolation = kinds[0]
+            if isolation == "none":
+                raise RuntimeError(
+                    "no sandbox is available: install bubblewrap (apt-get install bubblewrap) or allow "
+                    "user namespaces; to run untrusted commands without isolation pass isolation='none'")
+        elif isolation not in ("bwrap", "unshare", "none"):
+            raise ValueError(f"isolation must be 'auto', 'bwrap', 'unshare' or 'none', got {isolation!r}")
+        elif isolation not in kinds:
+            raise RuntimeError(f"isolation {isolation!r} does not work on this machine; available: {kinds}")
+        if isolation == "none":
+            warnings.warn("code-gym: running agent commands WITHOUT a sandbox (isolation='none')", stacklevel=2)
+        self.name = isolation
+        self.workdir = WORKDIR if isolation == "bwrap" else str(self.root)
+
+    def _env(self) -> dict[str, str]:
+        bindir = str(Path(sys.executable).parent)
+        return {
+            "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "TERM": "dumb",
+            "PAGER": "cat",
+            "GIT_PAGER": "cat",
+            # only plugins a task declares (with -p) load: installed plugins cannot alter results
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        }
+
+    def _argv(self, command: str, binds: dict[Path, str]) -> list[str]:
+        shell = ["bash", "-c", command]
+        if self.name == "none":
+            return shell
+        if self.name == "unshare":
+            return ["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child",
+                    "--mount-proc"] + shell
+        argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--clearenv"]
+        for d in _SYSTEM_DIRS:
+            argv += ["--ro-bind-try", d, d]
+        for name in _TOP_LINKS:
+            top = Path("/") / name
+            if top.is_symlink():
+                argv += ["--symlink", os.readlink(top), str(top)]
+            elif top.is_dir():
+                argv += ["--ro-bind", str(top), str(top)]
+        for name in _ETC_FILES:
+            argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        for d in _python_dirs():
+            argv += ["--ro-bind-try", d, d]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        for m in self.mask:
+            if Path(m).is_dir():
+                argv += ["--tmpfs", m]
+        argv += ["--bind", str(self.root), WORKDIR]
+        for host, inside in binds.items():
+            argv += ["--bind", str(host), inside]
+        for key, value in self._env().items():
+            argv += ["--setenv", key, value]
+        return argv + ["--chdir", WORKDIR, "--"] + shell
+
+    def _limit(self) -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (self.limits.memory_bytes, self.limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (self.limits.file_size_bytes, self.limits.file_size_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    def inside(self, host_path: Path, binds: dict[Path, str]) -> str:
+        """How a bound host path appears to commands."""
+        return binds[host_path] if self.name == "bwrap" else str(host_path)
+
+    def exec(self, command: str, *, timeout: float | None = None,
+             binds: dict[Path, str] | None = None) -> ExecResult:
+        binds = binds or {}
+        timeout = self.limits.timeout if timeout is None else timeout
+        started = time.monotonic()
+        env = self._env() if self.name != "bwrap" else {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        proc = subprocess.Popen(
+            self._argv(command, binds), cwd=self.root, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=self._limit,
+        )
+        head, tail, dropped, timed_out = _read_capped(proc, started + timeout, self.limits.max_output)
+        if timed_out:
+            _kill_group(proc)
+        try:
+            exit_code = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            exit_code = proc.wait()
+        _kill_group(proc)  # anything left in the session (no-isolation mode)
+        text = head.decode("utf-8", "replace")
+        if dropped:
+            text += f"\n[... {dropped} bytes of output omitted ...]\n" + tail.decode("utf-8", "replace")
+        return ExecResult(text, None if timed_out else exit_code, timed_out, dropped > 0,
+                          time.monotonic() - started)
+
+    def close(self) -> None:
+        pass
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_capped(proc: subprocess.Popen, deadline: float, cap: int) -> tuple[bytes, bytes, int, bool]:
+    """Read stdout until EOF or the deadline, keeping the first and last cap/2 bytes."""
+    half = cap // 2
+    head = bytearray()
+    tail = bytearray()
+    dropped = 0
+    fd = proc.stdout.fileno()
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return bytes(head), bytes(tail), dropped, True
+            if not sel.select(timeout=min(left, 0.5)):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return bytes(head), bytes(tail), dropped, False
+            room = half - len(head)
+            if room > 0:
+                head += chunk[:room]
+                chunk = chunk[room:]
+            tail += chunk
+            if len(tail) > half:
+                dropped += len(tail) - half
+                del tail[: len(tail) - half]
+    finally:
+        sel.close()
+        proc.stdout.close()

@@ -1,0 +1,167 @@
+"""Task model and loader: a task is a folder with a manifest, a starting repo, hidden tests and a
+reference patch. See docs/tasks.md for the format."""
+from __future__ import annotations
+
+import posixpath
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MANIFEST = "task.toml"
+_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+class TaskError(ValueError):
+    """A task folder is invalid. The message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    command: float = 30.0
+    tests: float = 60.0
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    statement: str
+    repo: Path
+    hidden_dir: Path
+    visible_tests: tuple[str, ...]
+    hidden_tests: tuple[str, ...]
+    protected_paths: tuple[str, ...]
+    reference_patch: str
+    kind: str = "bugfix"
+    test_command: str = "python -m pytest"
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    root: Path | None = None
+
+    def is_protected(self, path: str) -> bool:
+        """True when `path` (relative to the repo root) lies under a protected prefix or is a test file."""
+        path = posixpath.normpath(path)
+        if path in self.visible_tests or path in self.hidden_tests:
+            return True
+        return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in self.protected_paths)
+
+
+def _require(data: dict, key: str, kind: type, where: Path):
+    if key not in data:
+        raise TaskError(f"{where}: missing field '{key}'")
+    value = data[key]
+    if not isinstance(value, kind):
+        raise TaskError(f"{where}: field '{key}' must be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _str_list(data: dict, key: str, where: Path) -> tuple[str, ...]:
+    value = _require(data, key, list, where)
+    if not all(isinstance(v, str) and v for v in value):
+        raise TaskError(f"{where}: field '{key}' must be a list of non-empty strings")
+    for v in value:
+        if v.startswith("/") or ".." in Path(v).parts:
+            raise TaskError(f"{where}: field '{key}' entry {v!r} must be a relative path inside the repo")
+    return tuple(value)
+
+
+def load_task(folder: str | Path) -> Task:
+    """Load and check one task folder. Raises TaskError naming the file and field at fault."""
+    folder = Path(folder).resolve()
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        raise TaskError(f"{folder}: no {MANIFEST}; a task folder holds {MANIFEST}, repo/, hidden/ and the reference patch")
+    try:
+        data = tomllib.loads(manifest.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(f"{manifest}: not valid TOML: {exc}") from None
+    task_id = _require(data, "id", str, manifest)
+    if not _ID_RE.match(task_id):
+        raise TaskError(f"{manifest}: field 'id' {task_id!r} must be lower-case letters, digits and dashes")
+    if task_id != folder.name:
+        raise TaskError(f"{manifest}: field 'id' {task_id!r} must equal the folder name {folder.name!r}")
+    statement = _require(data, "statement", str, manifest).strip()
+    if not statement:
+        raise TaskError(f"{manifest}: field 'statement' is empty")
+    kind = data.get("kind", "bugfix")
+    if kind not in ("bugfix", "feature"):
+        raise TaskError(f"{manifest}: field 'kind' must be 'bugfix' or 'feature', got {kind!r}")
+    repo = folder / "repo"
+    if not repo.is_dir():
+        raise TaskError(f"{folder}/repo: missing; the starting repository goes in repo/")
+    hidden_dir = folder / "hidden"
+    visible = _str_list(data, "visible_tests", manifest)
+    hidden = _str_list(data, "hidden_tests", manifest)
+    for rel in visible:
+        if not (repo / rel).is_file():
+            raise TaskError(f"{manifest}: field 'visible_tests' names {rel!r}, which is not a file in repo/")
+    for rel in hidden:
+        if not (hidden_dir / rel).is_file():
+            raise TaskError(f"{manifest}: field 'hidden_tests' names {rel!r}, which is not a file in hidden/")
+        if (repo / rel).exists():
+            raise TaskError(f"{manifest}: field 'hidden_tests' names {rel!r}, which also exists in repo/ (the agent would see it)")
+    protected = _str_list(data, "protected_paths", manifest) if "protected_paths" in data else ("tests/",)
+    patch_name = _require(data, "reference_patch", str, manifest)
+    patch_file = folder / patch_name
+    if not patch_file.is_file():
+        raise TaskError(f"{manifest}: field 'reference_patch' names {patch_name!r}, which is not a file")
+    test_command = data.get("test_command", "python -m pytest")
+    if not isinstance(test_command, str) or not test_command.strip():
+        raise TaskError(f"{manifest}: field 'test_command' must be a non-empty string")
+    raw_timeouts = data.get("timeouts", {})
+    if not isinstance(raw_timeouts, dict):
+        raise TaskError(f"{manifest}: [timeouts] must be a table")
+    for key, value in raw_timeouts.items():
+        if key not in ("command", "tests") or not isinstance(value, (int, float)) or value <= 0:
+            raise TaskError(f"{manifest}: [timeouts] {key} must be 'command' or 'tests' with a positive number")
+    return Task(
+        id=task_id,
+        statement=statement,
+        repo=repo,
+        hidden_dir=hidden_dir,
+        visible_tests=visible,
+        hidden_tests=hidden,
+        protected_paths=protected,
+        reference_patch=patch_file.read_text(),
+        kind=kind,
+        test_command=test_command,
+        timeouts=Timeouts(**{k: float(v) for k, v in raw_timeouts.items()}),
+        root=folder,
+    )
+
+
+def bundled_tasks_dir() -> Path:
+    """The bundled suite: `tasks/` of a source checkout, or the copy shipped in the wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "tasks", here / "bundled_tasks"):
+        if candidate.is_dir() and any(candidate.glob(f"*/{MANIFEST}")):
+            return candidate
+    raise TaskError("no bundled tasks found: reinstall code-gym, or pass a task folder")
+
+
+def load_task_dir(folder: str | Path) -> list[Task]:
+    """Every task under `folder` (a task folder itself, or a folder of task folders), sorted by id."""
+    folder = Path(folder)
+    if (folder / MANIFEST).is_file():
+        return [load_task(folder)]
+    found = sorted(p.parent for p in folder.glob(f"*/{MANIFEST}"))
+    if not found:
+        raise TaskError(f"{folder}: no task folders (none has a {MANIFEST})")
+    return [load_task(p) for p in found]
+
+
+def bundled_tasks() -> list[Task]:
+    return load_task_dir(bundled_tasks_dir())
+
+
+def resolve_task(spec: "str | Path | Task", pool: list[Task] | None = None) -> Task:
+    """A Task from a Task, a folder path, or a bundled task id."""
+    if isinstance(spec, Task):
+        return spec
+    path = Path(spec)
+    if (path / MANIFEST).is_file():
+        return load_task(path)
+    tasks = pool if pool is not None else bundled_tasks()
+    for task in tasks:
+        if task.id == str(spec):
+            return task
+    raise TaskError(f"unknown task {spec!r}: pass a task folder or one of: {', '.join(t.id for t in tasks)}")

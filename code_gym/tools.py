@@ -1,0 +1,307 @@
+"""The agent's tools, their JSON schemas, and their implementations.
+
+Editor tools (view, create, str_replace, insert) follow the str_replace editor that SWE-agent /
+OpenHands-trained models know: paths relative to the repository root, line-numbered views, and
+str_replace only when `old_str` occurs exactly once. Shell-like tools run in the sandbox.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from code_gym.actions import ToolCall
+from code_gym.sandbox.base import Sandbox
+
+MAX_VIEW_CHARS = 16_000
+SNIPPET_LINES = 4
+
+
+def _schema(name: str, description: str, properties: dict, required: list[str]) -> dict:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": required}}}
+
+
+_PATH = {"type": "string", "description": "Path relative to the repository root."}
+TOOL_SCHEMAS: list[dict] = [
+    _schema("bash", "Run a bash command in the repository (no network). Output is truncated when long.",
+            {"command": {"type": "string", "description": "The command to run."}}, ["command"]),
+    _schema("view", "Show a file with line numbers, or list a directory two levels deep.",
+            {"path": _PATH, "view_range": {"type": "array", "items": {"type": "integer"},
+                                           "description": "Optional [start, end] lines, 1-based; end -1 means the last line."}},
+            ["path"]),
+    _schema("create", "Create a new file with the given content (fails if the file exists).",
+            {"path": _PATH, "file_text": {"type": "string", "description": "The whole content of the file."}},
+            ["path", "file_text"]),
+    _schema("str_replace", "Replace the one occurrence of old_str in a file with new_str. old_str must match "
+                           "exactly, whitespace included, and occur exactly once.",
+            {"path": _PATH, "old_str": {"type": "string"}, "new_str": {"type": "string", "description": "Replacement (may be empty)."}},
+            ["path", "old_str"]),
+    _schema("insert", "Insert text after line insert_line of a file (0 inserts at the top).",
+            {"path": _PATH, "insert_line": {"type": "integer"}, "new_str": {"type": "string"}},
+            ["path", "insert_line", "new_str"]),
+    _schema("search", "Search files for a regular expression (grep -E); prints file:line:text.",
+            {"pattern": {"type": "string"}, "path": {"type": "string", "description": "Folder or file to search (default: the repository)."}},
+            ["pattern"]),
+    _schema("run_tests", "Run the repository's visible tests (or the given test files) and show the result.",
+            {"paths": {"type": "array", "items": {"type": "string"}, "description": "Optional test files."}}, []),
+    _schema("submit", "Finish the episode: your changes are graded by the task's tests.", {}, []),
+]
+TOOL_NAMES = tuple(s["function"]["name"] for s in TOOL_SCHEMAS)
+_TYPES = {"string": str, "integer": int, "array": list, "object": dict, "boolean": bool}
+
+
+@dataclass
+class WrittenLine:
+    """A line a tool wrote from the action's own text: file, the line, its span in the action."""
+    path: str
+    text: str
+    span: tuple[int, int]
+
+
+@dataclass
+class ToolResult:
+    output: str
+    error: bool = False
+    submitted: bool = False
+    written: list[WrittenLine] = field(default_factory=list)
+
+
+class ToolError(Exception):
+    """A bad tool call; the message tells the agent what to do instead."""
+
+
+@dataclass
+class ToolContext:
+    root: Path
+    sandbox: Sandbox
+    visible_tests: tuple[str, ...]
+    test_command: str = "python -m pytest"
+    command_timeout: float = 30.0
+    test_timeout: float = 60.0
+
+
+def validate(call: ToolCall) -> None:
+    """Check the call names a tool and its arguments have the schema's names and types."""
+    if call.name not in TOOL_NAMES:
+        raise ToolError(f"unknown tool '{call.name}'; the tools are: {', '.join(TOOL_NAMES)}")
+    params = TOOL_SCHEMAS[TOOL_NAMES.index(call.name)]["function"]["parameters"]
+    for req in params["required"]:
+        if req not in call.arguments:
+            raise ToolError(f"'{call.name}' needs the argument '{req}'")
+    for key, value in call.arguments.items():
+        if key not in params["properties"]:
+            raise ToolError(f"'{call.name}' has no argument '{key}'; its arguments are: "
+                            f"{', '.join(params['properties']) or 'none'}")
+        want = params["properties"][key]["type"]
+        if not isinstance(value, _TYPES[want]) or (want == "integer" and isinstance(value, bool)):
+            raise ToolError(f"argument '{key}' of '{call.name}' must be {want}, got {type(value).__name__}")
+
+
+def resolve(ctx: ToolContext, path: str, must_exist: bool = True) -> Path:
+    """A host path inside the workspace, or a ToolError (outside, through a symlink, missing)."""
+    if path in ("", "."):
+        return ctx.root
+    for prefix in (ctx.sandbox.workdir, str(ctx.root)):
+        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+            path = path[len(prefix):].lstrip("/") or "."
+            break
+    if os.path.isabs(path):
+        raise ToolError(f"{path}: outside the repository; use a path relative to the repository root")
+    full = (ctx.root / path)
+    real = Path(os.path.realpath(full))
+    root = Path(os.path.realpath(ctx.root))
+    if real != root and root not in real.parents:
+        raise ToolError(f"{path}: resolves outside the repository; use a path inside it")
+    if must_exist and not (full.exists()):
+        raise ToolError(f"{path}: no such file or directory")
+    return full
+
+
+def _rel(ctx: ToolContext, full: Path) -> str:
+    return full.relative_to(ctx.root).as_posix()
+
+
+def _numbered(lines: list[str], first: int) -> str:
+    return "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(lines, start=first))
+
+
+def _read_text(full: Path, shown: str) -> str:
+    data = full.read_bytes()
+    if b"\0" in data[:8192]:
+        raise ToolError(f"{shown}: is a binary file; inspect it with bash (e.g. `xxd {shown} | head`)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown}: is not UTF-8 text; inspect it with bash") from None
+
+
+def _written(call: ToolCall, arg: str, rel: str, text: str) -> list[WrittenLine]:
+    out, pos = [], 0
+    for line in text.split("\n"):
+        span = call.action_span(arg, pos, pos + len(line))
+        if span is not None and line.strip():
+            out.append(WrittenLine(rel, line, span))
+        pos += len(line) + 1
+    return out
+
+
+def tool_view(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    path = call.arguments["path"]
+    full = resolve(ctx, path)
+    if full.is_dir():
+        entries = []
+        for dirpath, dirnames, filenames in os.walk(full):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+            depth = len(Path(dirpath).relative_to(full).parts)
+            if depth >= 2:
+                dirnames[:] = []
+            for name in sorted(filenames):
+                if not name.startswith("."):
+                    entries.append(_rel(ctx, Path(dirpath) / name))
+        return ToolResult("\n".join(entries) or "(empty directory)")
+    lines = _read_text(full, path).split("\n")
+    rng = call.arguments.get("view_range")
+    first, last = 1, len(lines)
+    if rng is not None:
+        if len(rng) != 2 or not all(isinstance(v, int) for v in rng):
+            raise ToolError("view_range must be two integers [start, end]")
+        first, last = rng[0], (len(lines) if rng[1] == -1 else rng[1])
+        if not (1 <= first <= len(lines)) or last < first or last > len(lines):
+            raise ToolError(f"view_range {rng} is outside the file's {len(lines)} lines")
+    text = _numbered(lines[first - 1:last], first)
+    if len(text) > MAX_VIEW_CHARS:
+        text = text[:MAX_VIEW_CHARS] + "\n[... file truncated: use view_range to see the rest ...]"
+    return ToolResult(text)
+
+
+def tool_create(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    path, text = call.arguments["path"], call.arguments["file_text"]
+    full = resolve(ctx, path, must_exist=False)
+    if full.exists() or full.is_symlink():
+        raise ToolError(f"{path}: already exists; edit it with str_replace or insert")
+    full.parent.mkdir(parents=True, exist_ok=True)
+    resolve(ctx, _rel(ctx, full.parent))
+    full.write_text(text, encoding="utf-8")
+    return ToolResult(f"created {path}", written=_written(call, "file_text", _rel(ctx, full), text))
+
+
+def _snippet(text: str, line: int, count: int) -> str:
+    lines = text.split("\n")
+    start = max(0, line - SNIPPET_LINES)
+    return _numbered(lines[start:line + count + SNIPPET_LINES], start + 1)
+
+
+def tool_str_replace(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    path, old = call.arguments["path"], call.arguments["old_str"]
+    new = call.arguments.get("new_str", "")
+    full = resolve(ctx, path)
+    if full.is_dir():
+        raise ToolError(f"{path}: is a directory")
+    text = _read_text(full, path)
+    if not old:
+        raise ToolError("old_str is empty; give the exact text to replace (use insert to add text)")
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(f"old_str was not found in {path}; it must match exactly, whitespace included "
+                        "(view the file to copy the text)")
+    if count > 1:
+        lines = [text[:i].count("\n") + 1 for i in _find_all(text, old)]
+        raise ToolError(f"old_str occurs {count} times in {path} (lines {lines}); include more context to make it unique")
+    at = text.index(old)
+    updated = text[:at] + new + text[at + len(old):]
+    full.write_text(updated, encoding="utf-8")
+    line = text[:at].count("\n")
+    return ToolResult(f"edited {path}:\n" + _snippet(updated, line, new.count("\n") + 1),
+                      written=_written(call, "new_str", _rel(ctx, full), new))
+
+
+def _find_all(text: str, sub: str) -> list[int]:
+    out, i = [], text.find(sub)
+    while i >= 0:
+        out.append(i)
+        i = text.find(sub, i + 1)
+    return out
+
+
+def tool_insert(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    path, line, new = call.arguments["path"], call.arguments["insert_line"], call.arguments["new_str"]
+    full = resolve(ctx, path)
+    if full.is_dir():
+        raise ToolError(f"{path}: is a directory")
+    text = _read_text(full, path)
+    lines = text.split("\n")
+    n = len(lines) - (1 if text.endswith("\n") else 0)
+    if not 0 <= line <= n:
+        raise ToolError(f"insert_line {line} is outside 0..{n} for {path}")
+    block = new if new.endswith("\n") else new + "\n"
+    offsets = [0]
+    for ln in lines[:-1]:
+        offsets.append(offsets[-1] + len(ln) + 1)
+    at = offsets[line] if line < len(offsets) else len(text)
+    if at == len(text) and text and not text.endswith("\n"):
+        block = "\n" + block.rstrip("\n")
+    updated = text[:at] + block + text[at:]
+    full.write_text(updated, encoding="utf-8")
+    return ToolResult(f"inserted into {path}:\n" + _snippet(updated, line, new.count("\n") + 1),
+                      written=_written(call, "new_str", _rel(ctx, full), new))
+
+
+def tool_bash(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    result = ctx.sandbox.exec(call.arguments["command"], timeout=ctx.command_timeout)
+    return ToolResult(result.describe() or "(no output)", error=result.timed_out)
+
+
+def tool_search(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    target = call.arguments.get("path", ".")
+    rel = _rel(ctx, resolve(ctx, target)) if target not in ("", ".") else "."
+    command = (f"grep -rnIE --exclude-dir=.git --exclude-dir=__pycache__ -e {shlex.quote(call.arguments['pattern'])} "
+               f"-- {shlex.quote(rel)} | head -n 200")
+    result = ctx.sandbox.exec(command, timeout=ctx.command_timeout)
+    return ToolResult(result.output or "no matches", error=result.timed_out)
+
+
+def tool_run_tests(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    paths = call.arguments.get("paths") or list(ctx.visible_tests)
+    for p in paths:
+        if not isinstance(p, str):
+            raise ToolError("paths must be a list of strings")
+        resolve(ctx, p)
+    command = f"{ctx.test_command} -q -p no:cacheprovider " + " ".join(shlex.quote(p) for p in paths)
+    result = ctx.sandbox.exec(command, timeout=ctx.test_timeout)
+    return ToolResult(result.describe(), error=result.timed_out)
+
+
+def tool_submit(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    return ToolResult("submitted", submitted=True)
+
+
+TOOLS: dict[str, Callable[[ToolContext, ToolCall], ToolResult]] = {
+    "bash": tool_bash, "view": tool_view, "create": tool_create, "str_replace": tool_str_replace,
+    "insert": tool_insert, "search": tool_search, "run_tests": tool_run_tests, "submit": tool_submit,
+}
+
+
+def run_tool(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    """Run one call; a bad call becomes an error result, never an exception."""
+    try:
+        validate(call)
+        return TOOLS[call.name](ctx, call)
+    except ToolError as exc:
+        return ToolResult(f"error: {exc}", error=True)
+    except (OSError, ValueError) as exc:
+        return ToolResult(f"error: {call.name} failed: {exc}", error=True)
+
+
+def describe_tools() -> str:
+    """Tool list for prompts: one line each with its arguments."""
+    lines = []
+    for schema in TOOL_SCHEMAS:
+        fn = schema["function"]
+        args = ", ".join(fn["parameters"]["properties"])
+        lines.append(f"- {fn['name']}({args}): {fn['description']}")
+    return "\n".join(lines)
+
+

@@ -1,0 +1,308 @@
+"""Per-episode working copy of a repository, snapshots, and the diffs between them.
+
+A snapshot records each file's stat key; content is read only for files whose key changed (or
+whose mtime is too close to the previous scan to trust, as git does for "racily clean" entries),
+and unchanged content is read lazily from the pristine source. So a step that edits one file of a
+500-file repo reads one file, and its diff is computed in-process, with no subprocess.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+IGNORED_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+IGNORED_SUFFIXES = (".pyc", ".pyo")
+TEMP_PREFIX = "code-gym-"
+# Linux stamps mtimes from a coarse clock (a few ms); entries this close to a scan are re-read.
+_RACY_NS = 100_000_000
+
+StatKey = tuple[int, int, int, int]
+
+
+@dataclass
+class Snapshot:
+    keys: dict[str, StatKey]
+    content: dict[str, bytes]  # files read at scan time; others equal the pristine source
+    taken_ns: int
+
+
+@dataclass
+class FileDiff:
+    """One file's change. `added` holds (new line number, text) of each added line."""
+    path: str
+    status: str  # "modified", "added", "deleted", "renamed", "mode"
+    text: str
+    old_path: str | None = None
+    binary: bool = False
+    added: list[tuple[int, str]] = field(default_factory=list)
+    removed: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _ignored(name: str) -> bool:
+    return name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES)
+
+
+def _walk(root: Path) -> dict[str, os.stat_result]:
+    found: dict[str, os.stat_result] = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(root / rel if rel else root))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            if _ignored(entry.name):
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            st = entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(path)
+            else:
+                found[path] = st
+    return found
+
+
+def _key(st: os.stat_result) -> StatKey:
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+
+
+def read_entry(path: Path) -> bytes:
+    """File content, or for a symlink its target (as git stores it)."""
+    if path.is_symlink():
+        return os.readlink(path).encode()
+    try:
+        return path.read_bytes()
+    except (IsADirectoryError, PermissionError, OSError):
+        return b""
+
+
+def _is_binary(data: bytes) -> bool:
+    if b"\0" in data[:8192]:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _mode(key: StatKey | None) -> str:
+    if key is None:
+        return "100644"
+    mode = key[3]
+    if (mode & 0o170000) == 0o120000:
+        return "120000"
+    return "100755" if mode & 0o111 else "100644"
+
+
+def _hunks(old: str, new: str) -> tuple[list[str], list[tuple[int, str]], list[tuple[int, str]]]:
+    """Unified-diff hunk lines (without file headers), the added and the removed lines."""
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    out: list[str] = []
+    added: list[tuple[int, str]] = []
+    removed: list[tuple[int, str]] = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for group in matcher.get_grouped_opcodes(3):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        out.append(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@\n")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                out += [_line(" ", line) for line in old_lines[a1:a2]]
+                continue
+            if tag in ("replace", "delete"):
+                out += [_line("-", line) for line in old_lines[a1:a2]]
+                removed += [(a1 + k + 1, line.rstrip("\n")) for k, line in enumerate(old_lines[a1:a2])]
+            if tag in ("replace", "insert"):
+                out += [_line("+", line) for line in new_lines[b1:b2]]
+                added += [(b1 + k + 1, line.rstrip("\n")) for k, line in enumerate(new_lines[b1:b2])]
+    return out, added, removed
+
+
+def _range(start: int, stop: int) -> str:
+    length = stop - start
+    first = start + 1 if length else start
+    return f"{first}" if length == 1 else f"{first},{length}"
+
+
+def _line(tag: str, line: str) -> str:
+    if line.endswith("\n"):
+        return tag + line
+    return f"{tag}{line}\n\\ No newline at end of file\n"
+
+
+def file_diff(path: str, old: bytes | None, new: bytes | None, old_key: StatKey | None = None,
+              new_key: StatKey | None = None) -> FileDiff:
+    """A git-style diff of one path; `old` None means added, `new` None means deleted."""
+    header = [f"diff --git a/{path} b/{path}\n"]
+    if old is None:
+        status, header = "added", header + [f"new file mode {_mode(new_key)}\n"]
+    elif new is None:
+        status, header = "deleted", header + [f"deleted file mode {_mode(old_key)}\n"]
+    else:
+        status = "modified"
+        if _mode(old_key) != _mode(new_key) and old_key and new_key:
+            header += [f"old mode {_mode(old_key)}\n", f"new mode {_mode(new_key)}\n"]
+            if old == new:
+                return FileDiff(path, "mode", "".join(header))
+    old_b, new_b = old or b"", new or b""
+    if _is_binary(old_b) or _is_binary(new_b):
+        a = "/dev/null" if old is None else f"a/{path}"
+        b = "/dev/null" if new is None else f"b/{path}"
+        return FileDiff(path, status, "".join(header) + f"Binary files {a} and {b} differ\n", binary=True)
+    body, added, removed = _hunks(old_b.decode(), new_b.decode())
+    if not body:
+        return FileDiff(path, status, "".join(header))
+    a = "/dev/null" if old is None else f"a/{path}"
+    b = "/dev/null" if new is None else f"b/{path}"
+    text = "".join(header + [f"--- {a}\n", f"+++ {b}\n"] + body)
+    return FileDiff(path, status, text, added=added, removed=removed)
+
+
+def _renamed(old_path: str, new_path: str) -> FileDiff:
+    text = (f"diff --git a/{old_path} b/{new_path}\nsimilarity index 100%\n"
+            f"rename from {old_path}\nrename to {new_path}\n")
+    return FileDiff(new_path, "renamed", text, old_path=old_path)
+
+
+def render(diffs: list[FileDiff]) -> str:
+    return "".join(d.text for d in diffs)
+
+
+def overlay_supported() -> bool:
+    """Whether this process may mount overlayfs (root, or CAP_SYS_ADMIN)."""
+    global _OVERLAY_OK
+    if _OVERLAY_OK is None:
+        _OVERLAY_OK = False
+        if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("mount"):
+            probe = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "probe-"))
+            try:
+                for d in ("lower", "upper", "work", "merged"):
+                    (probe / d).mkdir()
+                _OVERLAY_OK = _mount_overlay(probe / "lower", probe / "upper", probe / "work", probe / "merged")
+                if _OVERLAY_OK:
+                    subprocess.run(["umount", str(probe / "merged")], check=False)
+            finally:
+                shutil.rmtree(probe, ignore_errors=True)
+    return _OVERLAY_OK
+
+
+_OVERLAY_OK: bool | None = None
+
+
+def _mount_overlay(lower: Path, upper: Path, work: Path, merged: Path) -> bool:
+    opts = f"lowerdir={lower},upperdir={upper},workdir={work}"
+    result = subprocess.run(["mount", "-t", "overlay", "overlay", "-o", opts, str(merged)],
+                            capture_output=True)
+    return result.returncode == 0
+
+
+class Workspace:
+    """A writable copy of `source` for one episode: an overlayfs mount when permitted, else a copy.
+
+    Never a hardlink copy: an agent writing through a hardlink would corrupt the pristine task.
+    """
+
+    def __init__(self, source: Path, strategy: str = "auto", parent: str | Path | None = None):
+        if strategy not in ("auto", "overlay", "copy"):
+            raise ValueError(f"workspace strategy must be 'auto', 'overlay' or 'copy', got {strategy!r}")
+        self.source = Path(source).resolve()
+        self.base = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=parent))
+        self.root = self.base / "repo"
+        self.root.mkdir()
+        self.strategy = "copy"
+        if strategy != "copy" and overlay_supported():
+            (self.base / "upper").mkdir()
+            (self.base / "work").mkdir()
+            if _mount_overlay(self.source, self.base / "upper", self.base / "work", self.root):
+                self.strategy = "overlay"
+        if self.strategy == "copy":
+            if strategy == "overlay":
+                self.close()
+                raise RuntimeError("overlay workspace requested but overlayfs cannot be mounted here (needs root)")
+            shutil.copytree(self.source, self.root, symlinks=True, dirs_exist_ok=True)
+        self.initial = self.scan(None)
+        self.last = self.initial
+
+    def _pristine(self, path: str) -> bytes | None:
+        full = self.source / path
+        return read_entry(full) if full.exists() or full.is_symlink() else None
+
+    def content(self, snap: Snapshot, path: str) -> bytes | None:
+        if path not in snap.keys:
+            return None
+        if path in snap.content:
+            return snap.content[path]
+        return self._pristine(path)
+
+    def scan(self, prev: Snapshot | None) -> Snapshot:
+        started = time.time_ns()
+        stats = _walk(self.root)
+        keys = {path: _key(st) for path, st in stats.items()}
+        content: dict[str, bytes] = {}
+        for path, key in keys.items():
+            if prev is not None and prev.keys.get(path) == key and key[0] < prev.taken_ns - _RACY_NS:
+                if path in prev.content:
+                    content[path] = prev.content[path]
+                continue
+            if prev is None and key[0] < started - _RACY_NS:
+                continue  # initial scan: untouched copies of the source
+            data = read_entry(self.root / path)
+            if prev is None and data == self._pristine(path):
+                continue
+            content[path] = data
+        return Snapshot(keys, content, started)
+
+    def diff(self, old: Snapshot, new: Snapshot) -> list[FileDiff]:
+        diffs: list[FileDiff] = []
+        paths = sorted(set(old.keys) | set(new.keys))
+        gone: dict[bytes, str] = {}
+        born: list[str] = []
+        for path in paths:
+            if path in new.content or path not in new.keys or path not in old.keys or path in old.content:
+                a, b = self.content(old, path), self.content(new, path)
+                if a == b and _mode(old.keys.get(path)) == _mode(new.keys.get(path)):
+                    continue
+                if a is None:
+                    born.append(path)
+                    continue
+                if b is None:
+                    gone[a] = path
+                    continue
+                diffs.append(file_diff(path, a, b, old.keys[path], new.keys[path]))
+        for path in born:
+            b = self.content(new, path)
+            if b in gone and b:
+                diffs.append(_renamed(gone.pop(b), path))
+            else:
+                diffs.append(file_diff(path, None, b, None, new.keys[path]))
+        for a, path in gone.items():
+            diffs.append(file_diff(path, a, None, old.keys[path], None))
+        return sorted(diffs, key=lambda d: d.path)
+
+    def step(self) -> list[FileDiff]:
+        """The changes since the previous call (or since the start)."""
+        new = self.scan(self.last)
+        diffs = self.diff(self.last, new)
+        self.last = new
+        return diffs
+
+    def patch(self) -> list[FileDiff]:
+        """The cumulative changes since the start of the episode, as of the last `step()`."""
+        return self.diff(self.initial, self.last)
+
+    def changed_files(self) -> dict[str, bytes | None]:
+        """Final content of each path changed since the start (None: deleted)."""
+        return {p: self.content(self.last, p) for p in sorted(set(self.initial.keys) | set(self.last.keys))
+                if self.content(self.initial, p) != self.content(self.last, p)}
+
+    def close(self) -> None:
+        if self.strategy == "overlay":
+            subprocess.run(["umount", "-l", str(self.root)], capture_output=True)
+        shutil.rmtree(self.base, ignore_errors=True)
