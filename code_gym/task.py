@@ -2,6 +2,7 @@
 reference patch. See docs/tasks.md for the format."""
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import tomllib
@@ -130,7 +131,13 @@ def load_task(folder: str | Path) -> Task:
 
 
 def bundled_tasks_dir() -> Path:
-    """The bundled suite: `tasks/` of a source checkout, or the copy shipped in the wheel."""
+    """The default pool: $CODE_GYM_TASKS when set, else `tasks/` of a source checkout, else the
+    copy shipped in the wheel."""
+    override = os.environ.get("CODE_GYM_TASKS")
+    if override:
+        if not Path(override).is_dir():
+            raise TaskError(f"CODE_GYM_TASKS={override} is not a folder; point it at a folder of task folders")
+        return Path(override)
     here = Path(__file__).resolve().parent
     for candidate in (here.parent / "tasks", here / "bundled_tasks"):
         if candidate.is_dir() and any(candidate.glob(f"*/{MANIFEST}")):

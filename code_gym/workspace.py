@@ -8,6 +8,7 @@ and unchanged content is read lazily from the pristine source. So a step that ed
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -155,7 +156,8 @@ def file_diff(path: str, old: bytes | None, new: bytes | None, old_key: StatKey 
     if _is_binary(old_b) or _is_binary(new_b):
         a = "/dev/null" if old is None else f"a/{path}"
         b = "/dev/null" if new is None else f"b/{path}"
-        return FileDiff(path, status, "".join(header) + f"Binary files {a} and {b} differ\n", binary=True)
+        index = f"index {_blob_id(old)}..{_blob_id(new)}\n"
+        return FileDiff(path, status, "".join(header) + index + f"Binary files {a} and {b} differ\n", binary=True)
     body, added, removed = _hunks(old_b.decode(), new_b.decode())
     if not body:
         return FileDiff(path, status, "".join(header))
@@ -163,6 +165,13 @@ def file_diff(path: str, old: bytes | None, new: bytes | None, old_key: StatKey 
     b = "/dev/null" if new is None else f"b/{path}"
     text = "".join(header + [f"--- {a}\n", f"+++ {b}\n"] + body)
     return FileDiff(path, status, text, added=added, removed=removed)
+
+
+def _blob_id(data: bytes | None) -> str:
+    """git's object id of a blob (all zeros for none): binary hunks need it for `git apply`."""
+    if data is None:
+        return "0" * 40
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _renamed(old_path: str, new_path: str) -> FileDiff:

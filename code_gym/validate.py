@@ -1,0 +1,100 @@
+"""The gates a task must pass before it is used for training."""
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from code_gym.grading import grade
+from code_gym.task import Task, TaskError
+from code_gym.workspace import Workspace
+
+# APIs whose use in tests makes results depend on the clock or the network.
+_NONDETERMINISTIC = re.compile(
+    r"\b(time\.time|time\.monotonic|time\.perf_counter|datetime\.now|datetime\.utcnow|date\.today|"
+    r"socket\.|urllib\.request|requests\.|http\.client|random\.(?!seed|Random\())")
+
+
+@dataclass
+class Verdict:
+    task_id: str
+    kind: str
+    files: int
+    hunks: int
+    untouched_failing: int = 0
+    untouched_total: int = 0
+    reference_runs: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def reference_changes(task: Task) -> dict[str, bytes | None]:
+    """The files the reference patch changes, with their new content (applied with `git apply`)."""
+    ws = Workspace(task.repo, strategy="copy")
+    try:
+        with tempfile.NamedTemporaryFile("w", suffix=".patch", delete=False) as fh:
+            fh.write(task.reference_patch)
+        result = subprocess.run(["git", "apply", "--whitespace=nowarn", fh.name], cwd=ws.root,
+                                capture_output=True, text=True)
+        Path(fh.name).unlink()
+        if result.returncode != 0:
+            raise TaskError(f"{task.root}/solution.patch: does not apply to repo/: {result.stderr.strip()}")
+        ws.step()
+        return ws.changed_files()
+    finally:
+        ws.close()
+
+
+def _hunk_count(task: Task) -> tuple[int, int]:
+    try:
+        patch = PatchSet(task.reference_patch)
+    except UnidiffParseError as exc:
+        raise TaskError(f"{task.root}: reference patch is not a unified diff: {exc}") from None
+    return len(patch), sum(len(f) for f in patch)
+
+
+def _clock_or_network(task: Task) -> list[str]:
+    found = []
+    sources = [task.repo / t for t in task.visible_tests] + [task.hidden_dir / t for t in task.hidden_tests]
+    for path in sources:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if _NONDETERMINISTIC.search(line) and not line.lstrip().startswith("#"):
+                found.append(f"{path.name}:{n} uses the clock, network or unseeded randomness")
+    return found
+
+
+def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict:
+    """Gates: the patch parses and applies; the untouched repo fails >= 1 hidden test; the reference
+    passes every test `runs` times in a row; tests use no clock, network or unseeded randomness
+    (and run in a sandbox with no network)."""
+    files, hunks = _hunk_count(task)
+    verdict = Verdict(task.id, task.kind, files, hunks)
+    verdict.problems += _clock_or_network(task)
+    untouched = grade(task, {}, isolation=isolation)
+    hidden_ids = {t for t in untouched.tests if any(Path(h).stem in t for h in task.hidden_tests)}
+    verdict.untouched_total = len(hidden_ids)
+    verdict.untouched_failing = sum(1 for t in hidden_ids if untouched.tests[t] != "passed")
+    if untouched.timed_out or untouched.exit_code not in (0, 1):
+        verdict.problems.append(f"untouched repo: the test run itself failed ({untouched.summary()})")
+    elif verdict.untouched_failing == 0:
+        verdict.problems.append("untouched repo passes every hidden test: the task asks for nothing")
+    try:
+        changes = reference_changes(task)
+    except TaskError as exc:
+        verdict.problems.append(str(exc))
+        return verdict
+    for _ in range(runs):
+        result = grade(task, changes, isolation=isolation)
+        verdict.reference_runs.append(result.summary())
+        if not result.resolved:
+            verdict.problems.append(f"reference does not pass: {result.summary()}")
+            break
+    return verdict

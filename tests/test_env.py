@@ -1,0 +1,110 @@
+"""CodeRepo-v0 through Gymnasium: registration, the env checker, vector envs, full episodes."""
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import code_gym
+from code_gym.replay import hermes, patch_to_calls
+
+from conftest import BUNDLED
+
+SUBMIT = hermes([{"name": "submit", "arguments": {}}])
+
+
+def test_registered_and_checker_passes():
+    assert "CodeRepo-v0" in gym.registry
+    env = gym.make("CodeRepo-v0")
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
+
+
+def test_module_prefixed_id_imports_package():
+    env = gym.make("code_gym:CodeRepo-v0", task=BUNDLED[0].id)
+    obs, info = env.reset(seed=0)
+    assert BUNDLED[0].statement.splitlines()[0][:40] in obs
+    assert info["task_id"] == BUNDLED[0].id
+    env.close()
+
+
+def test_reset_prompt_has_statement_tree_and_tools():
+    env = gym.make("CodeRepo-v0")
+    obs, info = env.reset(seed=3)
+    task = next(t for t in BUNDLED if t.id == info["task_id"])
+    assert task.statement[:50] in obs
+    assert task.visible_tests[0] in obs
+    for tool in code_gym.TOOL_NAMES:
+        assert f"- {tool}(" in obs
+    assert env.observation_space.contains(obs)
+    env.close()
+
+
+def test_seeded_reset_draws_the_same_task():
+    env = gym.make("CodeRepo-v0")
+    drawn = [env.reset(seed=s)[1]["task_id"] for s in (7, 7, 8, 9, 10, 11)]
+    assert drawn[0] == drawn[1]
+    assert len(set(drawn)) > 1
+    env.close()
+
+
+@pytest.mark.parametrize("task", BUNDLED, ids=[t.id for t in BUNDLED])
+def test_reference_replay_resolves_and_empty_submission_does_not(task):
+    env = gym.make("CodeRepo-v0", task=task)
+    env.reset(seed=0)
+    calls = patch_to_calls(task.reference_patch, task.repo)
+    assert {c["name"] for c in calls} <= {"str_replace", "create", "bash"}
+    _, reward, terminated, _, info = env.step(hermes(calls))
+    assert not terminated and not info["invalid_action"], info["tool_results"]
+    assert info["diff"]
+    _, reward, terminated, truncated, info = env.step(SUBMIT)
+    assert terminated and not truncated
+    assert reward == 1.0 and info["resolved"], info["tests"]
+
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step(SUBMIT)
+    assert terminated and reward < 1.0 and not info["resolved"]
+    env.close()
+
+
+def test_truncation_grades_at_max_steps(tiny_task):
+    env = gym.make("CodeRepo-v0", task=tiny_task, max_steps=2)
+    env.reset(seed=0)
+    _, reward, terminated, truncated, _ = env.step("```bash\nsed -i 's/a - b/a + b/' calc/ops.py\n```")
+    assert not (terminated or truncated) and reward == 0.0
+    _, reward, terminated, truncated, info = env.step("```bash\ntrue\n```")
+    assert truncated and not terminated
+    assert info["tests_total"] == 3 and info["tests_passed"] == 2
+    assert reward == pytest.approx(2 / 3)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(SUBMIT)
+    env.close()
+
+
+def test_async_vector_env_runs_four_episodes():
+    task_ids = [t.id for t in BUNDLED[:4]]
+    fns = [lambda tid=tid: gym.make("CodeRepo-v0", task=tid) for tid in task_ids]
+    envs = gym.vector.AsyncVectorEnv(fns, shared_memory=False)
+    try:
+        obs, infos = envs.reset(seed=0)
+        assert len(obs) == len(task_ids) and all("## Issue" in o for o in obs)
+        actions = []
+        for tid in task_ids:
+            task = next(t for t in BUNDLED if t.id == tid)
+            actions.append(hermes(patch_to_calls(task.reference_patch, task.repo) + [{"name": "submit", "arguments": {}}]))
+        obs, rewards, terminated, truncated, infos = envs.step(tuple(actions))
+        assert list(terminated) == [True] * len(task_ids)
+        assert list(rewards) == [1.0] * len(task_ids)
+    finally:
+        envs.close()
+
+
+def test_graders_ignore_changes_to_tests(tiny_task):
+    env = gym.make("CodeRepo-v0", task=tiny_task)
+    env.reset(seed=0)
+    cheat = "```bash\necho 'def test_ok(): pass' > tests/test_calc.py && rm -rf tests/ && mkdir tests\n```"
+    env.step(cheat)
+    _, reward, _, _, info = env.step(SUBMIT)
+    assert "tests/test_calc.py" in info["ignored_changes"]
+    assert info["tests_total"] == 3 and reward < 1.0
+    env.close()

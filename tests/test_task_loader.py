@@ -1,0 +1,70 @@
+import shutil
+
+import pytest
+
+from code_gym.task import TaskError, load_task, resolve_task
+
+from conftest import BUNDLED, write_tiny_task
+
+
+def test_tiny_task_loads(tmp_path):
+    task = load_task(write_tiny_task(tmp_path))
+    assert task.id == "tiny"
+    assert task.visible_tests == ("tests/test_calc.py",)
+    assert task.timeouts.command == 5
+    assert task.is_protected("tests/test_calc.py")
+    assert task.is_protected("./tests/new_test.py")
+    assert not task.is_protected("calc/ops.py")
+
+
+@pytest.mark.parametrize("field, replacement, message", [
+    ('id = "tiny"', 'id = "other"', "field 'id'"),
+    ('id = "tiny"', 'id = "Tiny Task"', "field 'id'"),
+    ('visible_tests = ["tests/test_calc.py"]', 'visible_tests = ["tests/missing.py"]', "field 'visible_tests'"),
+    ('hidden_tests = ["tests/test_hidden_calc.py"]', 'hidden_tests = "tests/x.py"', "field 'hidden_tests'"),
+    ('reference_patch = "solution.patch"', 'reference_patch = "nope.patch"', "field 'reference_patch'"),
+    ('kind = "bugfix"', 'kind = "refactor"', "field 'kind'"),
+    ('statement = """add() subtracts and mul() adds; both must do what their names say."""', "", "field 'statement'"),
+    ("command = 5", "command = -1", "[timeouts]"),
+    ('id = "tiny"', 'id = "tiny', "not valid TOML"),
+])
+def test_invalid_manifest_names_file_and_field(tmp_path, field, replacement, message):
+    folder = write_tiny_task(tmp_path)
+    manifest = folder / "task.toml"
+    manifest.write_text(manifest.read_text().replace(field, replacement))
+    with pytest.raises(TaskError) as err:
+        load_task(folder)
+    assert "task.toml" in str(err.value)
+    assert message in str(err.value)
+
+
+def test_hidden_test_visible_in_repo_is_rejected(tmp_path):
+    folder = write_tiny_task(tmp_path)
+    shutil.copy(folder / "hidden/tests/test_hidden_calc.py", folder / "repo/tests/test_hidden_calc.py")
+    with pytest.raises(TaskError, match="also exists in repo"):
+        load_task(folder)
+
+
+def test_missing_repo_and_manifest(tmp_path):
+    folder = write_tiny_task(tmp_path)
+    shutil.rmtree(folder / "repo")
+    with pytest.raises(TaskError, match="repo"):
+        load_task(folder)
+    with pytest.raises(TaskError, match="no task.toml"):
+        load_task(tmp_path)
+
+
+def test_bundled_suite_is_big_and_multi_region():
+    assert len(BUNDLED) >= 12
+    kinds = {t.kind for t in BUNDLED}
+    assert kinds == {"bugfix", "feature"}
+    for task in BUNDLED:
+        assert task.reference_patch.count("\n@@ ") + task.reference_patch.startswith("@@") >= 2, task.id
+        py_files = [p for p in task.repo.rglob("*.py")]
+        assert 3 <= len(py_files) <= 15 + len(task.visible_tests), task.id
+
+
+def test_resolve_task_by_id_and_unknown():
+    assert resolve_task(BUNDLED[0].id).id == BUNDLED[0].id
+    with pytest.raises(TaskError, match="unknown task"):
+        resolve_task("no-such-task")
