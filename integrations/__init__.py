@@ -1,0 +1,1 @@
+"""Integrations of code_gym and credit with distributed RL trainers."""

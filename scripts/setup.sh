@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One-time setup on a fresh machine: the sandbox tool, a virtualenv, the CPU build of torch, code-gym.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing bubblewrap (the sandbox for agent commands)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+  else
+    echo "setup: bubblewrap is missing; install it (e.g. 'sudo apt-get install bubblewrap') for full isolation" >&2
+  fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --upgrade pip
+# torch first, pinned: the CPU build (an unpinned torch would pull a multi-GB CUDA build).
+"$VENV/bin/python" -m pip install -q "torch==2.13.0"
+"$VENV/bin/python" -m pip install -q -e ".[test]"
+echo "setup: done ($VENV)"

@@ -1,0 +1,91 @@
+"""The local sandbox contains what the agent runs. Each test starts the real bubblewrap/unshare."""
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from code_gym.sandbox import Limits, available_isolation, make_sandbox
+
+KINDS = [k for k in available_isolation() if k != "none"]
+if os.environ.get("CI") == "true":
+    assert "bwrap" in KINDS, "CI must run the sandbox tests under bubblewrap: .ci/run installs it"
+
+
+@pytest.fixture(params=KINDS or [pytest.param("bwrap", marks=pytest.mark.skip(
+    reason="no sandbox on this machine: apt-get install bubblewrap"))])
+def sandbox(request, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "hidden_test.py").write_text("ANSWER = 42\n")
+    box = make_sandbox(request.param, ws, Limits(timeout=5, max_output=4096, file_size_bytes=1 << 20), mask=(secret,))
+    box.ws, box.secret = ws, secret
+    yield box
+    box.close()
+
+
+def test_command_runs_in_workspace(sandbox):
+    r = sandbox.exec("echo hello > out.txt && cat out.txt && pwd")
+    assert r.exit_code == 0 and "hello" in r.output
+    assert (sandbox.ws / "out.txt").read_text() == "hello\n"
+
+
+def test_no_network(sandbox):
+    r = sandbox.exec("python -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=2)\"")
+    assert r.exit_code != 0
+
+
+def test_cannot_read_masked_task_folder(sandbox):
+    r = sandbox.exec(f"cat {sandbox.secret}/hidden_test.py")
+    assert "ANSWER" not in r.output
+
+
+def test_setsid_child_does_not_outlive_command(sandbox, tmp_path):
+    marker = f"code-gym-test-{os.getpid()}-{time.monotonic_ns()}"
+    sandbox.exec(f"setsid bash -c 'exec -a {marker} sleep 30' > /dev/null 2>&1 & echo started")
+    time.sleep(0.3)
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    assert found == ""
+
+
+def test_timeout_kills_the_whole_tree(sandbox):
+    marker = f"code-gym-tree-{os.getpid()}-{time.monotonic_ns()}"
+    started = time.monotonic()
+    r = sandbox.exec(f"bash -c 'exec -a {marker} sleep 60' & bash -c 'exec -a {marker} sleep 60'", timeout=1)
+    assert r.timed_out and time.monotonic() - started < 10
+    time.sleep(0.3)
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout == ""
+
+
+def test_output_flood_is_capped(sandbox):
+    r = sandbox.exec("yes | head -c 10000000")
+    assert r.truncated and len(r.output) < 10_000
+
+
+def test_file_size_limit(sandbox):
+    r = sandbox.exec("head -c 5000000 /dev/zero > big.bin")
+    assert r.exit_code != 0
+    assert (sandbox.ws / "big.bin").stat().st_size <= 1 << 20
+
+
+def test_bwrap_cannot_write_outside_workspace(tmp_path):
+    if "bwrap" not in KINDS:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = make_sandbox("bwrap", ws)
+    target = tmp_path / "outside.txt"
+    r = box.exec(f"echo x > {target}; echo y > /usr/evil; touch /tmp/inner && ls /tmp")
+    assert not target.exists() and not Path("/usr/evil").exists()
+    assert "inner" in r.output and not Path("/tmp/inner").exists()
+
+
+def test_none_isolation_is_explicit_and_warns(tmp_path):
+    with pytest.warns(UserWarning, match="WITHOUT a sandbox"):
+        box = make_sandbox("none", tmp_path)
+    assert box.exec("echo ok").output == "ok\n"
+    with pytest.raises(ValueError, match="isolation must be"):
+        make_sandbox("docker-ish", tmp_path)
