@@ -59,6 +59,7 @@ class CodeRepoEnv(gym.Env):
         self.steps = 0
         self.done = False
         self.last_observation = ""
+        self._prompts: dict[tuple, str] = {}  # the reset prompt of each task (its starting files are fixed)
 
     @staticmethod
     def _pool(tasks: Any) -> list[Task]:
@@ -95,7 +96,11 @@ class CodeRepoEnv(gym.Env):
                                self.task.timeouts.command, self.task.timeouts.tests)
         self.steps = 0
         self.done = False
-        self.last_observation = initial_prompt(self.task, self.ws.root, sandbox.workdir, self.tool_schemas)
+        prompt_key = (self.task.id, self.task.root)
+        if prompt_key not in self._prompts:
+            self._prompts[prompt_key] = initial_prompt(self.task, list(self.ws.initial.keys), sandbox.workdir,
+                                                       self.tool_schemas)
+        self.last_observation = self._prompts[prompt_key]
         info = {"task_id": self.task.id, "sandbox": sandbox.name, "workspace": self.ws.strategy,
                 "reset_time": time.monotonic() - started}
         return self.last_observation, info

@@ -2,30 +2,26 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from code_gym.actions import FORMAT_HELP
+from code_gym.actions import FORMAT_HELP, ToolCall
 from code_gym.task import Task
 from code_gym.tools import TOOL_SCHEMAS, ToolResult, describe_tools
-from code_gym.actions import ToolCall
 
 MAX_TREE_ENTRIES = 200
 
 
-def repo_tree(root: Path, limit: int = MAX_TREE_ENTRIES) -> str:
-    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
-                   if p.is_file() and "__pycache__" not in p.parts and not any(s.startswith(".") for s in p.relative_to(root).parts))
-    shown = files[:limit]
-    more = f"\n... and {len(files) - limit} more files" if len(files) > limit else ""
-    return "\n".join(shown) + more
+def repo_tree(files: list[str], limit: int = MAX_TREE_ENTRIES) -> str:
+    shown = sorted(f for f in files if not any(part.startswith(".") for part in f.split("/")))
+    more = f"\n... and {len(shown) - limit} more files" if len(shown) > limit else ""
+    return "\n".join(shown[:limit]) + more
 
 
-def initial_prompt(task: Task, root: Path, workdir: str, tool_schemas: bool = True) -> str:
+def initial_prompt(task: Task, files: list[str], workdir: str, tool_schemas: bool = True) -> str:
     parts = [
         "You are working in a Python repository. Fix the issue below by editing the code, then call `submit`.",
         f"The repository is at {workdir} (the current directory of every command).",
         f"## Issue\n{task.statement}",
-        f"## Repository files\n{repo_tree(root)}",
+        f"## Repository files\n{repo_tree(files)}",
         f"## Tools\n{describe_tools()}",
         f"## How to call tools\n{FORMAT_HELP}",
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import resource
 import selectors
+import shlex
 import shutil
 import signal
 import subprocess
@@ -98,8 +99,9 @@ class LocalSandbox:
         if self.name == "none":
             return shell
         if self.name == "unshare":
-            return ["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child",
-                    "--mount-proc"] + shell
+            hide = "".join(f"mount -t tmpfs none {shlex.quote(m)} && " for m in self.mask if Path(m).is_dir())
+            return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child",
+                    "--mount-proc", "bash", "-c", f"{hide}exec bash -c {shlex.quote(command)}"]
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--clearenv"]
         for d in _SYSTEM_DIRS:
             argv += ["--ro-bind-try", d, d]
