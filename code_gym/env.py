@@ -156,7 +156,7 @@ class CodeRepoEnv(gym.Env):
 
     @staticmethod
     def _grade_info(result: GradeResult) -> dict[str, Any]:
-        return {"resolved": result.resolved, "tests": result.tests, "tests_passed": result.passed,
+        return {"outcome_reward": result.fraction, "resolved": result.resolved, "tests": result.tests, "tests_passed": result.passed,
                 "tests_total": result.total, "grading_time": result.duration,
                 "grading_exit_code": result.exit_code, "grading_timed_out": result.timed_out,
                 "ignored_changes": result.ignored}

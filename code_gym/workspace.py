@@ -7,6 +7,7 @@ and unchanged content is read lazily from the pristine source. So a step that ed
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import ctypes.util
 import difflib
@@ -16,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -229,6 +231,14 @@ def _unmount(target: Path) -> None:
 
 
 _SOURCE_SCANS: dict[tuple[str, int], Snapshot] = {}
+_OPEN: "weakref.WeakSet[Workspace]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_workspaces() -> None:
+    """An interpreter that exits without env.close() still unmounts and removes its workspaces."""
+    for ws in list(_OPEN):
+        ws.close()
 
 
 class Workspace:
@@ -257,6 +267,7 @@ class Workspace:
             shutil.copytree(self.source, self.root, symlinks=True, dirs_exist_ok=True)
         self.initial = self._initial_snapshot()
         self.last = self.initial
+        _OPEN.add(self)
 
     def _initial_snapshot(self) -> Snapshot:
         # An overlay shows the source's own files (same stat keys on one file system), so the source's
@@ -345,6 +356,7 @@ class Workspace:
                 if self.content(self.initial, p) != self.content(self.last, p)}
 
     def close(self) -> None:
-        if self.strategy == "overlay":
+        if self.strategy == "overlay" and self in _OPEN:
             _unmount(self.root)
+        _OPEN.discard(self)
         shutil.rmtree(self.base, ignore_errors=True)
