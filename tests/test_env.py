@@ -108,3 +108,22 @@ def test_graders_ignore_changes_to_tests(tiny_task):
     assert "tests/test_calc.py" in info["ignored_changes"]
     assert info["tests_total"] == 3 and reward < 1.0
     env.close()
+
+
+def _mounted(path) -> bool:
+    return any(line.split()[1] == str(path) for line in open("/proc/mounts"))
+
+
+def test_close_removes_workspaces_mounts_and_processes(tiny_task):
+    import subprocess
+    env = gym.make("CodeRepo-v0", task=tiny_task)
+    env.reset(seed=0)
+    first = env.unwrapped.ws
+    env.step("```bash\nexec -a code-gym-leak-probe sleep 1000 > /dev/null 2>&1 &\necho bg\n```")
+    env.reset(seed=1)  # a new episode releases the previous one
+    second = env.unwrapped.ws
+    assert not first.base.exists() and not _mounted(first.root)
+    env.step(SUBMIT)
+    env.close()
+    assert not second.base.exists() and not _mounted(second.root)
+    assert subprocess.run(["pgrep", "-f", "code-gym-leak-probe"], capture_output=True).stdout == b""
