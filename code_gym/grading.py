@@ -56,15 +56,25 @@ class GradeResult:
         return f"{self.passed}/{self.total} tests passed (pytest exit code {self.exit_code})"
 
 
+def _node_id(case: ET.Element) -> str:
+    """pytest's node id ("tests/test_x.py::TestC::test_y[1]") from a junit testcase (xunit1 has `file`)."""
+    name, classname, file = case.get("name", ""), case.get("classname", ""), case.get("file")
+    if not file:
+        return f"{classname}::{name}"
+    module = file[:-3].replace("/", ".") if file.endswith(".py") else file
+    inner = classname[len(module):].lstrip(".") if classname.startswith(module) else ""
+    return "::".join([file] + ([*inner.split(".")] if inner else []) + [name])
+
+
 def parse_junit(path: Path) -> dict[str, str]:
-    """Per-test outcomes from a pytest junit XML file (empty when missing or unreadable)."""
+    """Per-test outcomes by pytest node id from a junit XML file (empty when missing or unreadable)."""
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
         return {}
     outcomes: dict[str, str] = {}
     for case in root.iter("testcase"):
-        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        name = _node_id(case)
         tags = {child.tag for child in case}
         if "error" in tags:
             outcome = "error"

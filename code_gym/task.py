@@ -37,6 +37,10 @@ class Task:
     test_command: str = "python -m pytest"
     timeouts: Timeouts = field(default_factory=Timeouts)
     root: Path | None = None
+    # SWE-bench style: pytest node ids that must go from failing to passing / keep passing
+    fail_to_pass: tuple[str, ...] = ()
+    pass_to_pass: tuple[str, ...] = ()
+    image: str | None = None  # container image for the Docker backend (None: the default image)
 
     def is_protected(self, path: str) -> bool:
         """True when `path` (relative to the repo root) lies under a protected prefix or is a test file."""
@@ -63,6 +67,13 @@ def _str_list(data: dict, key: str, where: Path) -> tuple[str, ...]:
         if v.startswith("/") or ".." in Path(v).parts:
             raise TaskError(f"{where}: field '{key}' entry {v!r} must be a relative path inside the repo")
     return tuple(value)
+
+
+def _node_ids(data: dict, key: str, where: Path) -> list[str]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise TaskError(f"{where}: field '{key}' must be a list of pytest node ids (\"tests/test_x.py::test_y\")")
+    return value
 
 
 def load_task(folder: str | Path) -> Task:
@@ -114,6 +125,11 @@ def load_task(folder: str | Path) -> Task:
     for key, value in raw_timeouts.items():
         if key not in ("command", "tests") or not isinstance(value, (int, float)) or value <= 0:
             raise TaskError(f"{manifest}: [timeouts] {key} must be 'command' or 'tests' with a positive number")
+    f2p = tuple(_node_ids(data, "fail_to_pass", manifest))
+    p2p = tuple(_node_ids(data, "pass_to_pass", manifest))
+    image = data.get("image")
+    if image is not None and (not isinstance(image, str) or not image):
+        raise TaskError(f"{manifest}: field 'image' must be a non-empty string (a container image name)")
     return Task(
         id=task_id,
         statement=statement,
@@ -127,6 +143,9 @@ def load_task(folder: str | Path) -> Task:
         test_command=test_command,
         timeouts=Timeouts(**{k: float(v) for k, v in raw_timeouts.items()}),
         root=folder,
+        fail_to_pass=f2p,
+        pass_to_pass=p2p,
+        image=image,
     )
 
 
