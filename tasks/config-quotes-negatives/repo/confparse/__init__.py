@@ -1,0 +1,4 @@
+from .errors import ConfigError
+from .config import Config, loads
+
+__all__ = ["Config", "ConfigError", "loads"]

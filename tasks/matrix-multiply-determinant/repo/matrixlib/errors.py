@@ -1,0 +1,6 @@
+class ShapeError(ValueError):
+    """Operands have incompatible shapes."""
+
+
+class SingularMatrixError(ValueError):
+    """The matrix has no inverse."""
