@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from code_gym.table import format_table
@@ -13,9 +15,14 @@ from code_gym.task import TaskError, bundled_tasks, load_task_dir
 def _tasks(paths: list[str] | None):
     if not paths:
         return bundled_tasks()
+    from code_gym.loaders import load_dataset
+
     out = []
     for p in paths:
-        out += bundled_tasks() if p == "bundled" else load_task_dir(Path(p))
+        if p == "bundled":
+            out += bundled_tasks()
+        else:
+            out += load_dataset(p) or load_task_dir(Path(p))
     return out
 
 
@@ -72,35 +79,93 @@ def cmd_tasks_validate(args) -> int:
     from code_gym.validate import validate_task
 
     tasks = _tasks(args.paths)
-    rows, bad = [], 0
-    for i, task in enumerate(tasks, 1):
-        print(f"[{i}/{len(tasks)}] validating {task.id}", file=sys.stderr, flush=True)
-        v = validate_task(task, runs=args.runs, isolation=args.isolation)
-        bad += not v.ok
-        rows.append([v.task_id, v.kind, v.files, v.hunks, f"{v.untouched_failing}/{v.untouched_total}",
-                     f"{sum('exit code 0' in r for r in v.reference_runs)}/{args.runs}",
-                     "ok" if v.ok else "; ".join(v.problems)])
+    started = time.monotonic()
+    verdicts = []
+    with ThreadPoolExecutor(max(1, args.workers)) as pool:  # the gates' test runs are sandbox processes
+        for i, v in enumerate(pool.map(lambda t: validate_task(t, runs=args.runs, isolation=args.isolation), tasks), 1):
+            print(f"[{i}/{len(tasks)}] validated {v.task_id}", file=sys.stderr, flush=True)
+            verdicts.append(v)
+    rows = [[v.task_id, v.kind, v.files, v.hunks, f"{v.untouched_failing}/{v.untouched_total}",
+             f"{sum('exit code 0' in r for r in v.reference_runs)}/{args.runs}",
+             "ok" if v.ok else "; ".join(v.problems)] for v in verdicts]
     print(format_table(["task", "kind", "files", "hunks", "hidden failing untouched", "reference passes", "verdict"], rows))
-    print(f"\n{len(tasks) - bad}/{len(tasks)} tasks pass every gate")
+    bad = sum(not v.ok for v in verdicts)
+    references = sum(len(v.reference_runs) == args.runs and all("exit code 0" in r for r in v.reference_runs)
+                     for v in verdicts)
+    untouched = sum(v.untouched_total > 0 and v.untouched_failing == 0 for v in verdicts)
+    print(f"\n{len(tasks) - bad}/{len(tasks)} tasks pass every gate; references pass {references}/{len(tasks)}; "
+          f"untouched repos pass their hidden tests {untouched}/{len(tasks)}; {time.monotonic() - started:.1f}s")
     return 1 if bad else 0
+
+
+def cmd_tasks_build(args) -> int:
+    from code_gym.builder import BuildOptions, build_tasks
+
+    options = BuildOptions(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
+                           remove_bodies=not args.no_remove_body, max_candidates=args.max_candidates,
+                           seed=args.seed, workers=args.workers, isolation=args.isolation)
+    report = build_tasks(args.source, args.out, options)
+    print(report.summary())
+    return 0 if report.tasks else 1
+
+
+def cmd_image_build(args) -> int:
+    from code_gym.images import build_image
+
+    build_image(args.tag, suite=args.suite, mirror=args.mirror, rebuild=args.rebuild)
+    return 0
+
+
+def cmd_sandbox_reap(args) -> int:
+    from code_gym.sandbox.reaper import reap_all
+
+    print(reap_all())
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="code-gym", description="Repository-editing RL environments and DiDPO credit.")
-    parser.add_argument("--isolation", default="auto", choices=["auto", "bwrap", "unshare", "none"],
+    parser.add_argument("--isolation", default="auto",
+                        choices=["auto", "bwrap", "unshare", "none", "docker", "docker-fresh", "ray"],
                         help="sandbox for agent commands and tests ('none' runs them unisolated: explicit opt-in)")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run every task with its reference solution and with an empty submission")
     demo.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
     demo.set_defaults(func=cmd_demo)
-    tasks = sub.add_parser("tasks", help="list or validate tasks").add_subparsers(dest="tasks_command", required=True)
+    tasks = sub.add_parser("tasks", help="list, validate or build tasks").add_subparsers(dest="tasks_command", required=True)
     lst = tasks.add_parser("list", help="list tasks")
     lst.add_argument("paths", nargs="*", help="task folders (default: the bundled suite)")
     lst.set_defaults(func=cmd_tasks_list)
     val = tasks.add_parser("validate", help="check the gates: reference passes 3x, untouched repo fails a hidden test")
-    val.add_argument("paths", nargs="*", help="task folders or folders of tasks ('bundled' or none: the bundled suite)")
+    val.add_argument("paths", nargs="*", help="task folders or folders of tasks ('bundled' or none: the bundled suite), "
+                     "'humaneval', or a SWE-bench-style .jsonl file")
     val.add_argument("--runs", type=int, default=3, help="reference runs that must all pass (default 3)")
+    val.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                     help="tasks validated in parallel (default: one per CPU)")
     val.set_defaults(func=cmd_tasks_validate)
+    image = sub.add_parser("image", help="container images for the Docker backend").add_subparsers(
+        dest="image_command", required=True)
+    build = image.add_parser("build", help="build the default image offline (debootstrap from this machine's apt "
+                             "mirror, then docker import); reused when present")
+    build.add_argument("--tag", default="code-gym-python:bookworm", help="image name (default: %(default)s)")
+    build.add_argument("--suite", default="bookworm", help="Debian suite (default: %(default)s)")
+    build.add_argument("--mirror", help="Debian mirror URL (default: the one in /etc/apt sources)")
+    build.add_argument("--rebuild", action="store_true", help="build even when the image exists")
+    build.set_defaults(func=cmd_image_build)
+    sandbox = sub.add_parser("sandbox", help="sandbox maintenance").add_subparsers(dest="sandbox_command", required=True)
+    reap = sandbox.add_parser("reap", help="remove containers, mounts, cgroups and folders left by crashed code-gym processes")
+    reap.set_defaults(func=cmd_sandbox_reap)
+    build = tasks.add_parser("build", help="make tasks from a Python project with a pytest suite (folder or sdist)")
+    build.add_argument("source", help="the project folder, or an sdist (.tar.gz, .zip)")
+    build.add_argument("--out", required=True, help="folder for the task folders and manifest.json")
+    build.add_argument("--timeout", type=float, default=60.0, help="the tasks' test timeout in seconds (default 60)")
+    build.add_argument("--reruns", type=int, default=3, help="runs of the original FAIL_TO_PASS must pass (default 3)")
+    build.add_argument("--mutations", type=int, default=2, help="bug-injection tasks tried per function (default 2)")
+    build.add_argument("--no-remove-body", action="store_true", help="make no body-removal tasks")
+    build.add_argument("--max-candidates", type=int, help="check at most this many candidates (spread over functions)")
+    build.add_argument("--seed", type=int, default=0, help="which mutation sites are drawn (default 0)")
+    build.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="candidates checked in parallel")
+    build.set_defaults(func=cmd_tasks_build)
     return parser
 
 

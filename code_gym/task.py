@@ -109,7 +109,9 @@ def load_task(folder: str | Path) -> Task:
     for rel in hidden:
         if not (hidden_dir / rel).is_file():
             raise TaskError(f"{manifest}: field 'hidden_tests' names {rel!r}, which is not a file in hidden/")
-        if (repo / rel).exists():
+        # A hidden test may replace an older version of itself in repo/ (a SWE-bench test_patch
+        # changes existing test files), but not an identical copy.
+        if (repo / rel).is_file() and (repo / rel).read_bytes() == (hidden_dir / rel).read_bytes():
             raise TaskError(f"{manifest}: field 'hidden_tests' names {rel!r}, which also exists in repo/ (the agent would see it)")
     protected = _str_list(data, "protected_paths", manifest) if "protected_paths" in data else ("tests/",)
     patch_name = _require(data, "reference_patch", str, manifest)

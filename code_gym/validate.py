@@ -10,7 +10,7 @@ from pathlib import Path
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from code_gym.grading import grade
+from code_gym.grading import GradeResult, grade
 from code_gym.task import Task, TaskError
 from code_gym.workspace import Workspace
 
@@ -65,19 +65,61 @@ def _clock_or_network(task: Task) -> list[str]:
     found = []
     sources = [task.repo / t for t in task.visible_tests] + [task.hidden_dir / t for t in task.hidden_tests]
     for path in sources:
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if _NONDETERMINISTIC.search(line) and not line.lstrip().startswith("#"):
+        text = path.read_text()
+        seeded = "random.seed(" in text  # a file that seeds the global generator may draw from it
+        for n, line in enumerate(text.splitlines(), 1):
+            match = _NONDETERMINISTIC.search(line)
+            if match and not line.lstrip().startswith("#") and not (seeded and match.group().startswith("random.")):
                 found.append(f"{path.name}:{n} uses the clock, network or unseeded randomness")
     return found
+
+
+def _not_passing(result: GradeResult, test_ids: tuple[str, ...]) -> list[str]:
+    return [t for t in test_ids if result.tests.get(t) != "passed"]
+
+
+def _swebench_gates(task: Task, verdict: Verdict, runs: int, isolation: str) -> Verdict:
+    """What the SWE-bench harness checks: with the hidden tests laid, every FAIL_TO_PASS test fails
+    before the reference and passes after it, every PASS_TO_PASS test passes both times. Only those
+    node ids run."""
+    selected = task.fail_to_pass + task.pass_to_pass
+    before = grade(task, {}, isolation=isolation, tests=selected)
+    verdict.untouched_total = len(task.fail_to_pass)
+    verdict.untouched_failing = len(_not_passing(before, task.fail_to_pass))
+    if before.timed_out:
+        verdict.problems.append(f"before the reference: {before.summary()}")
+    passing = sorted(set(task.fail_to_pass) - set(_not_passing(before, task.fail_to_pass)))
+    if passing:
+        verdict.problems.append(f"FAIL_TO_PASS tests pass before the reference: {', '.join(passing)}")
+    failing = _not_passing(before, task.pass_to_pass)
+    if failing:
+        verdict.problems.append(f"PASS_TO_PASS tests do not pass before the reference: {', '.join(failing)}")
+    try:
+        changes = reference_changes(task)
+    except TaskError as exc:
+        verdict.problems.append(str(exc))
+        return verdict
+    for _ in range(runs):
+        after = grade(task, changes, isolation=isolation, tests=selected)
+        verdict.reference_runs.append(after.summary())
+        failing = _not_passing(after, selected)
+        if failing or not after.resolved:
+            verdict.problems.append(f"with the reference, tests do not pass ({after.summary()}): "
+                                    f"{', '.join(failing) or 'the run itself failed'}")
+            break
+    return verdict
 
 
 def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict:
     """Gates: the patch parses and applies; the untouched repo fails >= 1 hidden test; the reference
     passes every test `runs` times in a row; tests use no clock, network or unseeded randomness
-    (and run in a sandbox with no network)."""
+    (and run in a sandbox with no network). A task with `fail_to_pass` node ids gets the SWE-bench
+    gates instead of the hidden-test ones (see `_swebench_gates`)."""
     files, hunks = _hunk_count(task)
     verdict = Verdict(task.id, task.kind, files, hunks)
     verdict.problems += _clock_or_network(task)
+    if task.fail_to_pass:
+        return _swebench_gates(task, verdict, runs, isolation)
     untouched = grade(task, {}, isolation=isolation)
     hidden_ids = {t for t in untouched.tests if any(Path(h).stem in t for h in task.hidden_tests)}
     verdict.untouched_total = len(hidden_ids)

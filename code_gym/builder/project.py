@@ -1,0 +1,100 @@
+"""The project a build starts from: a private copy of a source folder or an unpacked sdist, with its
+test files and source modules told apart."""
+from __future__ import annotations
+
+import posixpath
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from code_gym.loaders.folder import copy_tree, task_id
+from code_gym.task import TaskError
+
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "build", "dist",
+                       ".eggs", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules", "site-packages"})
+TEST_DIRS = frozenset({"tests", "test", "testing"})
+SDIST_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".zip")
+
+
+class BuildError(TaskError):
+    """The source cannot be turned into tasks; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    root: Path  # a private copy: the builder never touches the source
+    test_files: tuple[str, ...]  # repo-relative, pytest's default naming (test_*.py, *_test.py)
+    source_files: tuple[str, ...]  # the other .py files: where tasks are made
+    test_command: str
+
+
+def _skipped(rel: str) -> bool:
+    name = posixpath.basename(rel)
+    return name in SKIP_DIRS or name.endswith(".egg-info")
+
+
+def is_test_file(rel: str) -> bool:
+    name = posixpath.basename(rel)
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def is_test_code(rel: str) -> bool:
+    """Test files, conftest.py, and anything in a tests/ folder: never a place to make a task."""
+    parts = rel.split("/")
+    return is_test_file(rel) or parts[-1] == "conftest.py" or any(p in TEST_DIRS for p in parts[:-1])
+
+
+def test_folders(paths) -> set[str]:
+    """The outermost test folders ("tests/", "pkg/tests/") holding `paths`; none for a test file
+    beside the code."""
+    found = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        depth = next((i for i, part in enumerate(parts) if part in TEST_DIRS), None)
+        if depth is not None:
+            found.add("/".join(parts[: depth + 1]) + "/")
+    return found
+
+
+def _unpack(archive: Path, target: Path) -> Path:
+    """Unpack an sdist into `target`; returns its top folder."""
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            for name in zf.namelist():
+                if name.startswith("/") or ".." in name.split("/"):
+                    raise BuildError(f"{archive}: entry {name!r} points outside the archive")
+            zf.extractall(target)
+    else:
+        try:
+            with tarfile.open(archive) as tf:
+                tf.extractall(target, filter="data")
+        except (tarfile.TarError, OSError) as exc:
+            raise BuildError(f"{archive}: not a readable sdist: {exc}") from None
+    entries = list(target.iterdir())
+    return entries[0] if len(entries) == 1 and entries[0].is_dir() else target
+
+
+def open_project(source: str | Path, workdir: Path) -> Project:
+    """Copy (or unpack) `source` into `workdir` and list its test files and source modules."""
+    source = Path(source)
+    if source.is_dir():
+        origin, name = source, source.resolve().name
+    elif source.is_file() and source.name.endswith(SDIST_SUFFIXES):
+        origin = _unpack(source, workdir / "unpacked")
+        name = origin.name if origin != workdir / "unpacked" else source.name.split(".")[0]
+    else:
+        raise BuildError(f"{source}: not a project folder or an sdist ({', '.join(SDIST_SUFFIXES)})")
+    root = workdir / "project"
+    copy_tree(origin, root, _skipped)
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    tests = tuple(f for f in files if is_test_file(f))
+    if not tests:
+        raise BuildError(f"{source}: no test files (test_*.py or *_test.py): the builder needs the project's pytest suite")
+    sources = tuple(f for f in files if not is_test_code(f) and posixpath.basename(f) != "setup.py")
+    if not sources:
+        raise BuildError(f"{source}: no source modules outside the tests")
+    src_layout = (root / "src").is_dir() and any(f.startswith("src/") for f in sources)
+    command = ("PYTHONPATH=src " if src_layout else "") + "python -m pytest"
+    return Project(task_id(name), root, tests, sources, command)

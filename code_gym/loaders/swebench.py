@@ -1,0 +1,240 @@
+"""SWE-bench-family JSONL (SWE-bench, SWE-bench Verified/Lite, SWE-Gym, SWE-smith exports, ...) as tasks.
+
+One record per line with `instance_id, repo, base_commit, patch, test_patch, problem_statement,
+FAIL_TO_PASS, PASS_TO_PASS` (the last two as lists or JSON-encoded lists of pytest node ids), and
+optionally a container image (`image_name`, `docker_image` or `image`).
+
+The repository comes from a local clone of `repo`, taken at `base_commit` with `git archive` (no
+history, so the agent cannot `git log` its way to the fix). The files `test_patch` adds or changes
+become the hidden tests: at grading they replace the versions the agent saw, as the SWE-bench
+harness applies test_patch before running the tests."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from code_gym.loaders.folder import cache_root, task_id, write_task
+from code_gym.task import MANIFEST, Task, TaskError, Timeouts, load_task
+
+REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement",
+            "FAIL_TO_PASS", "PASS_TO_PASS")
+IMAGE_FIELDS = ("image_name", "docker_image", "image")
+# a collection error in one test file (a test importing a name the fix adds) must not hide the
+# results of every other file, so the default test command keeps collecting past it
+TEST_COMMAND = "python -m pytest --continue-on-collection-errors"
+FORMAT_VERSION = "1"  # bump when the folder layout below changes: cached folders are rebuilt
+
+
+@dataclass(frozen=True)
+class Instance:
+    instance_id: str
+    repo: str  # "owner/name"
+    base_commit: str
+    patch: str
+    test_patch: str
+    problem_statement: str
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    image: str | None = None
+
+
+def _node_ids(value, where: str, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise TaskError(f"{where}: field '{key}' must be a list of test ids or a JSON-encoded list") from None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise TaskError(f"{where}: field '{key}' must be a list of pytest node ids")
+    return tuple(value)
+
+
+def parse_instance(record: dict, where: str) -> Instance:
+    """One JSONL record; `where` ("data.jsonl:3") prefixes every error."""
+    for key in REQUIRED:
+        if key not in record:
+            raise TaskError(f"{where}: missing field '{key}'")
+    for key in REQUIRED[:6]:
+        if not isinstance(record[key], str):
+            raise TaskError(f"{where}: field '{key}' must be a string")
+    fail_to_pass = _node_ids(record["FAIL_TO_PASS"], where, "FAIL_TO_PASS")
+    if not fail_to_pass:
+        raise TaskError(f"{where}: field 'FAIL_TO_PASS' is empty: the task would ask for nothing")
+    image = next((record[k] for k in IMAGE_FIELDS if isinstance(record.get(k), str) and record[k]), None)
+    return Instance(record["instance_id"], record["repo"], record["base_commit"], record["patch"],
+                    record["test_patch"], record["problem_statement"], fail_to_pass,
+                    _node_ids(record["PASS_TO_PASS"], where, "PASS_TO_PASS"), image)
+
+
+def read_instances(path: Path) -> list[Instance]:
+    instances = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskError(f"{path}:{n}: not a JSON object: {exc}") from None
+        if not isinstance(record, dict):
+            raise TaskError(f"{path}:{n}: not a JSON object")
+        instances.append(parse_instance(record, f"{path}:{n}"))
+    if not instances:
+        raise TaskError(f"{path}: no records")
+    return instances
+
+
+def find_clone(repo: str, repos_dir: Path) -> Path:
+    """The local clone of "owner/name" under `repos_dir`: `owner__name` (SWE-bench's naming),
+    `owner/name` or `name`."""
+    owner, _, name = repo.partition("/")
+    candidates = [repos_dir / f"{owner}__{name}", repos_dir / owner / name, repos_dir / (name or owner)]
+    for candidate in candidates:
+        if (candidate / ".git").exists():
+            return candidate
+    raise TaskError(f"no local clone of {repo!r} under {repos_dir}: clone it there as "
+                    f"{candidates[0].name} (git clone https://github.com/{repo} {candidates[0]}), "
+                    "or point CODE_GYM_REPOS at the folder that holds your clones")
+
+
+def export_commit(clone: Path, commit: str, target: Path) -> None:
+    """The tree of `commit` in `clone`, without history, into `target`."""
+    proc = subprocess.Popen(["git", "-C", str(clone), "archive", "--format=tar", commit],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
+            archive.extractall(target, filter="data")
+    except tarfile.ReadError:
+        pass  # git reports the reason on stderr below
+    finally:
+        proc.stdout.close()
+        error = proc.stderr.read().decode(errors="replace").strip()
+        proc.wait()
+    if proc.returncode != 0:
+        raise TaskError(f"{clone}: cannot export commit {commit}: {error} "
+                        f"(fetch it first: git -C {clone} fetch origin {commit})")
+
+
+def _patched_files(patch: str, where: str) -> PatchSet:
+    try:
+        return PatchSet(patch)
+    except UnidiffParseError as exc:
+        raise TaskError(f"{where}: not a unified diff: {exc}") from None
+
+
+def patched_contents(repo: Path, patch: str, where: str) -> dict[str, bytes]:
+    """New content of every file `patch` adds or modifies (deletions are left out), found by
+    applying it with `git apply` to a scratch copy of just those files."""
+    files = [f for f in _patched_files(patch, where) if not f.is_removed_file]
+    if not files:
+        raise TaskError(f"{where}: changes no file (the hidden tests come from it)")
+    scratch = Path(tempfile.mkdtemp(prefix="code-gym-testpatch-"))
+    try:
+        for f in files:
+            if not f.is_added_file and (repo / f.path).is_file():
+                (scratch / f.path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(repo / f.path, scratch / f.path)
+        patch_file = scratch.parent / f"{scratch.name}.patch"
+        patch_file.write_text(patch)
+        result = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch_file)], cwd=scratch,
+                                capture_output=True, text=True)
+        patch_file.unlink()
+        if result.returncode != 0:
+            raise TaskError(f"{where}: does not apply at base_commit: {result.stderr.strip()}")
+        return {f.path: (scratch / f.path).read_bytes() for f in files}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _protected(test_files: list[str], patch: str, where: str) -> list[str]:
+    """The folders holding the hidden tests (the agent's edits there are not graded), except a
+    folder the reference itself edits."""
+    edited = [f.path for f in _patched_files(patch, where)]
+    folders = {posix_parent(t) for t in test_files} - {""}
+    return sorted(d for d in folders if not any(p.startswith(d) for p in edited)) or sorted(test_files)
+
+
+def posix_parent(path: str) -> str:
+    parent = path.rsplit("/", 1)[0] if "/" in path else ""
+    return parent + "/" if parent else ""
+
+
+def materialize(instance: Instance, clone: Path, dest: Path, test_command: str = TEST_COMMAND,
+                timeouts: Timeouts = Timeouts(command=60.0, tests=600.0)) -> Task:
+    """Write the task folder of `instance` at `dest` (its name is the task id)."""
+    where = f"instance {instance.instance_id}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    exported = Path(tempfile.mkdtemp(prefix=".export-", dir=dest.parent))  # same file system: moved, not copied
+
+    def move_into(repo: Path) -> None:
+        repo.rmdir()
+        os.replace(exported, repo)
+
+    try:
+        export_commit(clone, instance.base_commit, exported)
+        hidden = patched_contents(exported, instance.test_patch, f"{where}: test_patch")
+        tests = {t.split("::")[0] for t in instance.pass_to_pass + instance.fail_to_pass}
+        visible = sorted(t for t in tests - set(hidden) if (exported / t).is_file())
+        manifest = {
+            "id": dest.name,
+            "kind": "bugfix",
+            "statement": instance.problem_statement.strip() or f"Resolve {instance.instance_id}.",
+            "visible_tests": visible,
+            "hidden_tests": sorted(hidden),
+            "protected_paths": _protected(sorted(hidden), instance.patch, f"{where}: patch"),
+            "test_command": test_command,
+            "fail_to_pass": list(instance.fail_to_pass),
+            "pass_to_pass": list(instance.pass_to_pass),
+            "timeouts": {"command": timeouts.command, "tests": timeouts.tests},
+            "source": {"dataset": "swebench", "instance_id": instance.instance_id, "repo": instance.repo,
+                       "base_commit": instance.base_commit},
+        }
+        if instance.image:
+            manifest["image"] = instance.image
+        return write_task(dest, manifest, move_into, hidden, instance.patch)
+    finally:
+        shutil.rmtree(exported, ignore_errors=True)
+
+
+def load_swebench(path: str | Path, repos_dir: str | Path | None = None, cache_dir: str | Path | None = None,
+                  test_command: str = TEST_COMMAND,
+                  timeouts: Timeouts = Timeouts(command=60.0, tests=600.0)) -> list[Task]:
+    """Tasks from a SWE-bench-family JSONL file.
+
+    Args:
+        path: the JSONL file.
+        repos_dir: the folder of local clones (see `find_clone`); default $CODE_GYM_REPOS, else the
+            JSONL's folder.
+        cache_dir: where task folders are written (default: the code-gym cache); a folder already
+            written for the same file and options is reused.
+        test_command: the command the grader runs the tests with (the repo's dependencies must be
+            importable by it).
+        timeouts: per agent command and per test run.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TaskError(f"{path}: no such JSONL file")
+    repos = Path(repos_dir or os.environ.get("CODE_GYM_REPOS") or path.parent)
+    key = f"{FORMAT_VERSION}\n{test_command}\n{timeouts}\n".encode() + path.read_bytes()
+    folder = Path(cache_dir or cache_root() / "swebench") / hashlib.sha256(key).hexdigest()[:12]
+    instances = read_instances(path)
+    ids = [task_id(i.instance_id) for i in instances]
+    if len(set(ids)) != len(ids):
+        raise TaskError(f"{path}: two instance ids map to the same task id: {sorted({i for i in ids if ids.count(i) > 1})}")
+    tasks = []
+    for instance in instances:
+        dest = folder / task_id(instance.instance_id)
+        if (dest / MANIFEST).is_file():
+            tasks.append(load_task(dest))
+        else:
+            tasks.append(materialize(instance, find_clone(instance.repo, repos), dest, test_command, timeouts))
+    return tasks

@@ -1,0 +1,216 @@
+"""The builder end to end on a small project written here: tasks that pass every gate, a flaky test
+rejected for flakiness, a leaking statement rejected, and a built task solved through the env."""
+import json
+import tarfile
+import textwrap
+
+import pytest
+
+from code_gym.builder import BuildError, BuildOptions, build_tasks
+from code_gym.cli import main
+from code_gym.env import CodeRepoEnv
+from code_gym.replay import hermes, patch_to_calls
+from code_gym.task import load_task_dir
+from code_gym.validate import validate_task
+
+SHOP = {
+    "shop/__init__.py": "",
+    "shop/pricing.py": '''\
+        """Prices and discounts for the shop's checkout."""
+
+
+        def apply_discount(price, percent):
+            """Price after taking `percent` percent off; percent is clamped to [0, 100]."""
+            if percent > 100:
+                percent = 100
+            if percent < 0:
+                percent = 0
+            return round(price * (100 - percent) / 100, 2)
+
+
+        def total(prices, percent=0):
+            """Sum of the prices after the discount."""
+            return sum(apply_discount(p, percent) for p in prices)
+        ''',
+    "shop/inventory.py": '''\
+        """Stock keeping."""
+
+
+        class Inventory:
+            """Counts of items in stock."""
+
+            def __init__(self):
+                self.counts = {}
+
+            def add(self, item, count=1):
+                """Add `count` of `item` to the stock."""
+                self.counts[item] = self.counts.get(item, 0) + count
+
+            def remove(self, item, count=1):
+                """Take `count` of `item` out; raises ValueError when fewer are in stock."""
+                have = self.counts.get(item, 0)
+                if count > have:
+                    raise ValueError(f"only {have} {item} in stock")
+                self.counts[item] = have - count
+        ''',
+    "shop/text.py": '''\
+        """Formatting for receipts."""
+
+
+        def receipt_line(name, price, width=20):
+            """`name` and `price` (two decimals) on one line, padded with dots to `width` characters."""
+            amount = f"{price:.2f}"
+            dots = "." * max(width - len(name) - len(amount), 1)
+            return name + dots + amount
+
+
+        def slug(title):
+            """Lower-case words joined by dashes: returns "-".join(title.lower().split())."""
+            return "-".join(title.lower().split())
+        ''',
+    "tests/test_pricing.py": '''\
+        from shop.pricing import apply_discount, total
+
+
+        def test_discount():
+            assert apply_discount(200, 25) == 150
+
+
+        def test_discount_is_clamped():
+            assert apply_discount(50, 150) == 0
+            assert apply_discount(50, -5) == 50
+
+
+        def test_total():
+            assert total([10, 20], 50) == 15
+        ''',
+    "tests/test_inventory.py": '''\
+        import pytest
+
+        from shop.inventory import Inventory
+
+
+        def test_add_and_remove():
+            inv = Inventory()
+            inv.add("tea", 3)
+            inv.remove("tea", 2)
+            assert inv.counts == {"tea": 1}
+
+
+        def test_remove_more_than_stock():
+            inv = Inventory()
+            inv.add("tea")
+            with pytest.raises(ValueError):
+                inv.remove("tea", 2)
+        ''',
+    # Deliberately flaky: a non-idempotent test that passes once per fresh checkout.
+    "tests/test_text.py": '''\
+        from pathlib import Path
+
+        from shop.text import receipt_line, slug
+
+
+        def test_receipt_line():
+            marker = Path("receipt.log")
+            first_run = not marker.exists()
+            marker.write_text("printed")
+            assert first_run
+            assert receipt_line("tea", 1.5, 12) == "tea.....1.50"
+
+
+        def test_slug():
+            assert slug("Green  Tea") == "green-tea"
+        ''',
+}
+
+
+def write_project(root):
+    for rel, text in SHOP.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    project = write_project(tmp_path_factory.mktemp("shop") / "shop")
+    out = tmp_path_factory.mktemp("built")
+    return project, build_tasks(project, out, BuildOptions(mutations_per_function=1, progress=False))
+
+
+def test_tasks_and_manifest(built):
+    _, report = built
+    ids = {t.id for t in report.tasks}
+    assert {"shop-pricing-apply-discount-remove-body", "shop-inventory-inventory-remove-flip-comparison"} <= ids
+    assert {t.kind for t in report.tasks} == {"feature", "bugfix"}
+    manifest = json.loads((report.out / "manifest.json").read_text())
+    assert manifest["accepted"] == len(report.tasks) and manifest["baseline"]["tests"] == 7
+    assert manifest["candidates"] == len(report.tasks) + len(report.rejections)
+    assert {g: v["rejected"] for g, v in manifest["gates"].items()} == {
+        "original": 0, "fails": len(report.rejected("fails")), "flaky": 1, "runtime": 0, "leak": 1}
+    assert sorted(t.id for t in load_task_dir(report.out)) == sorted(ids)  # manifest.json is not a task
+    for task in report.tasks:
+        assert task.fail_to_pass and set(task.fail_to_pass).isdisjoint(task.pass_to_pass)
+        assert len(task.fail_to_pass) + len(task.pass_to_pass) == 7
+        assert {t.split("::")[0] for t in task.fail_to_pass} == set(task.hidden_tests)
+        assert not any((task.repo / h).exists() for h in task.hidden_tests)
+
+
+def test_flaky_test_is_rejected_for_flakiness(built):
+    _, report = built
+    [flaky] = report.rejected("flaky")
+    assert flaky.candidate == "shop-text-receipt-line-remove-body"
+    assert "tests/test_text.py::test_receipt_line (1/3)" in flaky.reason
+
+
+def test_statement_that_gives_the_code_away_is_rejected(built):
+    _, report = built
+    [leaked] = report.rejected("leak")
+    assert leaked.candidate == "shop-text-slug-remove-body" and '"-".join(title.lower().split())' in leaked.reason
+
+
+def test_built_tasks_pass_the_validation_gates(built):
+    _, report = built
+    for task_id in ("shop-pricing-apply-discount-remove-body", "shop-inventory-inventory-remove-flip-comparison"):
+        task = next(t for t in report.tasks if t.id == task_id)
+        verdict = validate_task(task, runs=1)
+        assert verdict.ok, verdict.problems
+        assert verdict.untouched_failing == len(task.fail_to_pass)
+
+
+def test_round_trip_reference_replayed_through_the_env_scores_one(built):
+    _, report = built
+    task = next(t for t in report.tasks if t.kind == "bugfix")
+    assert "has a bug" in task.statement
+    env = CodeRepoEnv(task=task)
+    try:
+        env.reset(seed=0)
+        _, _, _, _, info = env.step(hermes(patch_to_calls(task.reference_patch, task.repo)))
+        assert not info["invalid_action"], info["tool_results"]
+        _, reward, terminated, _, info = env.step(hermes([{"name": "submit", "arguments": {}}]))
+        assert terminated and reward == 1.0 and info["resolved"]
+        env.reset(seed=0)
+        _, reward, _, _, _ = env.step(hermes([{"name": "submit", "arguments": {}}]))
+        assert reward < 1.0
+    finally:
+        env.close()
+
+
+def test_sdist_through_the_cli(tmp_path, capsys):
+    project = write_project(tmp_path / "shop-1.0")
+    sdist = tmp_path / "shop-1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tf:
+        tf.add(project, arcname="shop-1.0")
+    code = main(["tasks", "build", str(sdist), "--out", str(tmp_path / "out"), "--max-candidates", "1",
+                 "--workers", "1"])
+    assert code == 0
+    assert "1 tasks from 1 candidates" in capsys.readouterr().out
+    [task] = load_task_dir(tmp_path / "out")
+    assert task.id.startswith("shop-1-0-")
+
+
+def test_project_without_tests_is_refused(tmp_path):
+    (tmp_path / "lib.py").write_text("def f():\n    return 1\n")
+    with pytest.raises(BuildError, match="no test files"):
+        build_tasks(tmp_path, tmp_path / "out")
