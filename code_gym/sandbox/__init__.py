@@ -1,9 +1,36 @@
-from code_gym.sandbox.base import ExecResult, Limits, Sandbox
+"""Where agent commands and tests run. `make_sandbox` is the one place that picks a backend."""
+from code_gym.sandbox.base import Backend, ExecResult, Limits, Sandbox
 from code_gym.sandbox.local import LocalSandbox, available_isolation
 
-__all__ = ["ExecResult", "Limits", "Sandbox", "LocalSandbox", "available_isolation", "make_sandbox"]
+__all__ = ["Backend", "ExecResult", "Limits", "Sandbox", "LocalSandbox", "available_isolation", "make_sandbox",
+           "backend"]
+
+_SHARED: dict[str, Backend] = {}
 
 
-def make_sandbox(kind: str, workspace, limits: Limits | None = None, mask=()) -> Sandbox:
-    """A sandbox by name: 'auto', 'bwrap', 'unshare' or 'none' (no isolation: explicit opt-in only)."""
-    return LocalSandbox(workspace, isolation=kind, limits=limits or Limits(), mask=mask)
+def backend(kind: str) -> Backend | None:
+    """The process-wide backend for 'docker' (warm pool), 'docker-fresh' (a container per sandbox) or
+    'ray'; None for the local kinds."""
+    if kind not in ("docker", "docker-fresh", "ray"):
+        return None
+    if kind not in _SHARED:
+        if kind == "ray":
+            from code_gym.sandbox.ray import RayBackend
+
+            _SHARED[kind] = RayBackend()
+        else:
+            from code_gym.sandbox.docker import DockerBackend
+
+            _SHARED[kind] = DockerBackend(pool=kind == "docker")
+    return _SHARED[kind]
+
+
+def make_sandbox(kind, workspace, limits: Limits | None = None, mask=(), image: str | None = None) -> Sandbox:
+    """A sandbox for `workspace`. `kind`: 'auto', 'bwrap', 'unshare', 'none' (no isolation: explicit
+    opt-in only), 'docker', 'docker-fresh', 'ray', or a Backend object (e.g. DockerBackend(...)).
+    `image` is the task's container image (container backends; None: the backend's default)."""
+    limits = limits or Limits()
+    chosen = kind if hasattr(kind, "sandbox") else backend(kind)
+    if chosen is not None:
+        return chosen.sandbox(workspace, limits, mask=tuple(mask), image=image)
+    return LocalSandbox(workspace, isolation=kind, limits=limits, mask=mask)

@@ -8,11 +8,16 @@ from typing import Protocol
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-command limits. Output beyond `max_output` bytes keeps its head and tail with a marker."""
+    """Per-command limits. Output beyond `max_output` bytes keeps its head and tail with a marker.
+
+    What each backend enforces, and how, is in docs/sandboxes.md.
+    """
     timeout: float = 30.0
     memory_bytes: int = 4 << 30
     file_size_bytes: int = 256 << 20
     max_output: int = 64 << 10
+    processes: int = 256
+    cpus: float = 1.0
 
 
 @dataclass
@@ -34,7 +39,13 @@ class ExecResult:
 
 
 class Sandbox(Protocol):
-    """Runs shell commands with the workspace as the current directory."""
+    """Runs shell commands with the workspace as the current directory.
+
+    The workspace is a host folder (code_gym.workspace.Workspace): editor tools read and write it
+    and diffs come from scanning it, whatever the backend; a backend only has to make commands see
+    it. Reset is a new Workspace plus a new sandbox; `close` releases what the sandbox holds (a
+    container goes back to its pool) and leaves no process behind.
+    """
 
     name: str
     workdir: str  # where the workspace appears to commands
@@ -44,5 +55,44 @@ class Sandbox(Protocol):
         """Run `command` with bash. `binds` maps extra host folders to paths visible inside."""
         ...
 
+    def inside(self, host_path: Path, binds: dict[Path, str]) -> str:
+        """Where a folder given in `binds` appears to commands."""
+        ...
+
     def close(self) -> None:
         ...
+
+
+class Backend(Protocol):
+    """Makes sandboxes; passed as `isolation=` to the env, grading and make_sandbox."""
+
+    def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None) -> Sandbox:
+        ...
+
+
+class CappedOutput:
+    """Collects command output, keeping the first and last `cap`/2 bytes and counting the rest."""
+
+    def __init__(self, cap: int):
+        self.half = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > self.half:
+            self.dropped += len(self.tail) - self.half
+            del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        text = self.head.decode("utf-8", "replace")
+        if self.dropped:
+            text += f"\n[... {self.dropped} bytes of output omitted ...]\n" + self.tail.decode("utf-8", "replace")
+        elif self.tail:
+            text = (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
+        return text

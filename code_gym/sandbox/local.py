@@ -2,7 +2,10 @@
 
 Under bubblewrap a command sees a read-only system, the Python installation, an empty /tmp and
 the workspace at /repo, nothing else of the host; it has no network but loopback and its own PID
-namespace, so every process it started dies with it (a `setsid` child included).
+namespace, so every process it started dies with it (a `setsid` child included). Where a cgroup is
+ours to use (code_gym.sandbox.cgroup), each command also runs in its own group with a process-count
+and a total-memory limit, and the group is emptied and removed when the command ends. Under
+bubblewrap as root, a plain `python -m pytest ...` goes to a warm runner (code_gym.sandbox.runner).
 """
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ import time
 import warnings
 from pathlib import Path
 
-from code_gym.sandbox.base import ExecResult, Limits
+from code_gym.sandbox import cgroup, mounts, runner
+from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
+from code_gym.workspace import TEMP_PREFIX
 
 WORKDIR = "/repo"
 _SYSTEM_DIRS = ("/usr", "/opt/code-gym-none")
@@ -59,7 +64,7 @@ class LocalSandbox:
     """Runs commands on this machine with the workspace as the current directory."""
 
     def __init__(self, workspace: str | Path, isolation: str = "auto", limits: Limits = Limits(),
-                 mask: tuple[str | Path, ...] = ()):
+                 mask: tuple[str | Path, ...] = (), warm: bool | None = None):
         self.root = Path(workspace).resolve()
         self.limits = limits
         self.mask = tuple(str(Path(m).resolve()) for m in mask)
@@ -78,6 +83,8 @@ class LocalSandbox:
             warnings.warn("code-gym: running agent commands WITHOUT a sandbox (isolation='none')", stacklevel=2)
         self.name = isolation
         self.workdir = WORKDIR if isolation == "bwrap" else str(self.root)
+        # `python -m pytest` through a warm runner: bubblewrap only (it needs the slot mounts: root)
+        self.warm = (runner.warm_default() if warm is None else warm) and isolation == "bwrap" and os.geteuid() == 0
 
     def _env(self) -> dict[str, str]:
         bindir = str(Path(sys.executable).parent)
@@ -102,7 +109,10 @@ class LocalSandbox:
             hide = "".join(f"mount -t tmpfs none {shlex.quote(m)} && " for m in self.mask if Path(m).is_dir())
             return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child",
                     "--mount-proc", "bash", "-c", f"{hide}exec bash -c {shlex.quote(command)}"]
-        argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--clearenv"]
+        return self._bwrap(self.root, binds) + shell
+
+    def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = ()) -> list[str]:
+        argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--clearenv", *flags]
         for d in _SYSTEM_DIRS:
             argv += ["--ro-bind-try", d, d]
         for name in _TOP_LINKS:
@@ -113,18 +123,19 @@ class LocalSandbox:
                 argv += ["--ro-bind", str(top), str(top)]
         for name in _ETC_FILES:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        # /tmp first: a Python installation (a venv) or a workspace under /tmp is bound over it
+        argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.file_size_bytes), "--tmpfs", "/tmp"]
         for d in _python_dirs():
             argv += ["--ro-bind-try", d, d]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for m in self.mask:
             if Path(m).is_dir():
                 argv += ["--tmpfs", m]
-        argv += ["--bind", str(self.root), WORKDIR]
+        argv += ["--bind", str(repo), WORKDIR]
         for host, inside in binds.items():
             argv += ["--bind", str(host), inside]
         for key, value in self._env().items():
             argv += ["--setenv", key, value]
-        return argv + ["--chdir", WORKDIR, "--"] + shell
+        return argv + ["--chdir", WORKDIR, "--"]
 
     def _limit(self) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (self.limits.memory_bytes, self.limits.memory_bytes))
@@ -140,25 +151,81 @@ class LocalSandbox:
         binds = binds or {}
         timeout = self.limits.timeout if timeout is None else timeout
         started = time.monotonic()
+        argv = runner.pytest_argv(command) if self.warm else None
+        warm = self._warm_run(argv, binds, timeout) if argv is not None else None
+        if warm is not None:
+            output, exit_code, timed_out = warm
+            return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0,
+                              time.monotonic() - started)
         env = self._env() if self.name != "bwrap" else {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        proc = subprocess.Popen(
-            self._argv(command, binds), cwd=self.root, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=self._limit,
-        )
-        head, tail, dropped, timed_out = _read_capped(proc, started + timeout, self.limits.max_output)
-        if timed_out:
-            _kill_group(proc)
+        group = cgroup.CommandGroup(self.limits.processes, self.limits.memory_bytes) if cgroup.available() else None
+
+        def enter_limits() -> None:
+            self._limit()
+            if group is not None:
+                group.join()
+
         try:
-            exit_code = proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            exit_code = proc.wait()
-        _kill_group(proc)  # anything left in the session (no-isolation mode)
-        text = head.decode("utf-8", "replace")
-        if dropped:
-            text += f"\n[... {dropped} bytes of output omitted ...]\n" + tail.decode("utf-8", "replace")
-        return ExecResult(text, None if timed_out else exit_code, timed_out, dropped > 0,
+            proc = subprocess.Popen(
+                self._argv(command, binds), cwd=self.root, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=enter_limits,
+            )
+            output, timed_out = _read_capped(proc, started + timeout, self.limits.max_output)
+            if timed_out:
+                _kill_group(proc)
+            try:
+                exit_code = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                exit_code = proc.wait()
+            _kill_group(proc)  # anything left in the session (no-isolation mode)
+        finally:
+            if group is not None:
+                group.remove()  # a setsid child that left the session (no-isolation mode)
+        return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0,
                           time.monotonic() - started)
+
+    def _warm_run(self, argv: list[str], binds: dict[Path, str], timeout: float):
+        """Run pytest through a warm runner sandbox (None: run it cold)."""
+        key = (self.limits, self.mask, tuple(binds.values()))
+        zygote = runner.LOCAL_RUNNERS.acquire(key, lambda counter: self._start_runner(counter, list(binds.values())))
+        if zygote is None:
+            return None
+        attached = [(self.root, zygote.slot / "repo")] + [
+            (Path(host).resolve(), zygote.slot / f"bind{i}") for i, host in enumerate(binds)]
+        try:
+            for source, target in attached:
+                mounts.attach(source, target)
+            return runner.run(zygote.socket, argv, WORKDIR, self._env(), timeout, self.limits.max_output)
+        finally:
+            for _, target in attached:
+                mounts.detach(target)
+            runner.LOCAL_RUNNERS.release(key, zygote)
+
+    def _start_runner(self, counter, insides: list[str]):
+        slot = Path(f"/tmp/{TEMP_PREFIX}runner-{os.getpid()}-{next(counter)}")
+        (slot / "ctl").mkdir(parents=True)
+        folders = {slot / "repo": WORKDIR} | {slot / f"bind{i}": inside for i, inside in enumerate(insides)}
+        for folder in folders:
+            mounts.shared_folder(folder)
+        binds = {f: i for f, i in folders.items() if i != WORKDIR} | {slot / "ctl": runner.CTL_DIR}
+        group = cgroup.CommandGroup(self.limits.processes, self.limits.memory_bytes) if cgroup.available() else None
+
+        def enter_limits() -> None:
+            self._limit()
+            if group is not None:
+                group.join()
+
+        argv = self._bwrap(slot / "repo", binds, ("--as-pid-1",)) + [
+            "python", "-c", runner.SERVER, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, preexec_fn=enter_limits,
+                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        zygote = runner.Zygote(slot, proc, group)
+        if not runner.wait_for_socket(zygote.socket, proc):
+            zygote.stop()
+            return None
+        return zygote
 
     def close(self) -> None:
         pass
@@ -171,12 +238,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _read_capped(proc: subprocess.Popen, deadline: float, cap: int) -> tuple[bytes, bytes, int, bool]:
-    """Read stdout until EOF or the deadline, keeping the first and last cap/2 bytes."""
-    half = cap // 2
-    head = bytearray()
-    tail = bytearray()
-    dropped = 0
+def _read_capped(proc: subprocess.Popen, deadline: float, cap: int) -> tuple[CappedOutput, bool]:
+    """Read stdout until EOF or the deadline (then True), keeping its head and tail."""
+    output = CappedOutput(cap)
     fd = proc.stdout.fileno()
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
@@ -184,20 +248,13 @@ def _read_capped(proc: subprocess.Popen, deadline: float, cap: int) -> tuple[byt
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                return bytes(head), bytes(tail), dropped, True
+                return output, True
             if not sel.select(timeout=min(left, 0.5)):
                 continue
             chunk = os.read(fd, 65536)
             if not chunk:
-                return bytes(head), bytes(tail), dropped, False
-            room = half - len(head)
-            if room > 0:
-                head += chunk[:room]
-                chunk = chunk[room:]
-            tail += chunk
-            if len(tail) > half:
-                dropped += len(tail) - half
-                del tail[: len(tail) - half]
+                return output, False
+            output.feed(chunk)
     finally:
         sel.close()
         proc.stdout.close()

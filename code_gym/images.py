@@ -1,0 +1,83 @@
+"""`code-gym image build`: the default Docker image, built offline from the machine's own apt mirror.
+
+No registry is needed: debootstrap installs a minimal Debian (python3, python3-pytest, git) from
+the mirror the machine's apt sources already name, and the tree is streamed into `docker import`.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+DEFAULT_IMAGE = "code-gym-python:bookworm"
+LABEL = "code-gym"  # every image, container and volume code-gym creates carries this label
+PACKAGES = ("python3", "python-is-python3", "python3-pytest", "git")
+_CHANGES = ["WORKDIR /repo", "ENV LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
+            f"LABEL {LABEL}=image"]
+
+
+def apt_mirror(apt_dir: Path = Path("/etc/apt"), suite: str = "bookworm") -> str:
+    """The Debian mirror URI that this machine's apt sources use for `suite` (deb822 or one-line format)."""
+    candidates: list[tuple[str, list[str]]] = []
+    for path in sorted(apt_dir.glob("sources.list.d/*.sources")):
+        for stanza in re.split(r"\n\s*\n", path.read_text()):
+            fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, re.M))
+            if fields.get("Enabled", "yes").lower() != "no" and "deb" in fields.get("Types", "").split():
+                candidates += [(uri, fields.get("Suites", "").split()) for uri in fields.get("URIs", "").split()]
+    for path in [apt_dir / "sources.list", *sorted(apt_dir.glob("sources.list.d/*.list"))]:
+        if path.exists():
+            for line in path.read_text().splitlines():
+                m = re.match(r"^\s*deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
+                if m:
+                    candidates.append((m.group(1), [m.group(2)]))
+    for uri, suites in candidates:
+        if suite in suites:
+            return uri
+    raise RuntimeError(f"no apt source for the suite {suite!r} in {apt_dir}; pass --mirror URL")
+
+
+def image_exists(client, tag: str) -> bool:
+    import docker.errors
+
+    try:
+        client.images.get(tag)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def build_image(tag: str = DEFAULT_IMAGE, suite: str = "bookworm", mirror: str | None = None,
+                rebuild: bool = False, log=print) -> str:
+    """Build `tag` with debootstrap + docker import unless it exists (or `rebuild`). Returns the tag."""
+    import docker
+
+    client = docker.from_env()
+    if image_exists(client, tag) and not rebuild:
+        log(f"image {tag} exists (pass --rebuild to build it again)")
+        return tag
+    if shutil.which("debootstrap") is None:
+        raise RuntimeError("debootstrap is missing: apt-get install debootstrap")
+    mirror = mirror or apt_mirror(suite=suite)
+    started = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="code-gym-rootfs-"))
+    try:
+        log(f"debootstrap {suite} from {mirror} (about 1-2 minutes)")
+        subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", suite,
+                        str(root), mirror], check=True, stdout=subprocess.DEVNULL)
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for entry in (root / junk).glob("*"):
+                if entry.is_file():
+                    entry.unlink()
+        (root / "repo").mkdir(exist_ok=True)
+        tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-cf", "-", "."], stdout=subprocess.PIPE)
+        repository, _, version = tag.rpartition(":") if ":" in tag.split("/")[-1] else (tag, "", "latest")
+        client.api.import_image_from_stream(tar.stdout, repository=repository, tag=version, changes=_CHANGES)
+        if tar.wait() != 0:
+            raise RuntimeError("tar of the debootstrap tree failed")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    log(f"built {tag} in {time.monotonic() - started:.0f}s")
+    return tag

@@ -1,0 +1,397 @@
+"""Docker sandbox: commands run in a container that sees the episode's host workspace at /repo.
+
+The workspace stays a host folder (diffs and editor tools are the same as with the local
+backend). A container does not get the workspace as a plain bind mount, which would tie it to
+one episode: it gets a "slot", a host folder made a shared mount and bound at /repo with slave
+propagation. Attaching an episode bind-mounts its workspace onto the slot on the host, and the
+mount propagates into the running container. So one warm container serves episode after
+episode; reset costs two mount(2) calls and a clean-up `docker exec`, not a container start.
+Folders passed as `binds` (grading's results folder) are attached the same way under
+/mnt/code-gym.
+
+Each container: no network, a read-only root file system (writable: the workspace, a size-capped
+/tmp and the binds), memory, CPU and pids limits from `Limits`, file-size ulimit, all
+capabilities dropped, no-new-privileges. Each command runs under `timeout` inside and a host
+deadline outside (docker-py has no per-call timeout), and ends by killing every process it left
+(`kill -9 -1`: a `setsid` child cannot outlive its command). PID 1 is the warm test runner
+(code_gym.sandbox.runner), which also reaps orphans. Everything created carries the
+label `code-gym` and the creating process's id; `reap()` removes what a crashed process left.
+Needs root on the host (mount(2)); Docker access is root-equivalent anyway.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import select
+import socket
+import struct
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from code_gym.images import DEFAULT_IMAGE, LABEL
+from code_gym.sandbox import mounts, runner
+from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
+from code_gym.workspace import TEMP_PREFIX
+
+WORKDIR = "/repo"
+BINDS_DIR = "/mnt/code-gym"
+OWNER_LABEL = f"{LABEL}.owner"
+SLOT_LABEL = f"{LABEL}.slot"
+_HOST_GRACE = 5.0  # seconds past the in-container timeout before the host gives up on an exec
+_START_SLOTS = threading.BoundedSemaphore(4)  # parallel container starts (dockerd serializes much of it)
+_COUNTER = itertools.count()
+_HOST = socket.gethostname()
+
+# Runs each command: the timeout kills its process group, `kill -9 -1` everything else it left.
+_WRAPPER = 'timeout -k 1 "$1" bash -c "$2" </dev/null; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+_ENV = {"HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+        "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PATH": "/usr/local/bin:/usr/bin:/bin"}
+_CLEAN = "kill -9 -1 2>/dev/null; find /tmp /dev/shm -mindepth 1 -delete 2>/dev/null; true"
+
+
+def docker_unavailable() -> str | None:
+    """Why the Docker backend cannot run here (None when it can)."""
+    try:
+        import docker
+    except ImportError:
+        return "the docker Python package is missing: pip install 'code-gym[docker]'"
+    if os.geteuid() != 0:
+        return "the Docker backend needs root (it mounts workspaces into running containers)"
+    try:
+        docker.from_env(timeout=10).ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means no usable daemon
+        return f"no Docker daemon answers ({type(exc).__name__}); start dockerd"
+    return None
+
+
+_CLIENT = None
+_CLIENT_LOCK = threading.Lock()
+
+
+def client():
+    """One shared client: API calls time out after 120 s; exec output is read with our own deadline."""
+    global _CLIENT
+    with _CLIENT_LOCK:
+        if _CLIENT is None:
+            import docker
+
+            _CLIENT = docker.from_env(timeout=120, max_pool_size=64)
+        return _CLIENT
+
+
+@dataclass
+class _Container:
+    """A started container and its host-side slot folders."""
+    id: str
+    key: tuple
+    slot: Path  # slot/repo is bound at /repo, slot/binds at /mnt/code-gym
+    execs: int = 0
+    dirty: bool = False  # an exec was abandoned: processes may be left
+
+    @property
+    def repo(self) -> Path:
+        return self.slot / "repo"
+
+    @property
+    def binds(self) -> Path:
+        return self.slot / "binds"
+
+
+@dataclass
+class _Pool:
+    """Idle warm containers per (image, limits) key."""
+    idle: dict[tuple, list[_Container]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class DockerBackend:
+    """Makes Docker sandboxes. `pool`: keep containers warm and reuse them (False: a fresh container
+    per sandbox, removed at close). `image`: used for tasks that name none."""
+
+    def __init__(self, image: str = DEFAULT_IMAGE, pool: bool = True, max_idle: int = 16, warm: bool | None = None):
+        reason = docker_unavailable()
+        if reason:
+            raise RuntimeError(f"Docker backend unavailable: {reason}")
+        self.image = image
+        self.pool = pool
+        self.max_idle = max_idle
+        self.warm = runner.warm_default() if warm is None else warm  # `python -m pytest` via the warm runner
+        self._pool = _Pool()
+        self.name = "docker" if pool else "docker-fresh"
+        reap()
+        _BACKENDS.add(self)
+
+    def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None) -> "DockerSandbox":
+        return DockerSandbox(self, Path(workspace), limits, image or self.image)
+
+    def _key(self, image: str, limits: Limits) -> tuple:
+        return (image, limits.memory_bytes, limits.processes, limits.cpus, limits.file_size_bytes)
+
+    def acquire(self, image: str, limits: Limits) -> _Container:
+        key = self._key(image, limits)
+        with self._pool.lock:
+            idle = self._pool.idle.get(key, [])
+            if idle:
+                return idle.pop()
+        return _create(key, image, limits)
+
+    def release(self, box: _Container) -> None:
+        """Detach the episode; return the container to the pool clean, or remove it."""
+        mounts.detach(box.repo)
+        for sub in list(box.binds.iterdir()) if box.binds.exists() else []:
+            mounts.detach(sub, keep=0)
+            sub.rmdir()
+        if self.pool and not box.dirty:
+            try:
+                _exec_simple(box.id, _CLEAN)
+            except Exception:  # noqa: BLE001 - a broken container is removed below
+                box.dirty = True
+        with self._pool.lock:
+            if self.pool and not box.dirty and len(self._pool.idle.get(box.key, [])) < self.max_idle:
+                self._pool.idle.setdefault(box.key, []).append(box)
+                return
+        _remove(box)
+
+    def warm(self, count: int, image: str | None = None, limits: Limits = Limits()) -> None:
+        """Start `count` containers now so the first episodes do not wait for them."""
+        boxes = [self.acquire(image or self.image, limits) for _ in range(count)]
+        for box in boxes:
+            self.release(box)
+
+    def close(self) -> None:
+        """Remove every idle container (sandboxes still open remove theirs when closed)."""
+        with self._pool.lock:
+            boxes = [b for idle in self._pool.idle.values() for b in idle]
+            self._pool.idle.clear()
+        for box in boxes:
+            _remove(box)
+
+
+_BACKENDS: "weakref.WeakSet[DockerBackend]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_backends() -> None:
+    for backend in list(_BACKENDS):
+        backend.close()
+
+
+def _create(key: tuple, image: str, limits: Limits) -> _Container:
+    from docker.types import Mount, Ulimit
+
+    _require_image(image)
+    slot = Path(f"/tmp/{TEMP_PREFIX}docker-{os.getpid()}-{next(_COUNTER)}")
+    mounts.shared_folder(slot / "repo")
+    mounts.shared_folder(slot / "binds")
+    (slot / "ctl").mkdir()
+    labels = {LABEL: "container", OWNER_LABEL: f"{_HOST}:{os.getpid()}", SLOT_LABEL: str(slot)}
+    volumes = [Mount(WORKDIR, str(slot / "repo"), type="bind", propagation="rslave"),
+              Mount(BINDS_DIR, str(slot / "binds"), type="bind", propagation="rslave"),
+              Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind")]
+    fsize = limits.file_size_bytes
+    server = ["python3", "-c", runner.SERVER, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
+    container = None
+    try:
+        with _START_SLOTS:
+            container = client().containers.create(
+                image, server, name=slot.name, labels=labels, network_mode="none", read_only=True, mounts=volumes, working_dir=WORKDIR,
+                tmpfs={"/tmp": f"size={fsize},mode=1777,exec"},
+                mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes,
+                pids_limit=limits.processes, nano_cpus=int(limits.cpus * 1e9),
+                ulimits=[Ulimit(name="fsize", soft=fsize, hard=fsize), Ulimit(name="core", soft=0, hard=0)],
+                cap_drop=["ALL"], security_opt=["no-new-privileges"], user=f"{os.getuid()}:{os.getgid()}",
+                stop_signal="SIGKILL")
+            container.start()
+    except BaseException:
+        if container is not None:
+            container.remove(force=True)
+        mounts.remove_slot(slot)
+        raise
+    return _Container(container.id, key, slot)
+
+
+def _require_image(image: str) -> None:
+    """Never pull (no registry is assumed reachable): a missing image is the user's to build or load."""
+    import docker.errors
+
+    try:
+        client().images.get(image)
+    except docker.errors.ImageNotFound:
+        hint = "build it with `code-gym image build`" if image == DEFAULT_IMAGE else "load or build it first"
+        raise RuntimeError(f"Docker image {image!r} is not on this machine: {hint}") from None
+
+
+def _remove(box: _Container) -> None:
+    import docker.errors
+
+    try:
+        client().api.remove_container(box.id, force=True)
+    except docker.errors.NotFound:
+        pass
+    mounts.remove_slot(box.slot)
+
+
+def _exec_simple(container_id: str, script: str) -> None:
+    api = client().api
+    exec_id = api.exec_create(container_id, ["bash", "-c", script], user="0:0")["Id"]
+    api.exec_start(exec_id)
+
+
+def _run_exec(container_id: str, command: str, timeout: float, limits: Limits) -> tuple[CappedOutput, int | None, bool]:
+    """Run one command; returns (output, exit code, abandoned: the host deadline passed)."""
+    api = client().api
+    exec_id = api.exec_create(container_id, ["bash", "-c", _WRAPPER, "code-gym", f"{timeout:g}", command],
+                              environment=_ENV, workdir=WORKDIR, user=f"{os.getuid()}:{os.getgid()}")["Id"]
+    sock = api.exec_start(exec_id, socket=True)
+    raw = getattr(sock, "_sock", sock)
+    output = CappedOutput(limits.max_output)
+    deadline = time.monotonic() + timeout + _HOST_GRACE
+    abandoned = not _read_frames(raw, output, deadline)
+    try:
+        raw.close()
+    except OSError:
+        pass
+    if abandoned:
+        return output, None, True
+    for _ in range(50):  # the exit code can lag the end of the stream by a moment
+        info = api.exec_inspect(exec_id)
+        if not info["Running"]:
+            return output, info["ExitCode"], False
+        time.sleep(0.01)
+    return output, None, True
+
+
+def _read_frames(raw, output: CappedOutput, deadline: float) -> bool:
+    """Demultiplex Docker's stream frames (8-byte header: stream, 0, 0, 0, size) until EOF (True) or the deadline."""
+    buf = bytearray()
+    fd = raw.fileno()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return True
+        buf += chunk
+        while len(buf) >= 8:
+            size = struct.unpack(">I", buf[4:8])[0]
+            if len(buf) < 8 + size:
+                break
+            output.feed(bytes(buf[8:8 + size]))
+            del buf[:8 + size]
+
+
+def _release(backend: DockerBackend, holder: list) -> None:
+    if holder:
+        backend.release(holder.pop())
+
+
+class DockerSandbox:
+    """One episode's (or one grading run's) hold on a container."""
+
+    def __init__(self, backend: DockerBackend, workspace: Path, limits: Limits, image: str):
+        self.name = backend.name
+        self.workdir = WORKDIR
+        self.root = workspace.resolve()
+        self.limits = limits
+        self.image = image
+        self.warm = backend.warm
+        self._holder: list[_Container] = [backend.acquire(image, limits)]
+        # grading and other callers may drop a sandbox without close(): give the container back then too
+        self._finalizer = weakref.finalize(self, _release, backend, self._holder)
+        try:
+            mounts.attach(self.root, self._box.repo)
+        except OSError:
+            self.close()
+            raise
+
+    @property
+    def _box(self) -> _Container:
+        if not self._holder:
+            raise RuntimeError("this sandbox is closed")
+        return self._holder[0]
+
+    def inside(self, host_path: Path, binds: dict[Path, str]) -> str:
+        return f"{BINDS_DIR}/{list(binds).index(host_path)}"
+
+    def exec(self, command: str, *, timeout: float | None = None,
+             binds: dict[Path, str] | None = None) -> ExecResult:
+        box = self._box
+        timeout = self.limits.timeout if timeout is None else timeout
+        started = time.monotonic()
+        attached = []
+        try:
+            for i, host in enumerate(binds or {}):
+                target = box.binds / str(i)
+                target.mkdir(exist_ok=True)
+                mounts.attach(Path(host).resolve(), target)
+                attached.append(target)
+            argv = runner.pytest_argv(command) if self.warm else None
+            warm = argv is not None and runner.run(box.slot / "ctl" / runner.SOCKET_NAME, argv, WORKDIR, _ENV,
+                                                   timeout, self.limits.max_output)
+            if not warm:
+                output, exit_code, abandoned = _run_exec(box.id, command, timeout, self.limits)
+        finally:
+            for target in attached:
+                mounts.detach(target, keep=0)
+                target.rmdir()
+        duration = time.monotonic() - started
+        if warm:  # the server killed a run that timed out (the host closed the connection)
+            output, exit_code, timed_out = warm
+            return ExecResult(output.text(), exit_code, timed_out, output.dropped > 0, duration)
+        if abandoned:
+            box.dirty = True
+        timed_out = abandoned or exit_code == 124 or (exit_code == 137 and duration >= timeout)
+        return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0, duration)
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def orphans() -> list:
+    """Containers labelled by code-gym processes of this host that are gone."""
+    found = []
+    for container in client().containers.list(all=True, filters={"label": LABEL}):
+        owner = container.labels.get(OWNER_LABEL, "")
+        host, _, pid = owner.rpartition(":")
+        if host == _HOST and pid.isdigit() and not _alive(int(pid)):
+            found.append(container)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def reap() -> int:
+    """Remove containers and slot folders left by crashed code-gym processes. Returns how many containers."""
+    import docker.errors
+
+    gone = orphans()
+    for container in gone:
+        slot = Path(container.labels.get(SLOT_LABEL, ""))
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        if slot.name.startswith(f"{TEMP_PREFIX}docker-"):
+            mounts.remove_slot(slot)
+    for slot in Path("/tmp").glob(f"{TEMP_PREFIX}docker-*"):
+        pid = slot.name.split("-")[-2]
+        if pid.isdigit() and not _alive(int(pid)):
+            mounts.remove_slot(slot)
+    return len(gone)

@@ -1,0 +1,59 @@
+"""Slot folders: host folders made shared mounts, so that a workspace mounted onto one later shows up
+inside a sandbox (a container or a long-lived bubblewrap) that was started with the slot bound in.
+
+mount(2) is called through libc (a `mount` subprocess costs more than the mount); needs root.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+from code_gym.workspace import _libc, _unmount
+
+_MS_BIND, _MS_REC, _MS_SHARED = 4096, 16384, 1 << 20
+
+
+def _mount(source: Path | None, target: Path, flags: int) -> None:
+    src = str(source).encode() if source is not None else None
+    if _libc().mount(src, str(target).encode(), None, flags, None) != 0:
+        raise OSError(f"mount {source} on {target} failed: {os.strerror(ctypes.get_errno())}")
+
+
+def shared_folder(path: Path) -> None:
+    """Make `path` a mount point of its own with shared propagation."""
+    path.mkdir(parents=True, exist_ok=True)
+    _mount(path, path, _MS_BIND)
+    _mount(None, path, _MS_SHARED)
+
+
+def attach(source: Path, slot: Path) -> None:
+    """Mount `source` (recursively: an overlay workspace included) onto the slot."""
+    _mount(source, slot, _MS_BIND | _MS_REC)
+
+
+def mounts_at(path: Path) -> int:
+    target = str(path)
+    with open("/proc/self/mountinfo") as f:
+        return sum(line.split()[4] == target for line in f)
+
+
+def detach(path: Path, keep: int = 1) -> None:
+    """Unmount what is stacked on `path`, leaving the lowest `keep` mounts (a slot's own shared mount)."""
+    for _ in range(8):
+        if mounts_at(path) <= keep:
+            return
+        _unmount(path)
+
+
+def remove_slot(slot: Path) -> None:
+    """Unmount everything under `slot` and remove its folders."""
+    if not slot.is_dir():
+        return
+    for sub in sorted(p for p in slot.iterdir() if p.is_dir()):
+        detach(sub, keep=0)
+    for path in sorted(slot.glob("**/*"), reverse=True) + [slot]:
+        try:
+            path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+        except OSError:
+            pass

@@ -1,0 +1,177 @@
+"""Ray backend: commands run on another node of a Ray cluster, so test execution can leave the GPU nodes.
+
+Each sandbox is a Ray actor (`SandboxHost`) scheduled on a node with free CPUs (`resources` can pin
+it to a labelled node pool). The actor keeps its own copy of the workspace and runs each command
+in a sandbox of that node (bubblewrap or Docker: `kind`). The episode's workspace stays a host
+folder here, so editor tools and diffs are unchanged: before each command the files changed here
+since the last sync are sent over, and the files the command changed there come back (as tar
+archives of the changed paths, deletions listed). Folders passed as `binds` (grading's results)
+travel the same way, back only.
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+from code_gym.sandbox.base import ExecResult, Limits
+from code_gym.workspace import TEMP_PREFIX, _ignored
+
+Manifest = dict[str, tuple[int, int, int]]
+
+
+def manifest(root: Path) -> Manifest:
+    """(mtime, size, mode) of every file and symlink under root, caches skipped as the workspace does."""
+    found: Manifest = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        for entry in os.scandir(root / rel if rel else root):
+            if _ignored(entry.name):
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            st = entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(path)
+            else:
+                found[path] = (st.st_mtime_ns, st.st_size, st.st_mode)
+    return found
+
+
+def pack(root: Path, paths: list[str]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path in paths:
+            tar.add(root / path, arcname=path, recursive=False)
+    return buf.getvalue()
+
+
+def unpack(root: Path, data: bytes, deleted: list[str]) -> None:
+    for path in deleted:
+        target = root / path
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar.getmembers():
+            target = root / member.name
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+        tar.extractall(root, filter="tar")
+
+
+def changes(root: Path, before: Manifest) -> tuple[Manifest, list[str], list[str]]:
+    """The new manifest, the paths added or changed since `before`, and the paths deleted."""
+    now = manifest(root)
+    return now, [p for p, key in now.items() if before.get(p) != key], [p for p in before if p not in now]
+
+
+class SandboxHost:
+    """The remote side: a workspace copy and a sandbox of this node. A Ray actor."""
+
+    def __init__(self, kind, archive: bytes, limits: Limits, mask_count: int, image: str | None):
+        from code_gym.sandbox import make_sandbox
+
+        self.base = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "ray-"))
+        self.root = self.base / "repo"
+        self.root.mkdir()
+        unpack(self.root, archive, [])
+        self.known = manifest(self.root)
+        self.sandbox = make_sandbox(kind, self.root, limits, image=image)
+
+    def describe(self) -> tuple[str, str, str]:
+        import socket
+
+        return self.sandbox.name, self.sandbox.workdir, socket.gethostname()
+
+    def inside(self, index: int, insides: list[str]) -> str:
+        binds = {self.base / f"bind{i}": inside for i, inside in enumerate(insides)}
+        return self.sandbox.inside(self.base / f"bind{index}", binds)
+
+    def exec(self, command: str, timeout: float | None, data: bytes, deleted: list[str], insides: list[str]):
+        unpack(self.root, data, deleted)
+        self.known = manifest(self.root)
+        binds = {}
+        for i, inside in enumerate(insides):
+            folder = self.base / f"bind{i}"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            binds[folder] = inside
+        result = self.sandbox.exec(command, timeout=timeout, binds=binds)
+        self.known, changed, gone = changes(self.root, self.known)
+        bound = [pack(folder, list(manifest(folder))) for folder in binds]
+        return result, pack(self.root, changed), gone, bound
+
+    def close(self) -> None:
+        self.sandbox.close()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+class RayBackend:
+    """Sandboxes as Ray actors. `kind`: the sandbox each node uses ('auto': bubblewrap; 'docker');
+    `resources`: Ray resources each actor needs (e.g. {"sandbox": 1} for a node pool you label);
+    `address`: the cluster ('auto' joins a running one; None starts a local instance if none is up)."""
+
+    def __init__(self, kind: str = "auto", address: str | None = None, num_cpus: float = 1,
+                 resources: dict[str, float] | None = None):
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     runtime_env={"env_vars": {"CODE_GYM_WARM_RUNNER": os.environ.get("CODE_GYM_WARM_RUNNER", "1")}})
+        self.kind = kind
+        self.actor_class = ray.remote(num_cpus=num_cpus, resources=resources or {}, max_restarts=0)(SandboxHost)
+        self.name = "ray"
+
+    def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None) -> "RaySandbox":
+        return RaySandbox(self, Path(workspace), limits, image)
+
+
+class RaySandbox:
+    """The host side of a remote sandbox: syncs the workspace around each command."""
+
+    def __init__(self, backend: RayBackend, workspace: Path, limits: Limits, image: str | None):
+        import ray
+
+        self.root = workspace.resolve()
+        self.limits = limits
+        self.known = manifest(self.root)
+        self.actor = backend.actor_class.remote(backend.kind, pack(self.root, list(self.known)), limits, 0, image)
+        kind, self.workdir, self.node = ray.get(self.actor.describe.remote())
+        self.name = f"ray:{kind}"
+
+    def inside(self, host_path: Path, binds: dict[Path, str]) -> str:
+        import ray
+
+        return ray.get(self.actor.inside.remote(list(binds).index(host_path), list(binds.values())))
+
+    def exec(self, command: str, *, timeout: float | None = None,
+             binds: dict[Path, str] | None = None) -> ExecResult:
+        import ray
+
+        binds = binds or {}
+        self.known, changed, gone = changes(self.root, self.known)
+        call = self.actor.exec.remote(command, timeout, pack(self.root, changed), gone, list(binds.values()))
+        wait = (timeout or self.limits.timeout) + 60
+        try:
+            result, data, deleted, bound = ray.get(call, timeout=wait)
+        except ray.exceptions.GetTimeoutError:
+            ray.cancel(call, force=True)
+            return ExecResult("[the remote sandbox did not answer]", None, timed_out=True, duration=wait)
+        unpack(self.root, data, deleted)
+        for folder, archive in zip(binds, bound):
+            unpack(Path(folder), archive, [])
+        self.known = manifest(self.root)
+        return result
+
+    def close(self) -> None:
+        import ray
+
+        if self.actor is not None:
+            try:
+                ray.get(self.actor.close.remote(), timeout=60)
+            finally:
+                ray.kill(self.actor)
+                self.actor = None

@@ -1,0 +1,89 @@
+"""What code-gym processes leave on a machine: count it (`census`) and remove what dead ones left (`reap_all`).
+
+Everything code-gym creates is recognisable: temp folders start with `code-gym-`, slot folders
+and cgroups carry the creating process's id, containers the `code-gym` label.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from code_gym.sandbox import cgroup, mounts
+from code_gym.workspace import TEMP_PREFIX
+
+_SLOT_KINDS = ("docker", "runner")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _slot_owner(path: Path) -> int | None:
+    """The pid in a slot folder's name (code-gym-docker-<pid>-<n>, code-gym-runner-<pid>-<n>)."""
+    parts = path.name.split("-")
+    if len(parts) == 5 and parts[2] in _SLOT_KINDS and parts[3].isdigit():
+        return int(parts[3])
+    return None
+
+
+def census() -> dict[str, set[str]]:
+    """What code-gym things exist on this machine now, by kind: temp folders, mounts, cgroups,
+    containers, sandbox processes (bwrap, unshare, warm runners). Compare two censuses for leaks."""
+    tmp = Path(tempfile.gettempdir())
+    found = {
+        "temp dirs": {str(p) for p in tmp.glob(f"{TEMP_PREFIX}*")},
+        "mounts": {line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+                   if f"{tmp}/{TEMP_PREFIX}" in line},
+        "cgroups": {str(g) for g in cgroup.leftover_groups(include_live=True)},
+        "processes": _sandbox_processes(),
+        "containers": set(),
+    }
+    try:
+        from code_gym.sandbox.docker import LABEL, client, docker_unavailable
+
+        if docker_unavailable() is None:
+            found["containers"] = {c.name for c in client().containers.list(all=True, filters={"label": LABEL})}
+    except ImportError:
+        pass
+    return found
+
+
+def _sandbox_processes() -> set[str]:
+    """bwrap / unshare processes and warm runners on this machine, as "pid name"."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        name = os.path.basename(argv[0]) if argv and argv[0] else b""
+        if name in (b"bwrap", b"unshare") or any(a.endswith(b"/run/code-gym/runner.sock") for a in argv):
+            found.add(f"{entry.name} {name.decode(errors='replace')}")
+    return found
+
+
+def reap_all() -> dict[str, int]:
+    """Remove what crashed code-gym processes left: containers, slot mounts and folders, cgroups."""
+    removed = {"containers": 0, "slots": 0, "cgroups": cgroup.reap()}
+    try:
+        from code_gym.sandbox.docker import docker_unavailable, reap
+
+        if docker_unavailable() is None:
+            removed["containers"] = reap()
+    except ImportError:
+        pass
+    for slot in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
+        owner = _slot_owner(slot)
+        if owner is not None and not _alive(owner):
+            mounts.remove_slot(slot)
+            removed["slots"] += 1
+    return removed

@@ -1,0 +1,305 @@
+"""Warm test runner: a pytest that is already imported, forked once per test run.
+
+A cold `python -m pytest` pays about 0.7 s before the first test (interpreter, imports, plugin
+set-up). The runner is a small server that imports pytest and its built-in plugins once, inside
+the sandbox, and listens on a Unix socket in a folder the host can reach. Each request forks a
+child that becomes `python -m pytest ARGS` in the requested folder (its own session, fresh
+environment, `sys.path[0]` the folder as `-m` sets it, a fresh random seed) and streams its
+output back; the server sends the exit code in a frame of its own, so printed text cannot fake
+it. A backend routes a command here only when it is exactly `python -m pytest` plus plain
+arguments (`pytest_argv`); the server refuses (and the backend runs the command cold) when the
+folder holds a module that would shadow one it preloaded, since a cold run would import that one.
+
+Where the runner lives: in a Docker container it is PID 1 (so it also reaps orphans, and after
+each run kills every process the run left); locally it is PID 1 of a long-lived bubblewrap
+sandbox whose /repo is a shared "slot" mount, like a warm container (`LocalRunners`).
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import select
+import shlex
+import socket
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from code_gym.sandbox import mounts
+from code_gym.sandbox.base import CappedOutput
+
+SOCKET_NAME = "runner.sock"
+CTL_DIR = "/run/code-gym"  # where the server's socket folder is bound inside a sandbox
+_FRAME = struct.Struct(">cI")  # kind (b"o" output, b"x" exit code, b"c" run it cold), payload size
+
+# The server. Stdlib only plus pytest (absent pytest: it only reaps and answers "run it cold").
+SERVER = r'''
+import ctypes, json, os, random, select, signal, socket, struct, sys
+try:
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: commands cannot ptrace or read the server
+except Exception:
+    pass
+try:
+    import importlib, pytest, _pytest.config
+    for _name in _pytest.config.default_plugins:
+        try:
+            importlib.import_module("_pytest." + _name)
+        except ImportError:
+            pass
+    READY = True
+except ImportError:
+    READY = False
+PRELOADED = sorted({m.split(".")[0] for m in sys.modules})
+FRAME = struct.Struct(">cI")
+PID1 = os.getpid() == 1
+
+
+def reap():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def send(conn, kind, payload=b""):
+    conn.sendall(FRAME.pack(kind, len(payload)) + payload)
+
+
+def child(argv, cwd, env, w):
+    os.setsid()
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(w, 1)
+    os.dup2(w, 2)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path[0] = cwd
+    sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py")] + argv
+    random.seed()
+    code = 1
+    try:
+        code = pytest.console_main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(conn):
+    req = json.loads(conn.makefile("rb").readline())
+    cwd = req["cwd"]
+    if not READY or any(os.path.exists(os.path.join(cwd, n + ".py")) or os.path.isdir(os.path.join(cwd, n))
+                        for n in PRELOADED):
+        return send(conn, b"c")
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        os.close(r)
+        child(req["argv"], cwd, req["env"], w)
+    os.close(w)
+    open_ = True
+    while open_:
+        ready, _, _ = select.select([r, conn], [], [], 1.0)
+        if conn in ready:  # the host gave up (timeout) or went away
+            break
+        if r in ready:
+            data = os.read(r, 65536)
+            if data:
+                send(conn, b"o", data)
+            else:
+                open_ = False
+    os.close(r)
+    if open_:
+        os.killpg(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    send(conn, b"x", json.dumps(code if code >= 0 else 128 - code).encode())
+
+
+def main(path):
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if os.path.exists(path):
+        os.unlink(path)
+    srv.bind(path)
+    srv.listen(8)
+    while True:
+        ready, _, _ = select.select([srv], [], [], 0.5)
+        reap()
+        if not ready:
+            continue
+        conn, _ = srv.accept()
+        try:
+            serve(conn)
+        except Exception:
+            pass
+        finally:
+            conn.close()
+            if PID1:
+                try:
+                    os.kill(-1, signal.SIGKILL)  # what the run left, setsid children included
+                except ProcessLookupError:
+                    pass
+            reap()
+
+
+main(sys.argv[1])
+'''
+
+
+def warm_default() -> bool:
+    """Warm runners are on unless CODE_GYM_WARM_RUNNER=0."""
+    return os.environ.get("CODE_GYM_WARM_RUNNER", "1") != "0"
+
+
+def pytest_argv(command: str) -> list[str] | None:
+    """pytest's arguments when `command` is exactly `python -m pytest ARGS` with nothing for the shell
+    to expand (as shlex.join writes it); None for anything else."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return None
+    if tokens[:3] not in (["python", "-m", "pytest"], ["python3", "-m", "pytest"]):
+        return None
+    plugins = [b for a, b in zip(tokens, tokens[1:]) if a == "-p" and not b.startswith("no:")]
+    if plugins:  # a plugin from the repository: not covered by the equivalence tests, run it cold
+        return None
+    return tokens[3:] if shlex.join(tokens) == command.strip() else None
+
+
+def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeout: float,
+        cap: int) -> tuple[CappedOutput, int | None, bool] | None:
+    """One run through the server: (output, exit code, timed out), or None: run it cold instead."""
+    output = CappedOutput(cap)
+    deadline = time.monotonic() + timeout
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(5)
+        try:
+            conn.connect(str(socket_path))
+        except OSError:
+            return None
+        conn.sendall(json.dumps({"argv": argv, "cwd": cwd, "env": env}).encode() + b"\n")
+        buf = bytearray()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return output, None, True  # closing the connection makes the server kill the run
+            if not select.select([conn], [], [], min(left, 0.5))[0]:
+                continue
+            chunk = conn.recv(65536)
+            if not chunk:  # the server died mid-run (e.g. the run's memory blew the group's limit)
+                return None if not buf and not output.head else (output, 137, False)
+            buf += chunk
+            while len(buf) >= _FRAME.size:
+                kind, size = _FRAME.unpack(buf[:_FRAME.size])
+                if len(buf) < _FRAME.size + size:
+                    break
+                payload = bytes(buf[_FRAME.size:_FRAME.size + size])
+                del buf[:_FRAME.size + size]
+                if kind == b"c":
+                    return None
+                if kind == b"x":
+                    return output, int(json.loads(payload)), False
+                output.feed(payload)
+    finally:
+        conn.close()
+
+
+def wait_for_socket(path: Path, proc: subprocess.Popen | None = None, limit: float = 20.0) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        if proc is not None and proc.poll() is not None:
+            return False
+        time.sleep(0.01)
+    return False
+
+
+class Zygote:
+    """One long-lived local sandbox running the server, with its slot folders."""
+
+    def __init__(self, slot: Path, proc: subprocess.Popen, group):
+        self.slot, self.proc, self.group = slot, proc, group
+
+    @property
+    def socket(self) -> Path:
+        return self.slot / "ctl" / SOCKET_NAME
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        if self.group is not None:
+            self.group.remove()
+        mounts.remove_slot(self.slot)
+
+
+class LocalRunners:
+    """Idle warm runners for the local bubblewrap backend, keyed by what the sandbox must look like
+    (limits, masked folders, bind targets); at most `max_idle` in all, the least recently used
+    stopped first."""
+
+    def __init__(self, max_idle: int = 6):
+        self.max_idle = max_idle
+        self.idle: list[tuple[tuple, Zygote]] = []
+        self.lock = threading.Lock()
+        self.counter = itertools.count()
+
+    def acquire(self, key: tuple, start) -> Zygote | None:
+        stale = []
+        found = None
+        with self.lock:
+            for i in range(len(self.idle) - 1, -1, -1):
+                if self.idle[i][0] == key:
+                    zygote = self.idle.pop(i)[1]
+                    if zygote.alive():
+                        found = zygote
+                        break
+                    stale.append(zygote)
+        for zygote in stale:
+            zygote.stop()
+        return found or start(self.counter)
+
+    def release(self, key: tuple, zygote: Zygote) -> None:
+        evicted = []
+        with self.lock:
+            if zygote.alive():
+                self.idle.append((key, zygote))
+            else:
+                evicted.append(zygote)
+            while len(self.idle) > self.max_idle:
+                evicted.append(self.idle.pop(0)[1])
+        for old in evicted:
+            old.stop()
+
+    def close(self) -> None:
+        with self.lock:
+            zygotes = [z for _, z in self.idle]
+            self.idle.clear()
+        for zygote in zygotes:
+            zygote.stop()
+
+
+LOCAL_RUNNERS = LocalRunners()
+atexit.register(LOCAL_RUNNERS.close)

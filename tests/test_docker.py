@@ -1,0 +1,164 @@
+"""The Docker backend: container settings, warm pool reuse, fresh containers, concurrency, reaper, env."""
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from code_gym.images import DEFAULT_IMAGE, LABEL, apt_mirror
+from code_gym.sandbox import Limits, make_sandbox
+from sandbox_backends import require
+
+LIMITS = Limits(timeout=10, memory_bytes=512 << 20, processes=128, cpus=1.0)
+
+
+@pytest.fixture
+def docker_ok():
+    require("docker")
+    from code_gym.sandbox import docker
+
+    return docker
+
+
+def test_apt_mirror_reads_deb822_and_one_line_sources(tmp_path):
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\n"
+        "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n")
+    assert apt_mirror(tmp_path) == "http://mirror.example/debian"
+    (tmp_path / "sources.list.d" / "debian.sources").unlink()
+    (tmp_path / "sources.list").write_text("# comment\ndeb [arch=amd64] http://old.example/debian bookworm main\n")
+    assert apt_mirror(tmp_path) == "http://old.example/debian"
+    with pytest.raises(RuntimeError, match="--mirror"):
+        apt_mirror(tmp_path, suite="trixie")
+
+
+def test_container_is_locked_down_and_labelled(docker_ok, tmp_path):
+    box = make_sandbox("docker", tmp_path, LIMITS)
+    try:
+        info = docker_ok.client().api.inspect_container(box._box.id)
+        host = info["HostConfig"]
+        assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
+        assert host["Memory"] == LIMITS.memory_bytes and host["PidsLimit"] == LIMITS.processes
+        assert host["NanoCpus"] == int(LIMITS.cpus * 1e9) and host["CapDrop"] == ["ALL"]
+        assert info["Config"]["Labels"][LABEL] == "container"
+        r = box.exec("touch /usr/x 2>&1; touch /x 2>&1; echo ok > /repo/f && cat /repo/f; ls /mnt/code-gym")
+        assert "Read-only file system" in r.output and "ok" in r.output
+        assert (tmp_path / "f").read_text() == "ok\n"
+    finally:
+        box.close()
+
+
+def test_exec_timeout_kills_the_command(docker_ok, tmp_path):
+    box = make_sandbox("docker", tmp_path, LIMITS)
+    try:
+        r = box.exec("echo before; sleep 30", timeout=1)
+        assert r.timed_out and r.exit_code is None and "before" in r.output
+        assert box.exec("echo after").output == "after\n"
+    finally:
+        box.close()
+
+
+def test_warm_pool_reuses_a_clean_container_for_the_next_workspace(docker_ok, tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    (first / "only_a.txt").write_text("a")
+    (second / "only_b.txt").write_text("b")
+    backend = docker_ok.DockerBackend(pool=True)
+    try:
+        box = backend.sandbox(first, LIMITS)
+        container = box._box.id
+        box.exec("echo tmpdata > /tmp/left; ls")
+        box.close()
+        box = backend.sandbox(second, LIMITS)
+        assert box._box.id == container
+        assert box.exec("ls; ls -A /tmp").output == "only_b.txt\n"
+        box.close()
+    finally:
+        backend.close()
+    assert not docker_ok.client().containers.list(all=True, filters={"id": container})
+
+
+def test_fresh_mode_removes_the_container_at_close(docker_ok, tmp_path):
+    box = make_sandbox("docker-fresh", tmp_path, LIMITS)
+    container = box._box.id
+    assert box.exec("echo hi").output == "hi\n"
+    box.close()
+    assert not docker_ok.client().containers.list(all=True, filters={"id": container})
+
+
+def test_dropped_sandbox_gives_its_container_back(docker_ok, tmp_path):
+    backend = docker_ok.DockerBackend(pool=False)
+    box = backend.sandbox(tmp_path, LIMITS)
+    container = box._box.id
+    del box
+    assert not docker_ok.client().containers.list(all=True, filters={"id": container})
+
+
+def test_parallel_starts_all_finish(docker_ok, tmp_path):
+    backend = docker_ok.DockerBackend(pool=False)
+    results, errors = [], []
+
+    def start(i):
+        ws = tmp_path / f"ws{i}"
+        ws.mkdir()
+        try:
+            box = backend.sandbox(ws, LIMITS)
+            results.append(box.exec(f"echo {i}").output.strip())
+            box.close()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start, args=(i,), daemon=True) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a parallel container start hung"
+    assert errors == [] and sorted(results) == [str(i) for i in range(6)]
+
+
+CRASHER = """
+import os, sys
+from code_gym.sandbox import Limits, make_sandbox
+box = make_sandbox("docker", sys.argv[1], Limits(timeout=5))
+box.exec("true")
+print(box._box.id, box._box.slot, flush=True)
+os._exit(0)  # a crash: no close, no atexit
+"""
+
+
+def test_reaper_removes_what_a_crashed_process_left(docker_ok, tmp_path):
+    out = subprocess.run([sys.executable, "-c", CRASHER, str(tmp_path)], capture_output=True, text=True, check=True)
+    container, slot = out.stdout.split()
+    assert docker_ok.client().containers.list(all=True, filters={"id": container})
+    assert docker_ok.reap() >= 1
+    assert not docker_ok.client().containers.list(all=True, filters={"id": container})
+    assert not Path(slot).exists() and str(tmp_path) not in Path("/proc/self/mounts").read_text()
+
+
+def test_env_episode_resolves_in_docker_with_the_tasks_image(docker_ok, tiny_task):
+    from dataclasses import replace
+
+    from code_gym.env import CodeRepoEnv
+    from code_gym.replay import hermes, patch_to_calls
+
+    env = CodeRepoEnv(task=replace(tiny_task, image=DEFAULT_IMAGE), isolation="docker")
+    try:
+        _, info = env.reset(seed=0)
+        assert info["sandbox"] == "docker"
+        env.step(hermes(patch_to_calls(tiny_task.reference_patch, tiny_task.repo)))
+        _, _, _, _, info = env.step(hermes([{"name": "bash", "arguments": {"command": "sed -i 's/^/#/' data.bin; pwd"}}]))
+        assert "/repo" in info["tool_results"][0]["output"] and info["changed_files"] == ["data.bin"]
+        _, reward, terminated, _, info = env.step(hermes([{"name": "submit", "arguments": {}}]))
+        assert terminated and reward == 1.0 and info["resolved"]
+    finally:
+        env.close()
+
+
+def test_unknown_image_is_a_clear_error(docker_ok, tmp_path):
+    with pytest.raises(RuntimeError, match="not on this machine"):
+        make_sandbox("docker", tmp_path, LIMITS, image="code-gym-no-such-image:1")
+    assert not list(Path("/tmp").glob(f"code-gym-docker-{__import__('os').getpid()}-*/repo/*"))

@@ -1,0 +1,62 @@
+"""The Ray backend on a local Ray instance: a whole episode runs its commands in a Ray actor."""
+import pytest
+
+from code_gym.sandbox import Limits, make_sandbox
+from sandbox_backends import IN_CI, require
+
+try:
+    import ray
+except ImportError:
+    ray = None
+    if IN_CI:
+        raise
+pytestmark = pytest.mark.skipif(ray is None, reason="ray is not installed: pip install 'code-gym[ray]'")
+
+
+@pytest.fixture(scope="module")
+def backend():
+    require("bwrap")
+    from code_gym.sandbox.ray import RayBackend
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield RayBackend(num_cpus=0.5)
+    finally:
+        ray.shutdown()
+
+
+def test_files_travel_both_ways(backend, tmp_path):
+    (tmp_path / "keep.txt").write_text("host\n")
+    (tmp_path / "gone.txt").write_text("x\n")
+    box = make_sandbox(backend, tmp_path, Limits(timeout=20))
+    try:
+        assert box.name == "ray:bwrap"
+        (tmp_path / "edited_here.txt").write_text("from the host\n")
+        r = box.exec("cat edited_here.txt; echo remote > made_there.txt; rm gone.txt; ln -s keep.txt link")
+        assert r.exit_code == 0 and r.output == "from the host\n"
+        assert (tmp_path / "made_there.txt").read_text() == "remote\n"
+        assert not (tmp_path / "gone.txt").exists() and (tmp_path / "link").is_symlink()
+        results = tmp_path.parent / "results"
+        results.mkdir()
+        binds = {results: "/results"}
+        box.exec(f"echo junit > {box.inside(results, binds)}/junit.xml", binds=binds)
+        assert (results / "junit.xml").read_text() == "junit\n"
+    finally:
+        box.close()
+
+
+def test_episode_resolves_through_ray(backend, tiny_task):
+    from code_gym.env import CodeRepoEnv
+    from code_gym.replay import hermes, patch_to_calls
+
+    env = CodeRepoEnv(task=tiny_task, isolation=backend)
+    try:
+        _, info = env.reset(seed=0)
+        assert info["sandbox"] == "ray:bwrap"
+        env.step(hermes(patch_to_calls(tiny_task.reference_patch, tiny_task.repo)))
+        _, _, _, _, info = env.step(hermes([{"name": "bash", "arguments": {"command": "echo '# note' >> calc/ops.py"}}]))
+        assert info["changed_files"] == ["calc/ops.py"]
+        _, reward, terminated, _, info = env.step(hermes([{"name": "submit", "arguments": {}}]))
+        assert terminated and reward == 1.0 and info["resolved"]
+    finally:
+        env.close()

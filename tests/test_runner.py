@@ -1,0 +1,75 @@
+"""The warm test runner gives the same results as a cold `python -m pytest`, on every bundled task."""
+import shutil
+
+import pytest
+
+from code_gym.grading import grade
+from code_gym.validate import reference_changes
+from code_gym.sandbox import Limits, LocalSandbox, make_sandbox
+from code_gym.sandbox.runner import pytest_argv
+from conftest import BUNDLED
+from sandbox_backends import require
+
+
+def test_only_plain_pytest_commands_go_to_the_runner():
+    assert pytest_argv("python -m pytest -q -p no:cacheprovider tests/test_a.py") == [
+        "-q", "-p", "no:cacheprovider", "tests/test_a.py"]
+    assert pytest_argv("python -m pytest 'tests/test_a.py::test_x[1 2]'") == ["tests/test_a.py::test_x[1 2]"]
+    for command in ("python -m pytest -p myplugin tests", "python -m pytest tests | tail", "python -m pytest $X", "python -m pytest tests/*.py",
+                    "FOO=1 python -m pytest", "pytest tests", "python -m pytest; rm -rf /", "python -m pytest 'a"):
+        assert pytest_argv(command) is None, command
+
+
+def _grade(task, changes, warm, monkeypatch, isolation="bwrap"):
+    monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "1" if warm else "0")
+    result = grade(task, changes, isolation=isolation)
+    return result.tests, result.exit_code, result.timed_out
+
+
+@pytest.mark.parametrize("task", BUNDLED, ids=lambda t: t.id)
+def test_warm_and_cold_grading_agree_on_every_bundled_task(task, monkeypatch):
+    require("bwrap")
+    reference = reference_changes(task)
+    for changes in ({}, reference):
+        cold = _grade(task, changes, False, monkeypatch)
+        warm = _grade(task, changes, True, monkeypatch)
+        assert warm == cold and cold[0], (task.id, cold, warm)
+
+
+@pytest.mark.parametrize("task", BUNDLED, ids=lambda t: t.id)
+def test_warm_and_cold_grading_agree_in_docker(task, monkeypatch):
+    require("docker")
+    cold = _grade(task, {}, False, monkeypatch, "docker")
+    warm = _grade(task, {}, True, monkeypatch, "docker")
+    assert warm == cold and cold[0], (task.id, cold, warm)
+
+
+SHADOW = "def main(*a, **k):\n    print('fake pytest: all passed')\n    return 0\n"
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "docker"])
+def test_a_repo_that_shadows_pytest_runs_cold(kind, tmp_path, monkeypatch):
+    """A cold `python -m pytest` imports ./pytest.py; so must the warm path (it falls back to cold)."""
+    require(kind)
+    (tmp_path / "pytest.py").write_text(SHADOW + "if __name__ == '__main__':\n    main()\n")
+    outputs = []
+    for warm in ("0", "1"):
+        monkeypatch.setenv("CODE_GYM_WARM_RUNNER", warm)
+        box = make_sandbox(kind, tmp_path, Limits(timeout=20))
+        outputs.append(box.exec("python -m pytest -q").output)
+        box.close()
+    assert outputs[0] == outputs[1] and "fake pytest" in outputs[0]
+
+
+def test_warm_runner_timeout_and_leftovers(tmp_path):
+    require("bwrap")
+    (tmp_path / "test_slow.py").write_text(
+        "import subprocess, time\n\ndef test_slow():\n"
+        "    subprocess.Popen(['setsid', 'sleep', '60'])\n    time.sleep(60)\n")
+    box = LocalSandbox(tmp_path, "bwrap", Limits(timeout=20), warm=True)
+    r = box.exec("python -m pytest -q -p no:cacheprovider test_slow.py", timeout=2)
+    assert r.timed_out and r.exit_code is None
+    (tmp_path / "test_slow.py").write_text("def test_ok():\n    assert True\n")
+    r = box.exec("python -m pytest -q -p no:cacheprovider test_slow.py")
+    assert r.exit_code == 0 and "1 passed" in r.output
+    shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)
