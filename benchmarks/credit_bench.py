@@ -1,0 +1,323 @@
+"""Speed of the credit estimators on synthetic but realistic multi-turn coding rollouts.
+
+Each task has a module of base functions and a pool of "solution" functions (5-40 lines of valid
+Python). Every trajectory alternates edit steps and steps that only run the tests (empty diff). An edit
+inserts a function or replaces a base function through a JSON str_replace-editor tool call; the
+function is taken verbatim from the task's pool (shared edit), from the pool with a variable
+renamed or a constant changed (near-duplicate), or written fresh (unique). Line numbers follow the
+file as it grows, so equal edits rarely give equal diff texts. Half of the edit steps carry
+provenance, the other half are located by text search; every step has token offsets from a
+word/space/punctuation tokenizer (roughly the granularity of a BPE tokenizer on code).
+
+Run: taskset -c 0 python benchmarks/credit_bench.py [--no-docs]
+Prints a table and rewrites the "## credit" section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import credit  # noqa: E402
+from _report import write_section  # noqa: E402
+from credit import split as split_module  # noqa: E402
+from credit.split import split_diff  # noqa: E402
+
+NAMES = ["total", "count", "items", "result", "value", "index", "data", "name", "node", "key", "acc",
+         "buf", "row", "col", "size", "limit", "offset", "parts", "text", "seen", "queue", "path", "cost"]
+CALLS = ["len", "sorted", "max", "min", "sum", "str", "int", "abs", "list", "dict"]
+OPS = ["+", "-", "*", "//", "%"]
+TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+PREDICTION = """Prediction, written before measuring: paper shape ~1.2k edit steps and ~25k changed
+lines; tree-sitter parsing (~10 us per line here) and unidiff (~5 us per line) dominate, so about
+250-400 ms for 6x32x8 (over the 100 ms target) and 3-5 s for 64x16x20 (over 2 s); grouping, anchor
+selection and projection well under 20% of the total; cost linear in changed lines."""
+
+
+def function(rng: np.random.Generator, n_lines: int) -> list[str]:
+    """A syntactically valid Python function of about n_lines lines."""
+    args = list(rng.choice(NAMES, size=int(rng.integers(1, 4)), replace=False))
+    verb = rng.choice(["get", "build", "parse", "merge", "scan", "fold"])
+    lines = [f"def {verb}_{rng.integers(1000)}({', '.join(args)}):"]
+    depth, need_body, names = 1, True, list(args)
+    while len(lines) < n_lines - 1:
+        pad = "    " * depth
+        u = rng.random()
+        if need_body or u < 0.55:
+            target, src = rng.choice(NAMES), rng.choice(names)
+            if rng.random() < 0.5:
+                lines.append(f"{pad}{target} = {src} {rng.choice(OPS)} {rng.integers(1, 100)}")
+            else:
+                lines.append(f"{pad}{target} = {rng.choice(CALLS)}({src})")
+            names.append(target)
+            need_body = False
+        elif u < 0.65 and depth < 3:
+            lines.append(f"{pad}for {rng.choice(NAMES)} in {rng.choice(names)}:")
+            depth, need_body = depth + 1, True
+        elif u < 0.75 and depth < 3:
+            lines.append(f"{pad}if {rng.choice(names)} > {rng.integers(0, 10)}:")
+            depth, need_body = depth + 1, True
+        elif u < 0.82 and depth > 1:
+            depth -= 1
+        elif u < 0.9:
+            lines.append(f"{pad}# {rng.choice(NAMES)} {rng.choice(NAMES)}")
+        else:
+            lines.append("")
+    lines.append(f"{'    ' * depth}return {rng.choice(names)}")
+    return lines
+
+
+def near_duplicate(rng: np.random.Generator, lines: list[str]) -> list[str]:
+    """The function with one variable renamed, or one constant changed."""
+    used = sorted({w for line in lines[1:] for w in re.findall(r"\b[a-z]+\b", line) if w in NAMES})
+    if used and rng.random() < 0.6:
+        old = rng.choice(used)
+        return [re.sub(rf"\b{old}\b", f"{old}_{rng.integers(10)}", line) for line in lines]
+    out = list(lines)
+    k = int(rng.integers(1, len(out)))
+    out[k] = re.sub(r"\d+", lambda m: str(int(m.group()) + 1), out[k], count=1) if re.search(r"\d", out[k]) else out[k]
+    return out
+
+
+def hunk_diff(path: str, start: int, before: list[str], deleted: list[str], added: list[str],
+              after: list[str]) -> str:
+    old_len = len(before) + len(deleted) + len(after)
+    new_len = len(before) + len(added) + len(after)
+    body = ([" " + x for x in before] + ["-" + x for x in deleted] + ["+" + x for x in added]
+            + [" " + x for x in after])
+    return (f"diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}\n"
+            f"@@ -{start},{old_len} +{start},{new_len} @@\n" + "\n".join(body) + "\n")
+
+
+def edit_step(rng, path, base, pool, cursor, with_provenance):
+    """One edit: insert or replace a function, as a JSON tool call plus the diff it made."""
+    u = rng.random()
+    if u < 0.4:
+        new = pool[int(rng.integers(len(pool)))]
+    elif u < 0.7:
+        new = near_duplicate(rng, pool[int(rng.integers(len(pool)))])
+    else:
+        new = function(rng, int(rng.integers(5, 41)))
+    target = int(rng.integers(len(base)))
+    deleted = base[target] if rng.random() < 0.4 else []
+    at = max(1, 1 + sum(len(f) for f in base[:target]) + cursor)
+    before = ["    x = 1", "", ""]
+    after = ["", "", "def keep():"]
+    diff = hunk_diff(path, at, before, deleted, new, after)
+    args = ({"command": "str_replace", "path": path, "old_str": "\n".join(deleted), "new_str": "\n".join(new)}
+            if deleted else {"command": "insert", "path": path, "insert_line": at + 2, "new_str": "\n".join(new)})
+    thought = f"The failing test points at {rng.choice(NAMES)}; I will {'rewrite' if deleted else 'add'} a helper.\n"
+    action = thought + "<tool_call>" + json.dumps({"name": "str_replace_editor", "arguments": args}) + "</tool_call>"
+    provenance = None
+    if with_provenance:
+        provenance, pos = [], action.index(json.dumps(args["new_str"])[1:-1]) if new else 0
+        for k, line in enumerate(new):
+            esc = json.dumps(line)[1:-1]
+            provenance.append((path, at + len(before) + k, pos, pos + len(esc)))
+            pos += len(esc) + 2
+    return action, diff, provenance, len(new) - len(deleted)
+
+
+def rollouts(n_tasks: int, n_traj: int, n_steps: int, seed: int = 0, scale: float = 1.0) -> list[credit.Trajectory]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for q in range(n_tasks):
+        path = f"pkg/mod_{q}.py"
+        base = [function(rng, int(rng.integers(5, 20))) for _ in range(6)]
+        pool = [function(rng, max(3, int(rng.integers(5, 41) * scale))) for _ in range(6)]
+        for j in range(n_traj):
+            steps, cursor, good = [], 0, 0
+            for t in range(n_steps):
+                if t % 2 == 1:
+                    action, diff, prov, grown = edit_step(rng, path, base, pool, cursor, rng.random() < 0.5)
+                    cursor += grown
+                    good += "insert" in action
+                else:
+                    call = {"name": "bash", "arguments": {"command": f"pytest -q tests/test_mod_{q}.py"}}
+                    action = "Let me run the tests.\n<tool_call>" + json.dumps(call) + "</tool_call>"
+                    diff, prov = "", None
+                offsets = np.array([m.span() for m in TOKEN.finditer(action)], np.int64)
+                steps.append(credit.Step(action, diff, token_offsets=offsets, provenance=prov,
+                                         observation=f"{int(rng.integers(3))} failed, 7 passed"))
+            reward = float(rng.random() < 0.2 + 0.6 * good / max(1, n_steps // 2))
+            out.append(credit.Trajectory(f"task-{q}", steps, reward))
+    return out
+
+
+def timed(fn, repeats: int) -> tuple[float, list]:
+    """Least CPU time (ms) of `repeats` calls, and their results.
+
+    CPU time of this process, not wall time: the machine is shared, and other processes' load
+    otherwise shows up as noise of +-50%. The least of a few runs is the least disturbed one.
+    """
+    times, results = [], []
+    for _ in range(repeats):
+        t = time.process_time()
+        results.append(fn())
+        times.append((time.process_time() - t) * 1e3)
+    return min(times), results
+
+
+def fresh_didpo(trajs, **options):
+    """didpo with the tree-sitter memo cleared, so repeated calls do not reuse earlier parses."""
+    split_module._block_spans.cache_clear()
+    return credit.didpo(trajs, **options)
+
+
+def split_costs(trajs, repeats: int) -> dict[str, float]:
+    """Where split time goes: unidiff parsing alone, the indentation splitter, tree-sitter.
+
+    Results are dropped as they come, as didpo does with unidiff's objects: keeping 10^5 parsed
+    files alive makes the garbage collector, not parsing, the cost.
+    """
+    import unidiff
+
+    diffs = list(dict.fromkeys(s.diff for t in trajs for s in t.steps if s.diff))
+
+    def parse_all():
+        for d in diffs:
+            unidiff.PatchSet(d)
+
+    out = {"unidiff": timed(parse_all, repeats)[0]}
+    for mode in ("indent", "tree-sitter"):
+        def split_all():
+            split_module._block_spans.cache_clear()
+            for d in diffs:
+                split_diff(d, syntax=mode)
+
+        out[f"split[{mode}]"] = timed(split_all, repeats)[0]
+    return out
+
+
+SHAPES = [  # (tasks, trajectories, steps), function-size scale, rounds, label
+    ((6, 32, 8), 0.5, 7, "half-size functions"),
+    ((6, 32, 8), 1.0, 7, "paper shape"),
+    ((6, 32, 8), 2.0, 7, "double-size functions"),
+    ((64, 16, 20), 1.0, 2, "large batch"),
+]
+MEASURES = {  # name: what one round times
+    "didpo": lambda trajs: fresh_didpo(trajs),
+    "indent": lambda trajs: fresh_didpo(trajs, syntax="indent"),
+    "grpo": lambda trajs: credit.grpo(trajs),
+}
+
+
+def measure() -> tuple[list[dict], dict[str, dict[str, float]]]:
+    """Rounds interleave the shapes, so a burst of load from other jobs hits all of them alike and
+    each shape's least time comes from a quiet moment."""
+    data = [rollouts(*shape, seed=1, scale=scale) for shape, scale, _, _ in SHAPES]
+    fresh_didpo(data[0][:8])  # imports and tree-sitter set-up
+    times = [{name: [] for name in MEASURES} for _ in SHAPES]
+    results: list[list] = [[] for _ in SHAPES]
+    for round_ in range(max(rounds for _, _, rounds, _ in SHAPES)):
+        for k, ((_, _, rounds, _), trajs) in enumerate(zip(SHAPES, data)):
+            if round_ >= rounds:
+                continue
+            for name, fn in MEASURES.items():
+                ms, out = timed(lambda: fn(trajs), 1)
+                times[k][name].append(ms)
+                if name == "didpo":
+                    results[k].append(out[0])
+    rows, breakdown = [], {}
+    for (shape, _, rounds, label), trajs, t, res in zip(SHAPES, data, times, results):
+        stats = res[-1].stats
+        ms = min(t["didpo"])
+        rows.append({"label": label, "shape": "x".join(map(str, shape)), "lines": stats["n_changed_lines"],
+                     "ms": ms, "indent_ms": min(t["indent"]), "grpo_ms": min(t["grpo"]),
+                     "us_per_line": 1e3 * ms / stats["n_changed_lines"], "anchors": stats["n_anchors"],
+                     "coverage": stats["coverage"],
+                     "phases": {p: min(r.stats["cpu_ms"][p] for r in res) for p in stats["cpu_ms"]}})
+        if label in ("paper shape", "large batch"):
+            breakdown[label] = split_costs(trajs, max(1, rounds - 2))
+        print(f"{label}: {ms:.0f} ms", flush=True)
+    return rows, breakdown
+
+
+def report(rows, breakdown) -> str:
+    out = ["CPU ms, least of the repeats:", "",
+           "| rollouts | tasks x traj x steps | changed lines | didpo ms | didpo ms, syntax=indent "
+           "| us per changed line | grpo ms | anchors | tokens covered |", "|" + "---|" * 9]
+    for r in rows:
+        out.append(f"| {r['label']} | {r['shape']} | {r['lines']} | {r['ms']:.0f} | {r['indent_ms']:.0f} | "
+                   f"{r['us_per_line']:.1f} | {r['grpo_ms']:.1f} | {r['anchors']} | {r['coverage']['tokens']:.2f} |")
+    phases = [k for k in rows[0]["phases"] if k != "total"]
+    out += ["", "Phases of didpo (CPU ms, each the least of the repeats):", "",
+            "| rollouts | " + " | ".join(phases) + " | total |",
+            "|" + "---|" * (len(phases) + 2)]
+    for r in rows:
+        out.append(f"| {r['label']} | " + " | ".join(f"{r['phases'][k]:.0f}" for k in phases)
+                   + f" | {r['phases']['total']:.0f} |")
+    out += ["", "Splitting the distinct diffs of a batch (CPU ms):", "",
+            "| rollouts | unidiff parse only | split, syntax=indent | split, syntax=tree-sitter |", "|---|---|---|---|"]
+    for label, b in breakdown.items():
+        out.append(f"| {label} | {b['unidiff']:.0f} | {b['split[indent]']:.0f} | {b['split[tree-sitter]']:.0f} |")
+    return "\n".join(out)
+
+
+def calibration() -> float:
+    """CPU ms of a fixed pure-Python loop: the machine's speed (and load) at the time of the run."""
+    def loop():
+        x = 0
+        for i in range(1_000_000):
+            x += i
+        return x
+
+    return timed(loop, 5)[0]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-docs", action="store_true", help="print only, do not update docs/benchmarks.md")
+    args = ap.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    before = calibration()
+    rows, breakdown = measure()
+    text = report(rows, breakdown) + (
+        f"\n\nCalibration: a 10^6-iteration Python loop took {before:.0f} ms of CPU before the runs and "
+        f"{calibration():.0f} ms after them.")
+    print(f"\ncores available: {cores}\n\n{text}")
+    if not args.no_docs:
+        write_docs(text, cores)
+
+
+def write_docs(text: str, cores: int) -> None:
+    """Replace (or append) the "## credit" section of docs/benchmarks.md."""
+    write_section("credit", (
+        f"`taskset -c 0 python benchmarks/credit_bench.py` ({cores} core; CPU time, least of repeated calls; "
+        "synthetic rollouts described in the script's docstring). Targets from the issue: <= 100 ms for 6x32x8, "
+        "<= 2 s for 64x16x20, cost linear in changed lines.\n\n"
+        f"{PREDICTION}\n\n{FIRST}\n\nMeasured:\n\n{text}\n\n{ANALYSIS}"))
+
+
+FIRST = """First measurement, before optimizing (same data, wall time): 752 ms for 6x32x8 and 11.5 s for
+64x16x20."""
+ANALYSIS = """Where the time goes (paper shape): splitting is about 70% of didpo. unidiff's parse alone is a
+fifth to a quarter of the total (last table; a bare line scanner over the same diffs takes about 8 ms
+against unidiff's 50-70 ms, measured apart), tree-sitter is the difference between the two didpo
+columns (about 65 ms), and the rest is per-line Python (reading unidiff's lines, normalising them,
+building units). Projection (finding lines in the actions, merging spans, one vectorized pass over
+the tokens) is about a sixth, grouping under a tenth; episode advantages, returns, anchor selection
+and A^D a few percent. Cost per changed line stays within about 17-23 us over a 20x range of sizes.
+Only grouping grows faster than linearly, with the number of near-duplicate versions of one edit
+inside a task (its candidate pairs are pairs within such a family): about 3x linear at the large batch.
+
+The targets are missed by about 4x (paper shape) and 3x (large batch): unidiff plus tree-sitter
+alone take more than the 100 ms budget at the paper's shape on this machine. Meeting them would need
+a hand-written diff scanner, indentation-based syntax units (`syntax="indent"`) and moving the
+remaining per-line Python work to compiled code. The machine was shared with other jobs during the
+run; the times are CPU times of the benchmark process, which such load still inflates somewhat
+(compare the calibration loop)."""
+
+if __name__ == "__main__":
+    main()

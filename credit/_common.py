@@ -1,0 +1,115 @@
+"""The step table and result assembly that every trajectory-level estimator shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from credit._tensor import is_torch
+from credit._util import group_codes
+from credit.anchors import COUNTS
+from credit.episode import episode_advantage, step_returns
+from credit.types import Anchor, Result, Step, StepCredit, Trajectory, as_trajectories
+
+
+@dataclass(frozen=True, eq=False)
+class StepTable:
+    """Trajectories flattened to one row per step.
+
+    trajectories (N,), task (N,) dense task codes, n_steps (N,), outcome (N,);
+    rows: steps (S,), traj (S,), index (S,), reward (S,), first_row (N,) of each trajectory.
+    """
+
+    trajectories: list[Trajectory]
+    task: np.ndarray
+    n_tasks: int
+    n_steps: np.ndarray
+    outcome: np.ndarray
+    steps: list[Step]
+    traj: np.ndarray
+    index: np.ndarray
+    reward: np.ndarray
+    first_row: np.ndarray
+
+
+def step_table(trajectories: Iterable[Any]) -> StepTable:
+    trajs = as_trajectories(trajectories)
+    task, n_tasks = group_codes([t.task_id for t in trajs])
+    n_steps = np.fromiter((len(t.steps) for t in trajs), np.int64, len(trajs))
+    steps = [s for t in trajs for s in t.steps]
+    first_row = np.zeros(len(trajs), np.int64)
+    np.cumsum(n_steps[:-1], out=first_row[1:])
+    traj = np.repeat(np.arange(len(trajs)), n_steps)
+    return StepTable(
+        trajectories=trajs, task=task, n_tasks=n_tasks, n_steps=n_steps,
+        outcome=np.fromiter((t.reward for t in trajs), np.float64, len(trajs)),
+        steps=steps, traj=traj, index=np.arange(len(steps)) - first_row[traj],
+        reward=np.fromiter((s.reward for s in steps), np.float64, len(steps)), first_row=first_row,
+    )
+
+
+def check_count(count: str) -> None:
+    if count not in COUNTS:
+        raise ValueError(f"count must be one of {COUNTS}, got {count!r}")
+
+
+def episode(table: StepTable, mode: str, eps: float, count: str, singleton: str) -> np.ndarray:
+    """A^E per trajectory; count="steps" weighs each trajectory by its number of steps (reference)."""
+    check_count(count)
+    weights = np.maximum(table.n_steps, 1) if count == "steps" else None
+    return episode_advantage(table.outcome, table.task, mode=mode, eps=eps, weights=weights, singleton=singleton)
+
+
+def row_returns(table: StepTable, gamma: float) -> np.ndarray:
+    """(S,) step returns G_t with the outcome reward counted at each trajectory's last step."""
+    n = len(table.trajectories)
+    width = int(table.n_steps.max(initial=0))
+    rewards = np.zeros((n, max(width, 1)))
+    rewards[table.traj, table.index] = table.reward
+    has = table.n_steps > 0
+    rewards[np.flatnonzero(has), table.n_steps[has] - 1] += table.outcome[has]
+    return step_returns(rewards, gamma)[table.traj, table.index]
+
+
+def tokens(table: StepTable, base: np.ndarray, extra: Optional[dict[int, np.ndarray]] = None) -> list[list[Any]]:
+    """Per-trajectory lists of per-step token arrays: base[row] plus extra[row] where given."""
+    out: list[list[Any]] = []
+    for i, traj in enumerate(table.trajectories):
+        row0 = int(table.first_row[i])
+        per_step = []
+        for t, step in enumerate(traj.steps):
+            offsets = step.token_offsets
+            if offsets is None:
+                per_step.append(None)
+                continue
+            n_tokens = step.offsets.shape[0]
+            values = np.full(n_tokens, base[row0 + t])
+            if extra is not None and row0 + t in extra:
+                values += extra[row0 + t]
+            if is_torch(offsets):
+                import torch
+
+                values = torch.from_numpy(values).to(offsets.device)
+            per_step.append(values)
+        out.append(per_step)
+    return out
+
+
+def result(
+    estimator: str,
+    table: StepTable,
+    episode_adv: np.ndarray,
+    returns: np.ndarray,
+    step_adv: np.ndarray,
+    token_values: list[list[Any]],
+    stats: dict[str, Any],
+    anchors: tuple[Anchor, ...] = (),
+    diff: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None,
+) -> Result:
+    steps = StepCredit(trajectory=table.traj, index=table.index, returns=returns, advantage=step_adv)
+    if diff is not None:
+        steps = StepCredit(table.traj, table.index, returns, step_adv, *diff)
+    base_stats = {"n_trajectories": len(table.trajectories), "n_tasks": table.n_tasks, "n_steps": len(table.steps)}
+    return Result(estimator, episode_adv, steps, token_values, anchors, {**base_stats, **stats})

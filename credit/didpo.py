@@ -1,0 +1,386 @@
+r"""DiDPO: Diff-in-Diff Policy Optimization advantages for multi-turn coding agents.
+
+Critic-free credit assignment that looks inside code edits (reference implementation: verl-code,
+built on verl-agent/GiGPO). For trajectory i of task q, step t, response token k:
+
+  A^E_i        = r_i - mean_{j in q} r_j              (or / (std + eps); `credit.episode`)
+  G_{i,t}      = r_{i,t} + gamma G_{i,t+1}            (outcome counted at the last step)
+  A^D(o)       = G_{row(o)} - mean_{o' in a} G_{row(o')}     (or / (std + eps)), occurrence o of anchor a
+  A_{i,t,k}    = A^E_i + lambda A^D(o*),  o* = the highest-GS anchor occurrence covering token k
+
+Anchors are groups of similar sub-diffs across the trajectories of one task (`credit.split`,
+`credit.grouping`), scored by GS = phi(L) psi(n) (`credit.groupability`) and chosen greedily
+(`credit.anchors`); the projection onto tokens is `credit.project`. Tokens no anchor covers, and
+every token of a step whose diff is empty, get A^E alone.
+
+`baseline="contrast"` (ours, not in the reference) replaces A^D by the effect of making the edit:
+
+  Delta(a) = mean_{j in q, j makes a} r_j - mean_{j in q, j does not} r_j    (0 if a side is empty)
+
+optionally divided by the task's outcome std and shrunk by n / (n + k), n = trajectories making a.
+The reference baseline measures the spread among those who made an edit; the contrast measures
+what the edit changed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from credit._common import StepTable, episode, result, row_returns, step_table, tokens
+from credit._util import ranges
+from credit.anchors import select_anchors
+from credit.episode import check_mode
+from credit.grouping import cluster_units
+from credit.text import Contents, LineVocabulary, comment_marker
+from credit.project import locate_lines, occurrence_spans, project_steps, provenance_spans
+from credit.groupability import check_options as check_score_options
+from credit.split import ADDED, LEVELS, SubDiffs, split_diff
+from credit.split import check_options as check_split_options
+from credit.types import Anchor, Result
+
+BASELINES = ("reference", "contrast")
+
+
+def didpo(
+    trajectories: Iterable[Any],
+    *,
+    mode: str = "mean_norm",
+    eps: float = 1e-6,
+    gamma: float = 0.95,
+    lambda_: float = 1.0,
+    baseline: str = "reference",
+    count: str = "steps",
+    singleton: str = "reward",
+    levels: Sequence[str] = LEVELS,
+    syntax: str = "tree-sitter",
+    similarity: float = 0.8,
+    s0: float = 8.0,
+    g0: float = 8.0,
+    phi_form: str = "saturating",
+    psi_form: str = "saturating",
+    max_anchors: int = 64,
+    contrast_std: bool = False,
+    contrast_shrink: float = 0.0,
+) -> Result:
+    """DiDPO advantages for a batch of trajectories (see the module docstring for the formulas).
+
+    Args:
+      trajectories: credit.Trajectory objects or dicts with the same keys; trajectories with the
+        same task_id form a group.
+      mode: "mean_norm" (reference) or "mean_std_norm", for A^E and A^D alike.
+      eps: added to stds.
+      gamma: discount of the step returns.
+      lambda_: weight of A^D on covered tokens.
+      baseline: "reference" (A^D = G - mean G over the anchor) or "contrast" (Delta above).
+      count: "steps" (reference: a trajectory weighs its number of steps in the episode baseline,
+        and psi counts an anchor's step rows) or "trajectories" (both count trajectories).
+      singleton: rule for a task with a single sample, "reward" (A^E = r, reference) or "zero".
+      levels: sub-diff levels, any of "file", "hunk", "syntax", "block".
+      syntax: "tree-sitter" or "indent" (see `credit.split.split_diff`).
+      similarity: Dice similarity for near-duplicate sub-diffs (1.0: exact groups only).
+      s0, g0, phi_form, psi_form: groupability score parameters.
+      max_anchors: at most this many anchors per task.
+      contrast_std: divide Delta by the task's outcome std (contrast baseline).
+      contrast_shrink: k in the shrinkage n / (n + k) of Delta (0: none).
+
+    Returns:
+      credit.Result; result.steps.diff_* list every anchor occurrence with its A^D.
+    """
+    check_mode(mode)
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+    if contrast_shrink < 0:
+        raise ValueError(f"contrast_shrink must be >= 0, got {contrast_shrink}")
+    if not 0.0 < similarity <= 1.0:
+        raise ValueError(f"similarity must be in (0, 1] (1.0: exact groups only), got {similarity}")
+    if max_anchors < 1:
+        raise ValueError(f"max_anchors must be >= 1, got {max_anchors}")
+    check_split_options(levels, syntax)
+    check_score_options(s0, g0, phi_form, psi_form)
+    clock = _Clock()
+    table = step_table(trajectories)
+    episode_adv = episode(table, mode, eps, count, singleton)
+    returns = row_returns(table, gamma)
+    clock.lap("episode")
+
+    units = _units(table, levels, syntax)
+    clock.lap("split")
+    clusters = cluster_units(units.bucket, units.compared_ptr, units.content, units.indent, units.contents,
+                             threshold=similarity)
+    clock.lap("group")
+    traj_of_unit = table.traj[units.row]
+    selection = select_anchors(
+        clusters.labels, units.row, traj_of_unit, table.task[traj_of_unit], np.diff(units.compared_ptr),
+        units.line_ptr, units.lines, count=count, max_anchors=max_anchors,
+        s0=s0, g0=g0, phi_form=phi_form, psi_form=psi_form)
+    clock.lap("anchors")
+
+    if baseline == "reference":
+        advantages = _reference_advantage(selection.members, units.row, returns, mode, eps)
+    else:
+        advantages = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
+    anchors = _anchors(selection, advantages, units, table)
+    clock.lap("advantage")
+
+    extra, coverage = _project(table, units, selection, advantages, lambda_)
+    token_values = tokens(table, episode_adv[table.traj], extra)
+    clock.lap("project")
+
+    diff = _occurrence_table(selection, advantages, units)
+    stats = _stats(clock, units, clusters, selection, diff[0], coverage)
+    return result("didpo", table, episode_adv, returns, np.zeros(len(table.steps)), token_values, stats,
+                  tuple(anchors), diff)
+
+
+def _occurrence_table(selection, advantages, units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, anchor, A^D) of every anchor occurrence."""
+    if not selection.members:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    members = np.concatenate(selection.members)
+    anchor = np.repeat(np.arange(len(selection.members)), [m.shape[0] for m in selection.members])
+    return units.row[members], anchor.astype(np.int64), np.concatenate(advantages)
+
+
+def _stats(clock, units, clusters, selection, occurrence_rows, coverage) -> dict[str, Any]:
+    sizes = selection.size
+    return {
+        "time_ms": clock.laps,
+        "cpu_ms": clock.cpu,
+        "n_steps_with_diff": units.n_rows_with_diff,
+        "n_changed_lines": units.n_lines,
+        "n_units": int(units.row.shape[0]),
+        "n_exact_groups": int(clusters.exact.max(initial=-1) + 1),
+        "n_clusters": int(clusters.labels.max(initial=-1) + 1),
+        "n_candidate_pairs": clusters.n_candidate_pairs,
+        "n_candidate_anchors": selection.n_candidates,
+        "n_anchors": len(selection.members),
+        "coverage": {
+            "lines": _line_coverage(units, selection),
+            "steps": float(np.unique(occurrence_rows).shape[0] / max(units.n_rows_with_diff, 1)),
+            **coverage,
+        },
+        "group_size": {
+            "mean": float(sizes.mean()) if sizes.size else 0.0,
+            "median": float(np.median(sizes)) if sizes.size else 0.0,
+            "max": int(sizes.max(initial=0)),
+        },
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class _Prepared:
+    """A split diff with its compared lines, computed once per distinct diff text."""
+
+    sub: SubDiffs
+    unit_kind: np.ndarray
+    compared_sizes: np.ndarray
+    content: np.ndarray
+    indent: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class _Units:
+    """All units of a batch. Lines get global ids: line_base[row] + the line's index in its diff."""
+
+    row: np.ndarray
+    kind: np.ndarray
+    local: np.ndarray
+    bucket: np.ndarray
+    line_ptr: np.ndarray
+    lines: np.ndarray
+    compared_ptr: np.ndarray
+    content: np.ndarray
+    indent: np.ndarray
+    contents: Contents
+    prepared: dict[int, _Prepared]
+    line_base: np.ndarray
+    n_lines: int
+    n_rows_with_diff: int
+
+
+def _prepare(sub: SubDiffs, vocab: LineVocabulary) -> _Prepared:
+    paths = set(sub.paths)
+    if len(paths) == 1:
+        line_content, line_indent = vocab.lines(sub.texts, comment_marker(paths.pop()))
+    else:
+        line_content = np.empty(len(sub.texts), np.int64)
+        line_indent = np.empty(len(sub.texts), np.int64)
+        path_of = np.asarray(sub.paths, object)
+        for path in paths:
+            at = np.flatnonzero(path_of == path)
+            line_content[at], line_indent[at] = vocab.lines([sub.texts[i] for i in at], comment_marker(path))
+    members = line_content[sub.unit_lines]
+    keep = members >= 0
+    sizes = np.diff(sub.unit_ptr)
+    unit_of = np.repeat(np.arange(sub.n_units), sizes)
+    compared = np.bincount(unit_of[keep], minlength=sub.n_units)
+    first = sub.unit_lines[sub.unit_ptr[:-1]] if sub.n_units else np.zeros(0, np.int64)
+    return _Prepared(sub, sub.kinds[first].astype(np.int64), compared, members[keep],
+                     line_indent[sub.unit_lines][keep])
+
+
+def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
+    vocab = LineVocabulary()
+    by_text: dict[str, _Prepared] = {}
+    rows, parts = [], []
+    for r, step in enumerate(table.steps):
+        if not step.diff:
+            continue
+        prep = by_text.get(step.diff)
+        if prep is None:
+            try:
+                sub = split_diff(step.diff, levels=levels, syntax=syntax)
+            except ValueError as err:
+                i = int(table.traj[r])
+                raise ValueError(f"trajectory {i} (task {table.trajectories[i].task_id!r}), "
+                                 f"step {int(table.index[r])}: {err}") from None
+            prep = by_text[step.diff] = _prepare(sub, vocab)
+        if len(prep.sub.texts):
+            rows.append(r)
+            parts.append(prep)
+    n_units = np.asarray([p.sub.n_units for p in parts], np.int64)
+    n_lines = np.asarray([len(p.sub.texts) for p in parts], np.int64)
+    base = np.zeros(len(parts), np.int64)
+    np.cumsum(n_lines[:-1], out=base[1:])
+    row = np.repeat(np.asarray(rows, np.int64), n_units)
+    kind = _cat([p.unit_kind for p in parts])
+    line_sizes = _cat([np.diff(p.sub.unit_ptr) for p in parts])
+    compared_sizes = _cat([p.compared_sizes for p in parts])
+    line_base = np.zeros(len(table.steps), np.int64)
+    line_base[np.asarray(rows, np.int64)] = base
+    return _Units(
+        row=row, kind=kind, local=_cat([np.arange(p.sub.n_units) for p in parts]),
+        bucket=table.task[table.traj[row]] * 2 + (kind == ADDED),
+        line_ptr=_ptr(line_sizes), lines=_cat([p.sub.unit_lines + b for p, b in zip(parts, base.tolist())]),
+        compared_ptr=_ptr(compared_sizes), content=_cat([p.content for p in parts]),
+        indent=_cat([p.indent for p in parts]), contents=vocab.arrays(),
+        prepared=dict(zip(rows, parts)), line_base=line_base, n_lines=int(n_lines.sum()),
+        n_rows_with_diff=len(rows),
+    )
+
+
+def _reference_advantage(members: list[np.ndarray], unit_row: np.ndarray, returns: np.ndarray,
+                         mode: str, eps: float) -> list[np.ndarray]:
+    """A^D = G - mean G over the anchor's occurrences (population std for mean_std_norm)."""
+    out = []
+    for m in members:
+        g = returns[unit_row[m]]
+        dev = g - g.mean()
+        if mode == "mean_std_norm":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dev = np.where(dev == 0.0, 0.0, dev / (g.std() + eps))
+        out.append(dev)
+    return out
+
+
+def _contrast_advantage(members: list[np.ndarray], unit_row: np.ndarray, table: StepTable, eps: float,
+                        use_std: bool, shrink: float) -> list[np.ndarray]:
+    """Delta = mean outcome of the task's trajectories making the edit - of those not making it."""
+    out = []
+    for m in members:
+        trajs = np.unique(table.traj[unit_row[m]])
+        in_task = table.task == table.task[trajs[0]]
+        makes = np.zeros(in_task.shape[0], bool)
+        makes[trajs] = True
+        inside, outside = table.outcome[makes], table.outcome[in_task & ~makes]
+        delta = inside.mean() - outside.mean() if inside.size and outside.size else 0.0
+        if use_std and delta != 0.0:
+            delta /= table.outcome[in_task].std() + eps
+        n = trajs.shape[0]
+        out.append(np.full(m.shape[0], delta * n / (n + shrink)))
+    return out
+
+
+def _anchors(selection, advantages, units: _Units, table: StepTable) -> list[Anchor]:
+    out = []
+    for k, m in enumerate(selection.members):
+        rows = units.row[m]
+        first = units.prepared[int(rows[0])].sub
+        preview = first.unit_text(int(units.local[m[0]]))
+        traj = table.traj[rows]
+        out.append(Anchor(
+            task_id=table.trajectories[int(traj[0])].task_id,
+            kind="added" if units.kind[m[0]] == ADDED else "deleted",
+            rows=rows, trajectories=traj, steps=table.index[rows], advantage=advantages[k],
+            gs=float(selection.gs[k]), mean_lines=float(selection.mean_lines[k]),
+            size=int(selection.size[k]), preview=preview[:240]))
+    return out
+
+
+def _project(table: StepTable, units: _Units, selection, advantages, lambda_: float):
+    """Per-row extra token values (lambda * A^D of the best covering occurrence) and coverage stats."""
+    members = np.concatenate(selection.members) if selection.members else np.zeros(0, np.int64)
+    anchor = np.repeat(np.arange(len(selection.members)), [m.shape[0] for m in selection.members])
+    value = lambda_ * (np.concatenate(advantages) if advantages else np.zeros(0))
+    with_tokens = np.asarray([table.steps[r].token_offsets is not None for r in units.row[members].tolist()], bool)
+    occ = np.flatnonzero(with_tokens)
+    occ_units = members[occ]
+    rows = np.unique(units.row[occ_units])
+    steps = [table.steps[r] for r in rows.tolist()]
+    line_spans = [_line_spans(step, units.prepared[r].sub) for r, step in zip(rows.tolist(), steps)]
+    lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
+    member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
+    member_line = units.lines[ranges(lo, hi)] - units.line_base[rows[member_step]]
+    spans, owner, span_step = occurrence_spans([s.action for s in steps], line_spans, member_step, member_line,
+                                               np.repeat(np.arange(occ.shape[0]), hi - lo))
+    projected = project_steps([s.offsets for s in steps], spans, span_step, value[occ[owner]],
+                              selection.gs[anchor[occ[owner]]].astype(np.float64))
+    extra = {r: token_extra for r, (token_extra, _) in zip(rows.tolist(), projected)}
+    n_tokens = sum(s.offsets.shape[0] for s in table.steps if s.token_offsets is not None)
+    covered = sum(int(hit.sum()) for _, hit in projected)
+    return extra, {
+        "tokens": covered / n_tokens if n_tokens else 0.0,
+        "occurrences_located": np.unique(owner).shape[0] / occ.shape[0] if occ.shape[0] else 0.0,
+    }
+
+
+def _line_spans(step, sub: SubDiffs) -> np.ndarray:
+    """Action spans of every changed line: provenance for added lines when the step has it,
+    the text search for the rest."""
+    if step.provenance is None:
+        return locate_lines(step.action, sub.texts)
+    spans = provenance_spans(step.provenance, sub.paths, sub.line_numbers)
+    deleted = np.flatnonzero(sub.kinds != ADDED)
+    if deleted.size:
+        spans[deleted] = locate_lines(step.action, [sub.texts[i] for i in deleted.tolist()])
+    return spans
+
+
+def _line_coverage(units: _Units, selection) -> float:
+    if units.n_lines == 0 or not selection.members:
+        return 0.0
+    m = np.concatenate(selection.members)
+    lo, hi = units.line_ptr[m], units.line_ptr[m + 1]
+    return float(np.unique(units.lines[ranges(lo, hi)]).shape[0] / units.n_lines)
+
+
+def _cat(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+
+
+def _ptr(sizes: np.ndarray) -> np.ndarray:
+    ptr = np.zeros(sizes.shape[0] + 1, np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    return ptr
+
+
+class _Clock:
+    """Wall and CPU milliseconds per phase (CPU time tells contention apart from work)."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self._start, self._start_cpu = time.perf_counter(), time.process_time()
+        self._last, self._last_cpu = self._start, self._start_cpu
+
+    def lap(self, name: str) -> None:
+        now, now_cpu = time.perf_counter(), time.process_time()
+        self.laps[name] = (now - self._last) * 1e3
+        self.cpu[name] = (now_cpu - self._last_cpu) * 1e3
+        self.laps["total"] = (now - self._start) * 1e3
+        self.cpu["total"] = (now_cpu - self._start_cpu) * 1e3
+        self._last, self._last_cpu = now, now_cpu

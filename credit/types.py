@@ -1,0 +1,327 @@
+"""The records that cross the boundary between an environment and the credit estimators.
+
+`Trajectory` / `Step` are what an environment produces (and what `load_jsonl` reads back);
+`Result`, `StepCredit` and `Anchor` are what every estimator returns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from os import PathLike
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from credit._tensor import is_torch, to_numpy
+
+Provenance = tuple  # (path: str, line: int, start: int, end: int)
+
+_STEP_KEYS = ("action", "diff", "reward", "token_offsets", "provenance", "observation")
+_TRAJECTORY_KEYS = ("task_id", "steps", "reward")
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """One turn of an episode.
+
+    Attributes:
+      action: the policy's response text for this turn (thought and tool calls).
+      diff: the unified diff (git format) this step made to the repository; "" when it changed
+        nothing.
+      reward: the environment's reward for this step (0.0 when only the outcome is rewarded).
+      token_offsets: (n_tokens, 2) integer (start, end) character spans of the response tokens in
+        `action`, as a fast tokenizer's offset mapping gives them; a numpy array, a torch tensor
+        (kept as given: token advantages then come back as tensors) or a list of pairs. Zero-width
+        (start == end) entries, e.g. special tokens, are allowed anywhere; the others must be in
+        order. None when the tokens are not known.
+      provenance: spans from the environment that say which characters of `action` wrote which
+        added diff line: tuples (path, line, start, end), `line` being the 1-based line number in
+        the new file of `path` (the target line number of the `+` line), `action[start:end]` the
+        characters it came from (inside the JSON string, escaped, for JSON tool calls). Dicts with
+        those keys are accepted.
+      observation: the observation the policy saw before this action (GiGPO groups on it).
+    """
+
+    action: str
+    diff: str
+    reward: float = 0.0
+    token_offsets: Any = None
+    provenance: Optional[tuple[Provenance, ...]] = None
+    observation: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.action, str):
+            raise TypeError(f"Step.action must be the response text (str), got {type(self.action).__name__}")
+        if not isinstance(self.diff, str):
+            raise TypeError(
+                f"Step.diff must be a unified diff (str), got {type(self.diff).__name__}; "
+                "use '' for a step that changed nothing")
+        object.__setattr__(self, "reward", _finite(self.reward, "Step.reward"))
+        if self.observation is not None and not isinstance(self.observation, str):
+            raise TypeError(f"Step.observation must be a str or None, got {type(self.observation).__name__}")
+        if self.token_offsets is not None:
+            object.__setattr__(self, "token_offsets", _checked_offsets(self.token_offsets, self.action))
+        if self.provenance is not None:
+            object.__setattr__(self, "provenance", _checked_provenance(self.provenance, self.action))
+
+    @property
+    def offsets(self) -> Optional[np.ndarray]:
+        """`token_offsets` as an (n_tokens, 2) int64 numpy array (None when not given)."""
+        return None if self.token_offsets is None else to_numpy(self.token_offsets, np.int64).reshape(-1, 2)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Step":
+        """A Step from a dict with the attribute names as keys (`action` and `diff` required)."""
+        if isinstance(d, Step):
+            return d
+        if not isinstance(d, Mapping):
+            raise TypeError(f"a step must be a credit.Step or a dict, got {type(d).__name__}")
+        unknown = set(d) - set(_STEP_KEYS)
+        if unknown:
+            raise ValueError(f"step has unknown keys {sorted(unknown)}; allowed keys: {list(_STEP_KEYS)}")
+        for key in ("action", "diff"):
+            if key not in d:
+                raise ValueError(
+                    f"step is missing '{key}' (required keys: action, diff; the diff is '' "
+                    "when the step changed nothing)")
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict that `Step.from_dict` reads back."""
+        offsets = self.offsets
+        return {
+            "action": self.action,
+            "diff": self.diff,
+            "reward": self.reward,
+            "token_offsets": None if offsets is None else offsets.tolist(),
+            "provenance": None if self.provenance is None else [
+                {"path": p, "line": ln, "start": s, "end": e} for p, ln, s, e in self.provenance],
+            "observation": self.observation,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    """One episode on one task.
+
+    Attributes:
+      task_id: the task (prompt) the episode solved; trajectories with equal ids form one group.
+      steps: the episode's steps, in order.
+      reward: the outcome reward of the episode (counted at its last step by the step returns).
+    """
+
+    task_id: Union[str, int]
+    steps: tuple[Step, ...]
+    reward: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.task_id, (str, int)) or isinstance(self.task_id, bool):
+            raise TypeError(f"Trajectory.task_id must be a str or int, got {type(self.task_id).__name__}")
+        if isinstance(self.steps, (str, bytes)) or not isinstance(self.steps, Iterable):
+            raise TypeError("Trajectory.steps must be a sequence of credit.Step (or dicts)")
+        steps = []
+        for t, s in enumerate(self.steps):
+            try:
+                steps.append(Step.from_dict(s))
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"task {self.task_id!r}, step {t}: {err}") from None
+        object.__setattr__(self, "steps", tuple(steps))
+        object.__setattr__(self, "reward", _finite(self.reward, "Trajectory.reward"))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Trajectory":
+        """A Trajectory from a dict {task_id, steps: [step dicts], reward}."""
+        if isinstance(d, Trajectory):
+            return d
+        if not isinstance(d, Mapping):
+            raise TypeError(f"a trajectory must be a credit.Trajectory or a dict, got {type(d).__name__}")
+        missing = [k for k in _TRAJECTORY_KEYS if k not in d]
+        if missing:
+            raise ValueError(f"trajectory is missing {missing}; required keys: {list(_TRAJECTORY_KEYS)}")
+        unknown = set(d) - set(_TRAJECTORY_KEYS)
+        if unknown:
+            raise ValueError(
+                f"trajectory has unknown keys {sorted(unknown)}; allowed keys: {list(_TRAJECTORY_KEYS)}")
+        return cls(task_id=d["task_id"], steps=d["steps"], reward=d["reward"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict that `Trajectory.from_dict` reads back."""
+        return {"task_id": self.task_id, "steps": [s.to_dict() for s in self.steps], "reward": self.reward}
+
+
+def load_jsonl(path: Union[str, PathLike]) -> list[Trajectory]:
+    """Trajectories from a JSON-lines file, one `Trajectory.to_dict()` object per line."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(Trajectory.from_dict(json.loads(line)))
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{path}, line {n}: {err}") from None
+    return out
+
+
+def dump_jsonl(trajectories: Iterable[Trajectory], path: Union[str, PathLike]) -> None:
+    """Write trajectories as JSON lines that `load_jsonl` reads back."""
+    with open(path, "w", encoding="utf-8") as f:
+        for traj in trajectories:
+            f.write(json.dumps(Trajectory.from_dict(traj).to_dict(), ensure_ascii=False) + "\n")
+
+
+def as_trajectories(trajectories: Iterable[Any]) -> list[Trajectory]:
+    """Trajectory objects from Trajectory objects or dicts (the estimators' input coercion)."""
+    if isinstance(trajectories, (Trajectory, Mapping)):
+        raise TypeError("pass a list of trajectories, not a single trajectory")
+    out = []
+    for i, t in enumerate(trajectories):
+        try:
+            out.append(Trajectory.from_dict(t))
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"trajectory {i}: {err}") from None
+    if not out:
+        raise ValueError("no trajectories given: pass at least one credit.Trajectory")
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Anchor:
+    """A group of similar sub-diffs (DiDPO) or of identical observations (GiGPO) in one task.
+
+    Attributes:
+      task_id: the task whose trajectories share it.
+      kind: "added" or "deleted" lines (DiDPO), "observation" (GiGPO).
+      rows: (n,) step rows (indices into `Result.steps`) of its occurrences, one per step.
+      trajectories: (n,) trajectory index of each occurrence.
+      steps: (n,) step index (inside its trajectory) of each occurrence.
+      advantage: (n,) the diff advantage A^D (GiGPO: step advantage A^S) of each occurrence.
+      gs: groupability score phi(mean_lines) * psi(size) (NaN for GiGPO).
+      mean_lines: mean number of compared (non-blank, non-comment) lines per occurrence.
+      size: the group size n that psi saw (rows, or distinct trajectories with count="trajectories").
+      preview: the first lines of the representative occurrence.
+    """
+
+    task_id: Union[str, int]
+    kind: str
+    rows: np.ndarray
+    trajectories: np.ndarray
+    steps: np.ndarray
+    advantage: np.ndarray
+    gs: float
+    mean_lines: float
+    size: int
+    preview: str
+
+
+@dataclass(frozen=True, eq=False)
+class StepCredit:
+    """Per-step quantities: one row per step, trajectories in input order, steps in order.
+
+    Attributes:
+      trajectory: (S,) trajectory index of each row.
+      index: (S,) step index t of each row inside its trajectory.
+      returns: (S,) step returns G_t.
+      advantage: (S,) the step-level term added to every token of the row (GiGPO: omega * A^S;
+        zero for the other estimators).
+      diff_row: (K,) row of each anchor occurrence (DiDPO; empty otherwise).
+      diff_anchor: (K,) index into `Result.anchors` of each occurrence.
+      diff_advantage: (K,) diff advantage A^D of each occurrence.
+    """
+
+    trajectory: np.ndarray
+    index: np.ndarray
+    returns: np.ndarray
+    advantage: np.ndarray
+    diff_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    diff_anchor: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    diff_advantage: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """What every estimator returns.
+
+    Attributes:
+      estimator: the estimator's registry name.
+      episode: (N,) episode advantage A^E of each trajectory.
+      steps: per-step returns and advantages (see `StepCredit`).
+      tokens: tokens[i][t] is the per-token advantage array of step t of trajectory i, of length
+        len(token_offsets) (a torch tensor when the offsets were one), or None when the step had
+        no token offsets.
+      anchors: the anchor groups.
+      stats: timings (ms), coverage and a group-size summary.
+    """
+
+    estimator: str
+    episode: np.ndarray
+    steps: StepCredit
+    tokens: list[list[Any]]
+    anchors: tuple[Anchor, ...]
+    stats: dict[str, Any]
+
+
+def _finite(x: Any, name: str) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    return v
+
+
+def _checked_offsets(offsets: Any, action: str) -> Any:
+    if isinstance(offsets, np.ndarray) or is_torch(offsets):
+        kept = offsets
+    else:
+        kept = np.asarray(offsets if len(offsets) else np.zeros((0, 2)), dtype=np.int64)
+    arr = to_numpy(kept)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(
+            f"token_offsets must have shape (n_tokens, 2) of (start, end) character spans, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"token_offsets must be integers, got dtype {arr.dtype}")
+    starts, ends = arr[:, 0], arr[:, 1]
+    if (starts < 0).any() or (ends < starts).any():
+        k = int(np.flatnonzero((starts < 0) | (ends < starts))[0])
+        raise ValueError(f"token_offsets[{k}] = {arr[k].tolist()} is not a (start, end) span with 0 <= start <= end")
+    if arr.size and ends.max() > len(action):
+        raise ValueError(
+            f"token_offsets reach character {int(ends.max())} but the action has {len(action)} characters: "
+            "offsets must index the action string of this step")
+    real = np.flatnonzero(ends > starts)
+    back = np.flatnonzero((np.diff(starts[real]) < 0) | (np.diff(ends[real]) < 0))
+    if back.size:
+        k = int(real[back[0] + 1])
+        raise ValueError(
+            f"token_offsets are not monotonic: token {k} {arr[k].tolist()} comes before the preceding token "
+            f"{arr[real[back[0]]].tolist()}; pass the tokens' offset mapping in order (zero-width (0, 0) "
+            "entries for special tokens are allowed anywhere)")
+    if isinstance(kept, np.ndarray) and kept.dtype != np.int64:
+        kept = kept.astype(np.int64)
+    return kept
+
+
+def _checked_provenance(provenance: Sequence[Any], action: str) -> tuple[Provenance, ...]:
+    out = []
+    for k, p in enumerate(provenance):
+        if isinstance(p, Mapping):
+            try:
+                p = (p["path"], p["line"], p["start"], p["end"])
+            except KeyError as err:
+                raise ValueError(f"provenance[{k}] lacks key {err}; each entry is {{path, line, start, end}}") from None
+        if len(p) != 4:
+            raise ValueError(f"provenance[{k}] must be (path, line, start, end), got {p!r}")
+        path, line, start, end = p
+        if not isinstance(path, str):
+            raise TypeError(f"provenance[{k}]: path must be a str, got {type(path).__name__}")
+        line, start, end = int(line), int(start), int(end)
+        if line < 1 or not 0 <= start <= end <= len(action):
+            raise ValueError(
+                f"provenance[{k}] = {(path, line, start, end)}: need line >= 1 and "
+                f"0 <= start <= end <= len(action) = {len(action)}")
+        out.append((path, line, start, end))
+    return tuple(out)

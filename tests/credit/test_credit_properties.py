@@ -1,0 +1,123 @@
+"""Property tests: random batches of rollouts built from a small pool of edits, so groups form."""
+
+import numpy as np
+from credit_testlib import added_hunk, file_diff, insert_call, offsets
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import credit
+
+POOL = [
+    ["def f(a):", "    return a + 1"],
+    ["def g(items):", "    total = 0", "    for x in items:", "        total += x", "    return total"],
+    ["class Box:", "    def __init__(self, v):", "        self.v = v"],
+    ["x = compute(1, 2)", "# a comment", "", "y = x * 2"],
+    ["def g(values):", "    total = 0", "    for x in values:", "        total += x", "    return total"],
+]
+
+edits = st.lists(st.integers(0, len(POOL) - 1), min_size=0, max_size=3)
+step = st.tuples(edits, st.booleans())
+trajectory = st.tuples(st.integers(0, 2), st.lists(step, min_size=1, max_size=3), st.sampled_from([0.0, 0.5, 1.0]))
+
+
+def build(spec):
+    trajs = []
+    for task, steps, reward in spec:
+        built = []
+        for blocks, with_offsets in steps:
+            lines = [line for b in blocks for line in POOL[b]]
+            hunks, start = [], 5
+            for b in blocks:
+                hunks.append(added_hunk(POOL[b], start))
+                start += len(POOL[b]) + 10
+            action = insert_call("m.py", lines) if blocks else "just looking"
+            diff = file_diff("m.py", *hunks) if blocks else ""
+            built.append(credit.Step(action, diff, token_offsets=offsets(action) if with_offsets else None,
+                                     observation=str(len(blocks))))
+        trajs.append(credit.Trajectory(f"task{task}", built, reward))
+    return trajs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(trajectory, min_size=1, max_size=8), st.sampled_from(["mean_norm", "mean_std_norm"]),
+       st.sampled_from(["reference", "contrast"]), st.sampled_from(["steps", "trajectories"]),
+       st.sampled_from(["tree-sitter", "indent"]), st.sampled_from([1e-6, 0.0]), st.booleans())
+def test_didpo_shapes_finiteness_and_zero_sum(spec, mode, baseline, count, syntax, eps, contrast_std):
+    trajs = build(spec)
+    res = credit.didpo(trajs, mode=mode, baseline=baseline, count=count, syntax=syntax, eps=eps,
+                       contrast_std=contrast_std)
+    n_steps = sum(len(t.steps) for t in trajs)
+    assert res.episode.shape == (len(trajs),) and np.isfinite(res.episode).all()
+    assert res.steps.returns.shape == (n_steps,) and np.isfinite(res.steps.returns).all()
+    assert res.steps.diff_row.shape == res.steps.diff_anchor.shape == res.steps.diff_advantage.shape
+    for traj, per_step in zip(trajs, res.tokens):
+        assert len(per_step) == len(traj.steps)
+        for s, values in zip(traj.steps, per_step):
+            if s.token_offsets is None:
+                assert values is None
+            else:
+                assert values.shape == (len(s.offsets),) and np.isfinite(values).all()
+    for a in res.anchors:
+        assert len(set(a.rows.tolist())) == len(a.rows) >= 2
+        assert len({trajs[i].task_id for i in a.trajectories.tolist()}) == 1
+        assert np.isfinite(a.advantage).all() and a.gs > 0
+        if baseline == "reference" and mode == "mean_norm":
+            assert abs(a.advantage.sum()) < 1e-9
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(trajectory, min_size=1, max_size=8))
+def test_every_estimator_gives_finite_tokens_of_the_right_length(spec):
+    trajs = build(spec)
+    for name in credit.ESTIMATORS:
+        res = credit.get(name)(trajs)
+        for traj, per_step in zip(trajs, res.tokens):
+            for s, values in zip(traj.steps, per_step):
+                assert (values is None) == (s.token_offsets is None)
+                if values is not None:
+                    assert values.shape == (len(s.offsets),) and np.isfinite(values).all()
+
+
+code_line = st.lists(st.sampled_from(["x", "y", "total", "=", "+", "(", ")", "1", "2", "return", "if", ":"]),
+                     min_size=1, max_size=8).map(" ".join)
+code_text = st.lists(code_line, min_size=1, max_size=6).map("\n".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(code_text, min_size=2, max_size=2), st.sampled_from([0.5, 0.7, 0.8, 0.9]))
+def test_two_texts_group_exactly_when_their_similarity_reaches_the_threshold(texts, threshold):
+    from credit.grouping import group_texts
+    from credit.text import similarity
+
+    labels = group_texts(texts, threshold=threshold)
+    assert (labels[0] == labels[1]) == (similarity(*texts) >= threshold - 1e-12)
+
+
+def representative_clusters(texts, threshold):
+    """Brute-force oracle: exact classes by support, each founding representative takes the
+    unassigned classes similar to it."""
+    from credit.text import similarity
+
+    keys = ["\n".join(line.strip() for line in t.splitlines() if line.strip()) for t in texts]
+    classes = list(dict.fromkeys(keys))
+    support = {k: keys.count(k) for k in classes}
+    order = sorted(classes, key=lambda k: (-support[k], -len(k.splitlines()), keys.index(k)))
+    cluster = {}
+    for c in order:
+        if c in cluster:
+            continue
+        cluster[c] = c
+        for x in order:
+            if x not in cluster and similarity(c, x) >= threshold - 1e-12:
+                cluster[x] = c
+    return {frozenset(i for i, k in enumerate(keys) if cluster[k] == rep) for rep in set(cluster.values())}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(code_text, min_size=1, max_size=7), st.sampled_from([0.6, 0.8]))
+def test_clusters_match_a_brute_force_representative_centred_oracle(texts, threshold):
+    from credit.grouping import group_texts
+
+    labels = group_texts(texts, threshold=threshold).tolist()
+    got = {frozenset(i for i, lab in enumerate(labels) if lab == c) for c in set(labels)}
+    assert got == representative_clusters(texts, threshold)

@@ -1,0 +1,144 @@
+import pytest
+
+from credit.split import ADDED, DELETED, LEVELS, split_diff
+
+MODIFY = """diff --git a/m.py b/m.py
+index 1111111..2222222 100644
+--- a/m.py
++++ b/m.py
+@@ -1,4 +1,12 @@
+ import os
+-x = 1
++x = 2
++
++def f(a):
++    for i in a:
++        if i:
++            print(i)
++    return a
++
++y = 3
+ z = 4
+ w = 5
+"""
+
+
+def units(sub):
+    return {(LEVELS[sub.unit_levels[u]], tuple(sub.unit(u).tolist())) for u in range(sub.n_units)}
+
+
+def test_lines_keep_edit_type_path_and_line_numbers():
+    sub = split_diff(MODIFY)
+    assert sub.kinds.tolist() == [DELETED] + [ADDED] * 9
+    assert sub.line_numbers.tolist() == [2] + list(range(2, 11))
+    assert set(sub.paths) == {"m.py"}
+    assert sub.texts[4] == "    for i in a:"
+
+
+def test_levels_with_tree_sitter():
+    # file-level units (one per edit type) equal the hunk and block units, which are kept once;
+    # tree-sitter adds the function, the loop and the if statement
+    assert units(split_diff(MODIFY)) == {
+        ("file", (0,)), ("file", tuple(range(1, 10))),
+        ("syntax", (3, 4, 5, 6, 7)), ("syntax", (4, 5, 6)), ("syntax", (5, 6)),
+    }
+
+
+def test_two_hunks_give_hunk_and_block_units():
+    diff = MODIFY.replace(" z = 4\n w = 5\n", " z = 4\n w = 5\n@@ -20,2 +28,3 @@\n a = 1\n+b = 2\n c = 3\n")
+    diff = diff.replace("@@ -1,4 +1,12 @@", "@@ -1,4 +1,12 @@")
+    got = units(split_diff(diff, levels=("file", "hunk")))
+    assert ("file", tuple(range(1, 10)) + (10,)) in got
+    assert ("hunk", tuple(range(1, 10))) in got and ("hunk", (10,)) in got
+
+
+def test_runs_of_one_edit_type_are_line_blocks():
+    diff = """diff --git a/c.txt b/c.txt
+--- a/c.txt
++++ b/c.txt
+@@ -1,4 +1,4 @@
+-a
+-b
++A
++B
+ keep
+-c
++C
+"""
+    got = units(split_diff(diff, levels=("block",)))
+    assert got == {("block", (0, 1)), ("block", (2, 3)), ("block", (4,)), ("block", (5,))}
+
+
+def test_indentation_blocks_for_other_languages():
+    diff = """diff --git a/m.c b/m.c
+--- a/m.c
++++ b/m.c
+@@ -1,1 +1,7 @@
+ #include <stdio.h>
++int f(int x) {
++    if (x) {
++        return 1;
++    }
++    return 0;
++}
+"""
+    got = units(split_diff(diff, levels=("syntax",)))
+    assert got == {("syntax", (0, 1, 2, 3, 4, 5)), ("syntax", (1, 2, 3))}
+
+
+def test_python_that_does_not_parse_falls_back_to_indentation():
+    diff = """diff --git a/m.py b/m.py
+--- a/m.py
++++ b/m.py
+@@ -1,1 +1,5 @@
+ x = 1
++def broken(:
++    return (
++for i in y:
++    print(i)
+"""
+    got = units(split_diff(diff, levels=("syntax",)))
+    assert got == {("syntax", (0, 1)), ("syntax", (2, 3))}
+    assert units(split_diff(diff, levels=("syntax",), syntax="indent")) == got
+
+
+def test_new_deleted_renamed_and_binary_files():
+    diff = """diff --git a/new.py b/new.py
+new file mode 100644
+index 0000000..1111111
+--- /dev/null
++++ b/new.py
+@@ -0,0 +1,2 @@
++def f():
++    return 1
+diff --git a/old.py b/renamed.py
+similarity index 100%
+rename from old.py
+rename to renamed.py
+diff --git a/img.png b/img.png
+index 1111111..2222222 100644
+Binary files a/img.png and b/img.png differ
+diff --git a/gone.py b/gone.py
+deleted file mode 100644
+index 1111111..0000000
+--- a/gone.py
++++ /dev/null
+@@ -1,1 +0,0 @@
+-x = 1
+"""
+    sub = split_diff(diff)
+    assert sub.paths == ("new.py", "new.py", "gone.py")
+    assert sub.kinds.tolist() == [ADDED, ADDED, DELETED]
+    assert sub.line_numbers.tolist() == [1, 2, 1]
+    assert units(sub) == {("file", (0, 1)), ("file", (2,))}
+
+
+def test_empty_diff_and_bad_input():
+    assert split_diff("").n_units == 0
+    assert split_diff("  \n").n_units == 0
+    with pytest.raises(ValueError, match="no file header"):
+        split_diff("just some text")
+    with pytest.raises(ValueError, match="not a valid unified diff"):
+        split_diff("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-a\n")
+    with pytest.raises(ValueError, match="levels must be"):
+        split_diff(MODIFY, levels=("function",))

@@ -1,0 +1,61 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from credit.text import TOKEN, LineVocabulary, comment_marker, normalize_line, similarity, tokenize
+
+
+def test_normalize_line():
+    assert normalize_line("x = 1   # set x  ") == "x = 1"
+    assert normalize_line("    # only a comment") == ""
+    assert normalize_line("   \t") == ""
+    assert normalize_line("s = '# not a comment'") == "s = '# not a comment'"
+    assert normalize_line("    y = 2\t") == "    y = 2"
+    assert normalize_line("int x = 1; // c", "//") == "int x = 1;"
+    assert normalize_line(" * block comment", "//") == ""
+    assert comment_marker("a/b.py") == "#" and comment_marker("x.ts") == "//" and comment_marker("x.bin") is None
+
+
+def test_similarity_is_the_dice_of_token_multisets():
+    assert similarity("a = b", "a = b") == 1.0
+    # {a, =, b} vs {a, =, c}: 2 * 2 / 6
+    assert similarity("a = b", "a = c") == pytest.approx(2 / 3)
+    assert similarity("x = 1  # note", "x = 1\n\n") == 1.0
+
+
+def test_hashes_do_not_depend_on_the_hash_seed():
+    code = (
+        "import sys; sys.path.insert(0, {root!r})\n"
+        "from credit.text import LineVocabulary\n"
+        "v = LineVocabulary(); v.lines(['x = 1', 'y = 2'], '#'); c = v.arrays(); print(c.hashes, c.tokens)\n"
+    ).format(root=str(Path(__file__).resolve().parents[2]))
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(outs) == 1
+
+
+def test_vectorized_tokenizer_matches_the_regex_tokenizer():
+    texts = ["x = foo(a, b)", "naïve_ß = 'café'", "a+=1;b", "", "__init__", "λx: x**2", "tab\there"]
+    got = tokenize(texts)
+    ids_of = {}
+    for k, text in enumerate(texts):
+        expected = TOKEN.findall(text)
+        ids = got.tokens[got.token_ptr[k]:got.token_ptr[k + 1]].tolist()
+        assert len(ids) == len(expected), text
+        for tok, i in zip(expected, ids):
+            assert ids_of.setdefault(tok, i) == i
+    assert len(set(ids_of.values())) == len(ids_of)  # distinct tokens get distinct ids
+    again = tokenize(["a+=1;b", "x = foo(a, b)", "x = foo(a, c)"])
+    assert again.hashes[0] == got.hashes[2] and again.hashes[1] == got.hashes[0] != again.hashes[2]
+
+
+def test_vocabulary_gives_content_ids_and_indents():
+    vocab = LineVocabulary()
+    content, indent = vocab.lines(["    x = 1", "# note", "x = 1  # same content", "", "\ty = 2"], "#")
+    assert content.tolist() == [0, -1, 0, -1, 1]
+    assert indent[[0, 2, 4]].tolist() == [4, 0, 1]
+    arrays = vocab.arrays()
+    assert arrays.hashes.shape == (2,) and arrays.token_ptr.tolist() == [0, 3, 6]

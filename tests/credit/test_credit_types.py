@@ -1,0 +1,68 @@
+import json
+
+import numpy as np
+import pytest
+
+import credit
+
+
+def test_step_and_trajectory_round_trip_through_jsonl(tmp_path):
+    step = credit.Step("abc", "", reward=0.5, token_offsets=[(0, 1), (1, 3)], provenance=[("a.py", 2, 0, 3)],
+                       observation="obs")
+    traj = credit.Trajectory("task", [step, {"action": "x", "diff": ""}], 1)
+    path = tmp_path / "t.jsonl"
+    credit.dump_jsonl([traj, traj.to_dict()], path)
+    loaded = credit.load_jsonl(path)
+    assert len(loaded) == 2
+    assert loaded[0].to_dict() == traj.to_dict()
+    assert loaded[0].steps[0].provenance == (("a.py", 2, 0, 3),)
+    assert loaded[0].steps[0].offsets.tolist() == [[0, 1], [1, 3]]
+    assert json.loads(path.read_text().splitlines()[0])["steps"][1]["reward"] == 0.0
+
+
+def test_provenance_dicts_and_tuples_are_the_same():
+    a = credit.Step("abcdef", "", provenance=[{"path": "p", "line": 1, "start": 0, "end": 2}])
+    b = credit.Step("abcdef", "", provenance=[("p", 1, 0, 2)])
+    assert a.provenance == b.provenance == (("p", 1, 0, 2),)
+
+
+def test_zero_width_special_tokens_are_allowed_anywhere():
+    step = credit.Step("abcd", "", token_offsets=np.array([[0, 2], [0, 0], [2, 4], [4, 4]]))
+    assert step.offsets.shape == (4, 2)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"action": "x"}, "missing 'diff'"),
+    ({"diff": ""}, "missing 'action'"),
+    ({"action": "x", "diff": "", "diffs": ""}, "unknown keys"),
+    ({"action": "x", "diff": None}, "use '' for a step that changed nothing"),
+    ({"action": "abcd", "diff": "", "token_offsets": [(2, 4), (0, 2)]}, "not monotonic"),
+    ({"action": "ab", "diff": "", "token_offsets": [(0, 5)]}, "the action has 2 characters"),
+    ({"action": "ab", "diff": "", "token_offsets": [0, 1]}, r"shape \(n_tokens, 2\)"),
+    ({"action": "ab", "diff": "", "provenance": [("p", 0, 0, 1)]}, "need line >= 1"),
+    ({"action": "ab", "diff": "", "provenance": [{"path": "p", "line": 1}]}, "lacks key"),
+    ({"action": "ab", "diff": "", "reward": float("nan")}, "finite"),
+])
+def test_bad_steps_say_what_is_wrong(bad, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        credit.Step.from_dict(bad)
+
+
+def test_errors_name_the_trajectory_and_step():
+    trajs = [{"task_id": "q", "steps": [{"action": "a", "diff": ""}], "reward": 1},
+             {"task_id": "q", "steps": [{"action": "a", "diff": ""}, {"action": "b"}], "reward": 0}]
+    with pytest.raises(ValueError, match=r"trajectory 1: task 'q', step 1: step is missing 'diff'"):
+        credit.didpo(trajs)
+
+
+def test_load_jsonl_reports_the_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    good, bad = json.dumps({"task_id": "q", "steps": [], "reward": 1}), json.dumps({"task_id": "q"})
+    path.write_text(good + "\n\n" + bad + "\n")
+    with pytest.raises(ValueError, match="line 3: trajectory is missing"):
+        credit.load_jsonl(path)
+
+
+def test_a_single_trajectory_is_not_a_batch():
+    with pytest.raises(TypeError, match="list of trajectories"):
+        credit.grpo(credit.Trajectory("q", [], 1.0))
