@@ -201,9 +201,9 @@ def split_costs(trajs, repeats: int) -> dict[str, float]:
 
 
 SHAPES = [  # (tasks, trajectories, steps), function-size scale, rounds, label
-    ((6, 32, 8), 0.5, 7, "half-size functions"),
-    ((6, 32, 8), 1.0, 7, "paper shape"),
-    ((6, 32, 8), 2.0, 7, "double-size functions"),
+    ((6, 32, 8), 0.5, 5, "half-size functions"),
+    ((6, 32, 8), 1.0, 5, "paper shape"),
+    ((6, 32, 8), 2.0, 5, "double-size functions"),
     ((64, 16, 20), 1.0, 2, "large batch"),
 ]
 MEASURES = {  # name: what one round times
@@ -303,14 +303,15 @@ def write_docs(text: str, cores: int) -> None:
 FIRST = """First measurement, before optimizing (same data, wall time): 752 ms for 6x32x8 and 11.5 s for
 64x16x20."""
 ANALYSIS = """Where the time goes (paper shape): splitting is about 70% of didpo. unidiff's parse alone is a
-fifth to a quarter of the total (last table; a bare line scanner over the same diffs takes about 8 ms
-against unidiff's 50-70 ms, measured apart), tree-sitter is the difference between the two didpo
-columns (about 65 ms), and the rest is per-line Python (reading unidiff's lines, normalising them,
-building units). Projection (finding lines in the actions, merging spans, one vectorized pass over
-the tokens) is about a sixth, grouping under a tenth; episode advantages, returns, anchor selection
-and A^D a few percent. Cost per changed line stays within about 17-23 us over a 20x range of sizes.
-Only grouping grows faster than linearly, with the number of near-duplicate versions of one edit
-inside a task (its candidate pairs are pairs within such a family): about 3x linear at the large batch.
+fifth to a quarter of the total (last table; a bare line scanner over the same diffs takes about
+8 ms against unidiff's 50 ms, both measured apart on a quieter machine), tree-sitter is the
+difference between the two didpo columns (60-130 ms), and the rest is per-line Python (reading
+unidiff's lines, normalising them, building units). Projection (finding lines in the actions,
+merging spans, one vectorized pass over the tokens) is about a sixth, grouping under a tenth;
+episode advantages, returns, anchor selection and A^D a few percent. Cost per changed line stays in
+one band over a 20x range of sizes (17-29 us across runs on the shared machine). Only grouping
+grows faster than linearly, with the number of near-duplicate versions of one edit inside a task
+(its candidate pairs are pairs within such a family): about 3x linear at the large batch.
 
 The targets are missed by about 4x (paper shape) and 3x (large batch): unidiff plus tree-sitter
 alone take more than the 100 ms budget at the paper's shape on this machine. Meeting them would need

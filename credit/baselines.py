@@ -23,19 +23,19 @@ from credit.episode import SINGLETON_RULES
 from credit.types import Result
 
 
-def grpo(trajectories: Iterable[Any], *, eps: float = 1e-6, gamma: float = 0.95, count: str = "steps",
+def grpo(trajectories: Iterable[Any], *, eps: float = 1e-6, gamma: float = 0.95, count: str = "trajectories",
          singleton: str = "reward") -> Result:
     """GRPO: A_i = (r_i - mean) / (std + eps) over the trajectories of one task (unbiased std)."""
     return _outcome_only("grpo", trajectories, "mean_std_norm", eps, gamma, count, singleton)
 
 
-def dr_grpo(trajectories: Iterable[Any], *, gamma: float = 0.95, count: str = "steps",
+def dr_grpo(trajectories: Iterable[Any], *, gamma: float = 0.95, count: str = "trajectories",
             singleton: str = "reward") -> Result:
     """Dr. GRPO: A_i = r_i - mean over the trajectories of one task (no std division)."""
     return _outcome_only("dr_grpo", trajectories, "mean_norm", 0.0, gamma, count, singleton)
 
 
-def rloo(trajectories: Iterable[Any], *, gamma: float = 0.95, count: str = "steps",
+def rloo(trajectories: Iterable[Any], *, gamma: float = 0.95, count: str = "trajectories",
          singleton: str = "reward") -> Result:
     r"""RLOO: A_i = r_i - (\sum_{j in q} w_j r_j - w_i r_i) / (\sum_{j in q} w_j - w_i).
 

@@ -76,8 +76,9 @@ def didpo(
       gamma: discount of the step returns.
       lambda_: weight of A^D on covered tokens.
       baseline: "reference" (A^D = G - mean G over the anchor) or "contrast" (Delta above).
-      count: "steps" (reference: a trajectory weighs its number of steps in the episode baseline,
-        and psi counts an anchor's step rows) or "trajectories" (both count trajectories).
+      count: how an anchor's group size n in psi counts members: "steps" (reference: step rows) or
+        "trajectories" (distinct trajectories). A^E always counts each trajectory once (GRPO's
+        group over the task's trajectories, as GiGPO's episode normalisation de-duplicates).
       singleton: rule for a task with a single sample, "reward" (A^E = r, reference) or "zero".
       levels: sub-diff levels, any of "file", "hunk", "syntax", "block".
       syntax: "tree-sitter" or "indent" (see `credit.split.split_diff`).
@@ -103,7 +104,7 @@ def didpo(
     check_score_options(s0, g0, phi_form, psi_form)
     clock = _Clock()
     table = step_table(trajectories)
-    episode_adv = episode(table, mode, eps, count, singleton)
+    episode_adv = episode(table, mode, eps, "trajectories", singleton)
     returns = row_returns(table, gamma)
     clock.lap("episode")
 

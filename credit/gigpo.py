@@ -27,7 +27,6 @@ def gigpo(
     eps: float = 1e-6,
     gamma: float = 0.95,
     omega: float = 1.0,
-    count: str = "steps",
     singleton: str = "reward",
 ) -> Result:
     """GiGPO advantages (see the module docstring).
@@ -38,7 +37,8 @@ def gigpo(
       eps: added to stds.
       gamma: discount of the step returns.
       omega: weight of A^S.
-      count, singleton: episode-advantage options (see `credit.didpo`).
+      singleton: rule for a task with a single trajectory (see `credit.didpo`). A^E counts each
+        trajectory once; an anchor group counts step rows (GiGPO).
 
     Returns:
       credit.Result; result.steps.advantage holds omega * A^S, result.anchors the groups of two or
@@ -46,7 +46,7 @@ def gigpo(
     """
     check_mode(mode)
     table = step_table(trajectories)
-    episode_adv = episode(table, mode, eps, count, singleton)
+    episode_adv = episode(table, mode, eps, "trajectories", singleton)
     returns = row_returns(table, gamma)
 
     keys: dict[tuple[int, str], int] = {}

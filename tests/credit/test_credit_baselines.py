@@ -31,10 +31,11 @@ def test_rloo_leaves_one_out():
 
 def test_rloo_with_steps_counted_leaves_the_whole_trajectory_out():
     trajs = batch([1], n_steps=3) + batch([0, 0], n_steps=1)
-    res = credit.rloo(trajs)
+    res = credit.rloo(trajs, count="steps")
     # trajectory 0 against 2 samples of 0; trajectory 1 against 3 samples of 1 and 1 of 0
     np.testing.assert_allclose(res.episode, [1.0, -0.75, -0.75])
-    np.testing.assert_allclose(credit.rloo(trajs, count="trajectories").episode, [1.0, -0.5, -0.5])
+    # the default counts each trajectory once: 1 - 0, 0 - 0.5, 0 - 0.5
+    np.testing.assert_allclose(credit.rloo(trajs).episode, [1.0, -0.5, -0.5])
 
 
 def test_steps_carry_returns_and_zero_step_advantage():
