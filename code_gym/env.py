@@ -8,8 +8,10 @@ import gymnasium as gym
 
 from code_gym.actions import ToolCall, parse_action
 from code_gym.grading import GradeResult, grade
+from code_gym.integrity import integrity_note
 from code_gym.prompt import initial_prompt, step_observation
 from code_gym.provenance import provenance
+from code_gym.rewards import make_hint, make_reward, total
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.spaces import AnyText
 from code_gym.task import Task, bundled_tasks, load_task_dir, resolve_task
@@ -26,19 +28,28 @@ class CodeRepoEnv(gym.Env):
         task: a task id, a task folder, or a Task; None draws one at each reset.
         tasks: the pool to draw from: a folder of task folders or a list of Tasks (default: bundled).
         max_steps: steps before the episode is truncated (and graded).
-        isolation: 'auto' (bubblewrap, else unshare), 'bwrap', 'unshare', or 'none' (no sandbox:
-            explicit opt-in, warns).
+        isolation: 'auto' (bubblewrap, else unshare), 'bwrap', 'unshare', 'none' (no sandbox:
+            explicit opt-in, warns), 'docker' (warm container pool), 'docker-fresh', 'ray', or a
+            backend object such as `code_gym.sandbox.docker.DockerBackend(...)` (docs/sandboxes.md).
         workspace: 'auto' (overlayfs when permitted, else copy), 'overlay' or 'copy'.
         tool_schemas: include the tools' JSON schemas in the reset prompt (turn off when the chat
             template already renders them from `code_gym.TOOL_SCHEMAS`).
         max_output: bytes of command output kept (head and tail).
+        reward: the reward spec: a name ('binary', 'fraction', 'static'), a dict of name -> weight
+            (or -> {"weight": w, **options}), optionally with "shaping", or a RewardSpec (docs/rewards.md).
+        integrity: 'enforce' (a patch that fails the integrity audit gets `integrity_penalty`),
+            'report' (findings in info only) or 'off' (no audit).
+        integrity_penalty: the reward of a patch that fails the audit under 'enforce'.
+        hint: fraction of the reference patch's syntax units shown in the reset prompt (0: none);
+            `reset(options={"hint": f})` overrides it for one episode.
     """
 
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, task: Any = None, tasks: Any = None, max_steps: int = 30, isolation: str = "auto",
                  workspace: str = "auto", tool_schemas: bool = True, max_output: int = 64 << 10,
-                 render_mode: str | None = None):
+                 render_mode: str | None = None, reward: Any = None, integrity: str = "enforce",
+                 integrity_penalty: float = 0.0, hint: float = 0.0):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if max_steps < 1:
@@ -51,6 +62,11 @@ class CodeRepoEnv(gym.Env):
         self.tool_schemas = tool_schemas
         self.max_output = max_output
         self.render_mode = render_mode
+        if not 0.0 <= hint <= 1.0:
+            raise ValueError(f"hint must be a fraction between 0 and 1, got {hint}")
+        self.reward_spec = make_reward(reward, integrity, integrity_penalty)
+        self.hint = hint
+        self.rewarder = None
         self.observation_space = AnyText(MAX_TEXT)
         self.action_space = AnyText(MAX_TEXT)
         self.task: Task | None = None
@@ -88,10 +104,10 @@ class CodeRepoEnv(gym.Env):
             self.task = self.fixed_task
         else:
             self.task = self.pool[int(self.np_random.integers(len(self.pool)))]
-        self.ws = Workspace(self.task.repo, strategy=self.workspace_strategy)
+        self.ws = Workspace(self.task.repo, strategy=self.workspace_strategy, git=True)
         limits = Limits(timeout=self.task.timeouts.command, max_output=self.max_output)
         mask = (self.task.root,) if self.task.root else ()
-        sandbox = make_sandbox(self.isolation, self.ws.root, limits, mask=mask)
+        sandbox = make_sandbox(self.isolation, self.ws.root, limits, mask=mask, image=self.task.image)
         self.ctx = ToolContext(self.ws.root, sandbox, self.task.visible_tests, self.task.test_command,
                                self.task.timeouts.command, self.task.timeouts.tests)
         self.steps = 0
@@ -100,9 +116,15 @@ class CodeRepoEnv(gym.Env):
         if prompt_key not in self._prompts:
             self._prompts[prompt_key] = initial_prompt(self.task, list(self.ws.initial.keys), sandbox.workdir,
                                                        self.tool_schemas)
+            if self.reward_spec.audits:
+                self._prompts[prompt_key] += "\n\n" + integrity_note(self.task)
         self.last_observation = self._prompts[prompt_key]
+        self.rewarder = self.reward_spec.episode(self.task, self.ws.changed_files)
+        hint = make_hint(self.task, float(options.get("hint", self.hint)), self.np_random)
+        if hint.text:
+            self.last_observation += "\n\n" + hint.text
         info = {"task_id": self.task.id, "sandbox": sandbox.name, "workspace": self.ws.strategy,
-                "reset_time": time.monotonic() - started}
+                "reset_time": time.monotonic() - started, "hint": {"shown": hint.shown, "total": hint.total}}
         return self.last_observation, info
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
@@ -127,7 +149,6 @@ class CodeRepoEnv(gym.Env):
         written = [w for _, r in pairs for w in r.written]
         terminated = submitted
         truncated = not submitted and self.steps >= self.max_steps
-        reward = 0.0
         info: dict[str, Any] = {
             "diff": render(diffs),
             "changed_files": [d.path for d in diffs],
@@ -140,26 +161,32 @@ class CodeRepoEnv(gym.Env):
         }
         info["timings"] = {"tools": tool_time, "diff": time.monotonic() - started - tool_time}
         observation = step_observation(pairs, self.max_steps - self.steps)
+        entries = self.rewarder.step(pairs, info["invalid_action"])
         if terminated or truncated:
-            result = self._grade()
-            reward = result.fraction
-            info.update(self._grade_info(result))
+            changes = self.ws.changed_files()
+            result = self._grade(changes)
+            outcome, final = self.rewarder.finish(result, changes)
+            entries.update(final)
+            info.update(self._grade_info(result, outcome))
             observation += f"\n\nEpisode over: {result.summary()}."
             self.done = True
+        reward = total(entries)
+        info["reward_breakdown"] = {**entries, "total": reward}
         info["patch"] = render(self.ws.patch())
         info["timings"]["step"] = time.monotonic() - started
         self.last_observation = observation
         return observation, reward, terminated, truncated, info
 
-    def _grade(self) -> GradeResult:
-        return grade(self.task, self.ws.changed_files(), isolation=self.isolation)
+    def _grade(self, changes: dict[str, bytes | None]) -> GradeResult:
+        return grade(self.task, changes, isolation=self.isolation, audit=self.reward_spec.audits)
 
-    @staticmethod
-    def _grade_info(result: GradeResult) -> dict[str, Any]:
-        return {"outcome_reward": result.fraction, "resolved": result.resolved, "tests": result.tests, "tests_passed": result.passed,
-                "tests_total": result.total, "grading_time": result.duration,
+    def _grade_info(self, result: GradeResult, outcome: float) -> dict[str, Any]:
+        enforced = self.reward_spec.integrity == "enforce" and result.violation
+        return {"outcome_reward": outcome, "resolved": result.resolved and not enforced, "tests": result.tests,
+                "tests_passed": result.passed, "tests_total": result.total, "grading_time": result.duration,
                 "grading_exit_code": result.exit_code, "grading_timed_out": result.timed_out,
-                "ignored_changes": result.ignored}
+                "ignored_changes": result.ignored, "integrity": [f.as_dict() for f in result.integrity or []],
+                "tests_tampered": result.tampered}
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

@@ -21,6 +21,20 @@ def _unique_old(text: str, old: str, before: list[str], after: list[str]) -> str
     return None
 
 
+def unique_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
+    """(old_str, new_str) of a str_replace that turns `old` into `new` in `text`: `old` widened with
+    the lines around its first occurrence until it occurs once, `new` widened alike (None when
+    no widening makes it unique)."""
+    lines = text.splitlines(keepends=True)
+    start = text.find(old)
+    line_at = text[:start].count("\n") if start >= 0 else 0
+    widened = _unique_old(text, old, lines[:line_at], lines[line_at + old.count("\n"):])
+    if widened is None:
+        return None
+    pre = widened[: widened.index(old)] if old else ""
+    return widened, pre + new + widened[len(pre) + len(old):]
+
+
 def patch_to_calls(patch: str, repo: Path) -> list[dict]:
     """Editor calls ({"name", "arguments"}) that turn `repo` into `repo` + `patch`, hunk by hunk.
 
@@ -43,16 +57,10 @@ def patch_to_calls(patch: str, repo: Path) -> list[dict]:
         for hunk in pf:
             old = "".join(line.value for line in hunk if not line.is_added)
             new = "".join(line.value for line in hunk if not line.is_removed)
-            lines = text.splitlines(keepends=True)
-            start = text.find(old)
-            line_at = text[:start].count("\n") if start >= 0 else 0
-            n_old = old.count("\n")
-            widened = _unique_old(text, old, lines[:line_at], lines[line_at + n_old:])
-            if widened is None:
+            edit = unique_edit(text, old, new)
+            if edit is None:
                 raise ValueError(f"{path}: hunk {hunk.section_header or hunk.source_start} cannot be located uniquely")
-            pre = widened[: widened.index(old)] if old else ""
-            post = widened[len(pre) + len(old):]
-            replacement = pre + new + post
+            widened, replacement = edit
             calls.append({"name": "str_replace", "arguments": {"path": path, "old_str": widened, "new_str": replacement}})
             text = text.replace(widened, replacement, 1)
         state[path] = text

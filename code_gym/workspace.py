@@ -14,9 +14,11 @@ import difflib
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,14 +222,108 @@ _LIBC = None
 _MNT_DETACH = 2
 
 
-def _mount_overlay(lower: Path, upper: Path, work: Path, merged: Path) -> bool:
-    """mount(2) directly: a `mount` subprocess costs more than the mount itself."""
+def _mount_overlay(lower: Path | str, upper: Path, work: Path, merged: Path) -> bool:
+    """mount(2) directly: a `mount` subprocess costs more than the mount itself. `lower` may list
+    several read-only layers, top first, separated by ':'."""
     opts = f"lowerdir={lower},upperdir={upper},workdir={work}".encode()
     return _libc().mount(b"overlay", str(merged).encode(), b"overlay", 0, opts) == 0
 
 
 def _unmount(target: Path) -> None:
     _libc().umount2(str(target).encode(), _MNT_DETACH)
+
+
+_GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+    "GIT_AUTHOR_NAME": "code-gym", "GIT_AUTHOR_EMAIL": "code-gym@localhost", "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_COMMITTER_NAME": "code-gym", "GIT_COMMITTER_EMAIL": "code-gym@localhost",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}
+_OPAQUE = "trusted.overlay.opaque"
+
+
+@dataclass(frozen=True)
+class BaseCommit:
+    """The `.git` folder of a repository whose one commit ("base") is a source's files, with no
+    other history, refs, remotes or reflog, held in memory: one packed commit is a handful of files."""
+    folders: tuple[str, ...]
+    files: tuple[tuple[str, bytes], ...]
+
+    def write(self, root: Path) -> Path:
+        """Create `root`/.git (a fresh copy each time: the agent may write to it)."""
+        git_dir = root / ".git"
+        git_dir.mkdir()
+        for folder in self.folders:
+            (git_dir / folder).mkdir()
+        for rel, data in self.files:
+            (git_dir / rel).write_bytes(data)
+        return git_dir
+
+
+_BASE_COMMITS: dict[tuple[str, int], BaseCommit] = {}
+
+
+def base_commit(source: Path) -> BaseCommit | None:
+    """The base commit of `source`, built once per source and process (a few `git` runs, tens of
+    ms). None (with a warning) where git is not installed: the workspace then has no repository."""
+    if shutil.which("git") is None:
+        warnings.warn("code-gym: git is not installed; workspaces get no base commit", stacklevel=3)
+        return None
+    source = Path(source).resolve()
+    stamp = (str(source), source.stat().st_mtime_ns)
+    if stamp not in _BASE_COMMITS:
+        _BASE_COMMITS[stamp] = _build_base_commit(source)
+    return _BASE_COMMITS[stamp]
+
+
+def _build_base_commit(source: Path) -> BaseCommit:
+    with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX + "git-") as tmp:
+        git_dir = Path(tmp) / ".git"
+        env = {**_GIT_ENV, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp,
+               "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(source)}
+
+        def git(*args: str) -> None:
+            done = subprocess.run(["git", *args], env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"git {args[0]} failed building the base commit of {source}: {done.stderr.strip()}")
+
+        git("init", "-q", "--template=", "--initial-branch=main")
+        git("config", "--unset", "core.worktree")  # the folder it is written into is the work tree
+        (git_dir / "info").mkdir()
+        # what the workspace scan ignores is not part of the base commit either
+        (git_dir / "info" / "exclude").write_text("".join(f"{name}/\n" for name in sorted(IGNORED_NAMES))
+                                                 + "".join(f"*{suffix}\n" for suffix in IGNORED_SUFFIXES))
+        git("add", "-A")
+        git("-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "--allow-empty", "-m", "base")
+        # as few files as git needs (each reset writes them): one pack, packed refs, no reflog
+        git("repack", "-a", "-d", "-q", "-n")
+        git("prune-packed", "-q")
+        git("pack-refs", "--all")
+        shutil.rmtree(git_dir / "logs", ignore_errors=True)
+        (git_dir / "COMMIT_EDITMSG").unlink(missing_ok=True)
+        for empty in ("refs/heads", "refs/tags", "objects/info"):
+            if (git_dir / empty).is_dir() and not any((git_dir / empty).iterdir()):
+                (git_dir / empty).rmdir()
+        entries = sorted(git_dir.rglob("*"))
+        return BaseCommit(tuple(p.relative_to(git_dir).as_posix() for p in entries if p.is_dir()),
+                          tuple((p.relative_to(git_dir).as_posix(), p.read_bytes()) for p in entries if p.is_file()))
+
+
+def _hide_source_git(source: Path, upper_git: Path) -> bool:
+    """Whether an overlay over `source` whose upper layer holds `upper_git` shows none of the
+    source's own git history: true when the source has no .git, or when upper's .git is made
+    opaque (needs root, as overlays do); then the merged .git is upper's alone."""
+    if not (source / ".git").exists():
+        return True
+    try:
+        os.setxattr(upper_git, _OPAQUE, b"y")
+    except OSError:
+        return False
+    return True
+
+
+def _skip_git(folder: str, names: list[str]) -> list[str]:
+    return [".git"] if ".git" in names else []
 
 
 _SOURCE_SCANS: dict[tuple[str, int], Snapshot] = {}
@@ -245,9 +341,12 @@ class Workspace:
     """A writable copy of `source` for one episode: an overlayfs mount when permitted, else a copy.
 
     Never a hardlink copy: an agent writing through a hardlink would corrupt the pristine task.
+    The source's own `.git` is never part of the copy; with `git=True` the workspace gets a fresh
+    repository with exactly one commit of the starting files (`base_commit`), so `git diff` and
+    `git status` work and no history can leak a fix.
     """
 
-    def __init__(self, source: Path, strategy: str = "auto", parent: str | Path | None = None):
+    def __init__(self, source: Path, strategy: str = "auto", parent: str | Path | None = None, git: bool = False):
         if strategy not in ("auto", "overlay", "copy"):
             raise ValueError(f"workspace strategy must be 'auto', 'overlay' or 'copy', got {strategy!r}")
         self.source = Path(source).resolve()
@@ -255,16 +354,30 @@ class Workspace:
         self.root = self.base / "repo"
         self.root.mkdir()
         self.strategy = "copy"
+        commit = base_commit(self.source) if git else None
         if strategy != "copy" and overlay_supported():
-            (self.base / "upper").mkdir()
+            upper = self.base / "upper"
+            upper.mkdir()
             (self.base / "work").mkdir()
-            if _mount_overlay(self.source, self.base / "upper", self.base / "work", self.root):
+            # The base repository is written into the writable layer. Stacked as a second read-only
+            # layer instead, a freshly built one left the repository unimportable through the warm
+            # test runner's mount in 5 of 50 episodes ("No module named ..."); written, in 0 of 75.
+            if commit:
+                hidden = _hide_source_git(self.source, commit.write(upper))
+            else:
+                hidden = not (self.source / ".git").exists()
+            if hidden and _mount_overlay(self.source, upper, self.base / "work", self.root):
                 self.strategy = "overlay"
+            else:
+                shutil.rmtree(upper, ignore_errors=True)
         if self.strategy == "copy":
             if strategy == "overlay":
                 self.close()
-                raise RuntimeError("overlay workspace requested but overlayfs cannot be mounted here (needs root)")
-            shutil.copytree(self.source, self.root, symlinks=True, dirs_exist_ok=True)
+                raise RuntimeError("overlay workspace requested but overlayfs cannot be mounted here (needs root; "
+                                   "a source with its own .git also needs git=True)")
+            shutil.copytree(self.source, self.root, symlinks=True, dirs_exist_ok=True, ignore=_skip_git)
+            if commit:
+                commit.write(self.root)
         self.initial = self._initial_snapshot()
         self.last = self.initial
         _OPEN.add(self)

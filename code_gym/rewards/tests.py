@@ -1,0 +1,55 @@
+"""Test-based outcome rewards: all graded tests pass (`AllPass`), or the weighted fraction that
+passes (`PassFraction`). Both read the grader's per-test outcomes (junit XML + exit code)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from code_gym.rewards.base import Submission
+from code_gym.task import Task
+
+
+@dataclass(frozen=True)
+class AllPass:
+    """1.0 when the run succeeded and every graded test passed, else 0.0 (SWE-bench "resolved")."""
+
+    def __call__(self, sub: Submission) -> float:
+        return 1.0 if sub.result.resolved else 0.0
+
+
+@dataclass(frozen=True)
+class PassFraction:
+    """Weighted fraction of graded tests that pass: sum(w_t * [t passed]) / sum(w_t).
+
+    A test's weight is the product of its class weight (`fail_to_pass` or `pass_to_pass`, for
+    tasks that declare those SWE-bench lists; 1 otherwise) and its location weight (`hidden` for a
+    test in the task's hidden test files, else `visible`). A failed run (timeout, crash, test files
+    changed during the run) scores 0.
+    """
+    fail_to_pass: float = 1.0
+    pass_to_pass: float = 1.0
+    hidden: float = 1.0
+    visible: float = 1.0
+
+    def __post_init__(self):
+        for name in ("fail_to_pass", "pass_to_pass", "hidden", "visible"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"fraction weight '{name}' must be >= 0, got {getattr(self, name)}")
+
+    def weight(self, task: Task, test_id: str) -> float:
+        if test_id in task.fail_to_pass:
+            kind = self.fail_to_pass
+        elif test_id in task.pass_to_pass:
+            kind = self.pass_to_pass
+        else:
+            kind = 1.0
+        where = self.hidden if test_id.split("::")[0] in task.hidden_tests else self.visible
+        return kind * where
+
+    def __call__(self, sub: Submission) -> float:
+        if not sub.result.run_ok:
+            return 0.0
+        weights = {t: self.weight(sub.task, t) for t in sub.result.tests}
+        total = sum(weights.values())
+        if total <= 0:
+            return 0.0
+        return sum(w for t, w in weights.items() if sub.result.tests[t] == "passed") / total
