@@ -32,7 +32,7 @@ from code_gym import integrity
 from code_gym.integrity import CONFTEST, PYTEST_CONFIGS, STARTUP_HOOKS, Finding, grader_owned, original
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.task import Task, TaskError
-from code_gym.workspace import TEMP_PREFIX, Workspace, _walk, read_entry
+from code_gym.workspace import Workspace, _walk, owned_prefix, read_entry
 
 RESULTS_DIR = "/results"
 # pytest exit codes: 0 all passed, 1 some failed; anything else (interrupted, internal error,
@@ -269,7 +269,7 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
     findings = integrity.audit(changes, task) if audit else None
     expected, whole_run = graded_test_ids(task, tests, isolation)
     copy = Workspace(task.repo, strategy="copy")
-    results = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "results-"))
+    results = Path(tempfile.mkdtemp(prefix=owned_prefix("results")))
     try:
         ignored = apply_changes(task, copy.root, changes)
         lay_hidden_tests(task, copy.root)

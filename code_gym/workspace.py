@@ -26,6 +26,11 @@ from pathlib import Path
 IGNORED_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 TEMP_PREFIX = "code-gym-"
+
+
+def owned_prefix(kind: str) -> str:
+    """Temp-folder prefix `code-gym-<kind>-<pid>-`: the reaper removes folders whose process is gone."""
+    return f"{TEMP_PREFIX}{kind}-{os.getpid()}-"
 # Linux stamps mtimes from a coarse clock (a few ms); entries this close to a scan are re-read.
 _RACY_NS = 100_000_000
 
@@ -196,7 +201,7 @@ def overlay_supported() -> bool:
     if _OVERLAY_OK is None:
         _OVERLAY_OK = False
         if hasattr(os, "geteuid") and os.geteuid() == 0 and sys.platform == "linux":
-            probe = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "probe-"))
+            probe = Path(tempfile.mkdtemp(prefix=owned_prefix("probe")))
             try:
                 for d in ("lower", "upper", "work", "merged"):
                     (probe / d).mkdir()
@@ -277,7 +282,7 @@ def base_commit(source: Path) -> BaseCommit | None:
 
 
 def _build_base_commit(source: Path) -> BaseCommit:
-    with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX + "git-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("git")) as tmp:
         git_dir = Path(tmp) / ".git"
         env = {**_GIT_ENV, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp,
                "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(source)}
@@ -350,7 +355,7 @@ class Workspace:
         if strategy not in ("auto", "overlay", "copy"):
             raise ValueError(f"workspace strategy must be 'auto', 'overlay' or 'copy', got {strategy!r}")
         self.source = Path(source).resolve()
-        self.base = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=parent))
+        self.base = Path(tempfile.mkdtemp(prefix=owned_prefix("ws"), dir=parent))
         self.root = self.base / "repo"
         self.root.mkdir()
         self.strategy = "copy"

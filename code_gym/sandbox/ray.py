@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from code_gym.sandbox.base import ExecResult, Limits
-from code_gym.workspace import TEMP_PREFIX, _ignored
+from code_gym.workspace import _ignored, owned_prefix
 
 Manifest = dict[str, tuple[int, int, int]]
 
@@ -74,7 +74,7 @@ class SandboxHost:
     def __init__(self, kind, archive: bytes, limits: Limits, mask_count: int, image: str | None):
         from code_gym.sandbox import make_sandbox
 
-        self.base = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "ray-"))
+        self.base = Path(tempfile.mkdtemp(prefix=owned_prefix("ray")))
         self.root = self.base / "repo"
         self.root.mkdir()
         unpack(self.root, archive, [])

@@ -1,7 +1,8 @@
 """What code-gym processes leave on a machine: count it (`census`) and remove what dead ones left (`reap_all`).
 
-Everything code-gym creates is recognisable: temp folders start with `code-gym-`, slot folders
-and cgroups carry the creating process's id, containers the `code-gym` label.
+Everything code-gym creates is recognisable: temp folders are named `code-gym-<kind>-<pid>-...`
+(workspaces, grading results, slots, git layers), cgroups carry the creating process's id,
+containers the `code-gym` label.
 """
 from __future__ import annotations
 
@@ -11,9 +12,6 @@ from pathlib import Path
 
 from code_gym.sandbox import cgroup, mounts
 from code_gym.workspace import TEMP_PREFIX
-
-_SLOT_KINDS = ("docker", "runner")
-
 
 def _alive(pid: int) -> bool:
     try:
@@ -26,9 +24,9 @@ def _alive(pid: int) -> bool:
 
 
 def _slot_owner(path: Path) -> int | None:
-    """The pid in a slot folder's name (code-gym-docker-<pid>-<n>, code-gym-runner-<pid>-<n>)."""
+    """The pid in a temp folder's name (code-gym-<kind>-<pid>-<suffix>), None when it has none."""
     parts = path.name.split("-")
-    if len(parts) == 5 and parts[2] in _SLOT_KINDS and parts[3].isdigit():
+    if len(parts) == 5 and parts[3].isdigit():
         return int(parts[3])
     return None
 
@@ -72,7 +70,8 @@ def _sandbox_processes() -> set[str]:
 
 
 def reap_all() -> dict[str, int]:
-    """Remove what crashed code-gym processes left: containers, slot mounts and folders, cgroups."""
+    """Remove what crashed code-gym processes left: containers, workspaces and slots (with their
+    mounts), grading folders, cgroups."""
     removed = {"containers": 0, "slots": 0, "cgroups": cgroup.reap()}
     try:
         from code_gym.sandbox.docker import docker_unavailable, reap
