@@ -15,4 +15,4 @@ demo: $(STAMP)
 	$(VENV)/bin/code-gym demo
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -n 2 -q
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -q

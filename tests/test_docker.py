@@ -10,6 +10,9 @@ from code_gym.images import DEFAULT_IMAGE, LABEL, apt_mirror
 from code_gym.sandbox import Limits, make_sandbox
 from sandbox_backends import require
 
+# Docker-backed tests share one daemon: run them on one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("docker")
+
 LIMITS = Limits(timeout=10, memory_bytes=512 << 20, processes=128, cpus=1.0)
 
 

@@ -13,6 +13,9 @@ import pytest
 from code_gym.sandbox import Limits, cgroup, make_sandbox
 from sandbox_backends import require
 
+# Docker-backed tests share one daemon: run them on one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("docker")
+
 BACKENDS = ["bwrap", "docker"]
 LIMITS = Limits(timeout=5, max_output=4096, file_size_bytes=1 << 20, memory_bytes=256 << 20, processes=64)
 

@@ -10,6 +10,9 @@ from code_gym.sandbox.runner import pytest_argv
 from conftest import BUNDLED
 from sandbox_backends import require
 
+# Docker-backed tests share one daemon: run them on one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("docker")
+
 
 def test_only_plain_pytest_commands_go_to_the_runner():
     assert pytest_argv("python -m pytest -q -p no:cacheprovider tests/test_a.py") == [
