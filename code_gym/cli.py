@@ -43,7 +43,7 @@ def run_episode(env, calls_text: list[str], task) -> dict:
             "time": time.monotonic() - started}
 
 
-def cmd_demo(args) -> int:
+def cmd_check(args) -> int:
     from code_gym.env import CodeRepoEnv
     from code_gym.replay import hermes, patch_to_calls
 
@@ -66,6 +66,103 @@ def cmd_demo(args) -> int:
     print(f"\n{len(tasks)} tasks; sandbox: {env.isolation}; "
           f"{'all references resolve and empty submissions fail' if not failures else f'{failures} unexpected results'}")
     return 1 if failures else 0
+
+
+def cmd_demo(args) -> int:
+    import credit
+    from code_gym.demo import run_demo, summary, write_report
+
+    tasks = _tasks(args.tasks)
+    demo = run_demo(tasks, group_size=args.group_size, variants=args.variants, seed=args.seed,
+                    isolation=args.isolation, progress=True)
+    out = Path(args.out)
+    report = write_report(demo, out / "report.html")
+    credit.dump_jsonl([e.trajectory for e in demo.episodes], out / "rollouts.jsonl")
+    header, rows = summary(demo)
+    print(format_table(header, rows))
+    print(f"\n{len(demo.episodes)} episodes of the built-in policy on {len(tasks)} tasks in {demo.seconds:.0f}s "
+          f"({demo.grades_run} test runs, {demo.grades_cached} grades from the cache)\n"
+          f"report:       {report}\ntrajectories: {out / 'rollouts.jsonl'} (credit.load_jsonl)")
+    return 0
+
+
+def _estimator_options(pairs: list[str]) -> dict:
+    """key=value pairs; values are JSON when they parse (1.0, true, "x"), else strings."""
+    import json
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"code-gym: --option takes key=value (e.g. baseline=contrast), got {pair!r}")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+def cmd_train(args) -> int:
+    import json
+
+    from code_gym.train import GradeCache, TrainConfig, Trainer, updates_to_reach, write_curves
+
+    tasks = _tasks(args.tasks)
+    options = _estimator_options(args.option)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache, decisions, runs, rows = GradeCache(), None, {}, []
+    for name in args.estimator:
+        config = TrainConfig(estimator=name, options=options, updates=args.updates, group_size=args.group_size,
+                             lr=args.lr, variants=args.variants, seed=args.seed)
+        trainer = Trainer(tasks, config, grade_cache=cache, isolation=args.isolation, decisions=decisions,
+                          progress=True)
+        decisions = trainer.decisions  # built and verified once, shared by the estimators
+        try:
+            history = runs[name] = trainer.run(progress=True)
+        finally:
+            trainer.close()
+        (out / f"policy-{name}.json").write_text(json.dumps(trainer.policy.state(), indent=1))
+        reach = updates_to_reach(history, 0.9)
+        rows.append([name, f"{history[0].success_probability:.3f}", f"{history[-1].success_probability:.3f}",
+                     reach if reach is not None else f">{args.updates}", trainer.episodes,
+                     f"{history[-1].seconds:.0f}s"])
+        for note in trainer.dropped:
+            print(f"dropped: {note}", file=sys.stderr)
+    write_curves(runs, out / "curves.csv", out / "curves.png")
+    print(format_table(["estimator", "P(resolve) start", "end", "updates to 0.9", "episodes", "time"], rows))
+    print(f"\n{len(tasks)} tasks, G={args.group_size}; {cache.misses} test runs, {cache.hits} grades from the cache\n"
+          f"curves: {out / 'curves.csv'}, {out / 'curves.png'}; policies: {out}/policy-*.json")
+    return 0
+
+
+def cmd_rollout(args) -> int:
+    from code_gym.client import ChatClient, ClientConfig, rollout
+
+    tasks = _tasks(args.tasks)
+    config = ClientConfig(base_url=args.base_url, model=args.model, api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
+                          temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout,
+                          retries=args.retries)
+    client = ChatClient(config)
+    try:
+        outcomes = rollout(tasks, client, Path(args.out), episodes_per_task=args.episodes, concurrency=args.concurrency,
+                           max_steps=args.max_steps, isolation=args.isolation, progress=True)
+    finally:
+        client.close()
+    rows = []
+    for task in tasks:
+        mine = [o for o in outcomes if o.task_id == task.id]
+        done = [o for o in mine if o.trajectory is not None]
+        rows.append([task.id, len(mine), sum(o.resolved for o in done),
+                     f"{sum(o.trajectory.reward for o in done) / len(done):.2f}" if done else "-",
+                     f"{sum(o.steps for o in done) / len(done):.1f}" if done else "-", len(mine) - len(done)])
+    print(format_table(["task", "episodes", "resolved", "mean reward", "mean steps", "failed"], rows))
+    failed = [o for o in outcomes if o.error]
+    for o in failed[:3]:
+        print(f"failed ({o.task_id}): {o.error}", file=sys.stderr)
+    print(f"\n{len(outcomes) - len(failed)} trajectories -> {args.out} (credit.load_jsonl); "
+          f"{client.retried} requests retried; {len(failed)} episodes failed")
+    return 1 if failed and len(failed) == len(outcomes) else 0
 
 
 def cmd_tasks_list(args) -> int:
@@ -123,15 +220,64 @@ def cmd_sandbox_reap(args) -> int:
     return 0
 
 
+def cmd_openrlhf_dataset(args) -> int:
+    from integrations.openrlhf.dataset import write_dataset
+
+    count = write_dataset(_tasks(args.tasks), args.out)
+    print(f"{count} prompts -> {args.out} (OpenRLHF: --data.prompt_dataset {args.out} --data.input_key input "
+          "--data.label_key label)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="code-gym", description="Repository-editing RL environments and DiDPO credit.")
     parser.add_argument("--isolation", default="auto",
                         choices=["auto", "bwrap", "unshare", "none", "docker", "docker-fresh", "ray"],
                         help="sandbox for agent commands and tests ('none' runs them unisolated: explicit opt-in)")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run every task with its reference solution and with an empty submission")
+    demo = sub.add_parser("demo", help="the main job: rollouts of the built-in policy on every task, GRPO/GiGPO/DiDPO "
+                          "credit on them, a summary table and an HTML report")
     demo.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
+    demo.add_argument("-G", "--group-size", type=int, default=8, help="episodes per task (default 8)")
+    demo.add_argument("--variants", type=int, default=2, help="wrong variants per region, besides untouched (default 2)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--out", default="out/demo", help="folder for report.html and rollouts.jsonl (default: out/demo)")
     demo.set_defaults(func=cmd_demo)
+    check = sub.add_parser("check", help="self-test: every task's reference solution (as tool calls) and an empty "
+                           "submission through the real env")
+    check.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
+    check.set_defaults(func=cmd_check)
+    from code_gym.train import ESTIMATORS
+
+    train = sub.add_parser("train", help="train the built-in policy with a credit estimator on the real env and tests; "
+                           "saves learning curves (CSV, PNG)")
+    train.add_argument("--estimator", nargs="+", default=["didpo"], choices=list(ESTIMATORS),
+                       help="one or more estimators, each trained from scratch (default: didpo)")
+    train.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                       help="estimator option, e.g. --option baseline=contrast --option similarity=1.0")
+    train.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
+    train.add_argument("--updates", type=int, default=20, help="policy updates (default 20)")
+    train.add_argument("-G", "--group-size", type=int, default=8, help="episodes per task per update (default 8)")
+    train.add_argument("--lr", type=float, default=2.0, help="step size on the logits (default 2.0)")
+    train.add_argument("--variants", type=int, default=2, help="wrong variants per region, besides untouched (default 2)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", default="out/train", help="folder for curves.csv, curves.png, policy-*.json")
+    train.set_defaults(func=cmd_train)
+    roll = sub.add_parser("rollout", help="roll out a model served by an OpenAI-compatible server (e.g. vllm serve); "
+                          "trajectories as JSONL")
+    roll.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8000/v1")
+    roll.add_argument("--model", required=True, help="the served model name")
+    roll.add_argument("--api-key", help="bearer token (default: $OPENAI_API_KEY, if set)")
+    roll.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
+    roll.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
+    roll.add_argument("--concurrency", type=int, default=4, help="episodes at a time (default 4)")
+    roll.add_argument("--max-steps", type=int, default=30, help="steps per episode (default 30)")
+    roll.add_argument("--temperature", type=float, default=1.0)
+    roll.add_argument("--max-tokens", type=int, default=4096, help="per response (default 4096)")
+    roll.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default 300)")
+    roll.add_argument("--retries", type=int, default=3, help="retries of a failed request (default 3)")
+    roll.add_argument("--out", default="out/rollouts.jsonl", help="JSONL trajectories (default: out/rollouts.jsonl)")
+    roll.set_defaults(func=cmd_rollout)
     tasks = sub.add_parser("tasks", help="list, validate or build tasks").add_subparsers(dest="tasks_command", required=True)
     lst = tasks.add_parser("list", help="list tasks")
     lst.add_argument("paths", nargs="*", help="task folders (default: the bundled suite)")
@@ -155,6 +301,13 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox = sub.add_parser("sandbox", help="sandbox maintenance").add_subparsers(dest="sandbox_command", required=True)
     reap = sandbox.add_parser("reap", help="remove containers, mounts, cgroups and folders left by crashed code-gym processes")
     reap.set_defaults(func=cmd_sandbox_reap)
+    openrlhf = sub.add_parser("openrlhf", help="training with OpenRLHF (docs/openrlhf.md)").add_subparsers(
+        dest="openrlhf_command", required=True)
+    dataset = openrlhf.add_parser("dataset", help="prompt data (JSON lines: input, label) for OpenRLHF's PPO trainer")
+    dataset.add_argument("--tasks", nargs="*", help="task folders or folders of tasks ('bundled' or none: the bundled "
+                         "suite), 'humaneval', or a SWE-bench-style .jsonl file")
+    dataset.add_argument("--out", required=True, help="the .jsonl file to write")
+    dataset.set_defaults(func=cmd_openrlhf_dataset)
     build = tasks.add_parser("build", help="make tasks from a Python project with a pytest suite (folder or sdist)")
     build.add_argument("source", help="the project folder, or an sdist (.tar.gz, .zip)")
     build.add_argument("--out", required=True, help="folder for the task folders and manifest.json")

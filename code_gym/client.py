@@ -1,0 +1,184 @@
+"""Roll out a real LLM in CodeRepo-v0 through an OpenAI-compatible chat-completions server
+(vLLM's `vllm serve`, SGLang, llama.cpp's server, a hosted API) and record every episode as a
+`credit.Trajectory`, one JSON line each (`credit.load_jsonl` reads the file back).
+
+Each request carries the tool schemas (`code_gym.TOOL_SCHEMAS`) in `tools`; the environment's
+prompt then leaves them out. A reply's tool calls (`message.tool_calls`, or Hermes `<tool_call>`
+text in `content` from a server without a tool parser) become the step's action as the Hermes text
+a Qwen/Hermes chat template renders, so the environment's provenance maps diff lines to
+characters of that text. Tool results go back as `tool` messages.
+
+Requests time out after `timeout` seconds and are retried (timeouts, connection errors, HTTP 408,
+409, 429 and 5xx) up to `retries` times with exponential back-off; an episode whose request still
+fails is reported and left out of the file. Episodes run `concurrency` at a time, each in its own
+environment.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tqdm import tqdm
+
+import credit
+from code_gym.env import CodeRepoEnv
+from code_gym.task import Task
+from code_gym.tools import TOOL_SCHEMAS
+from code_gym.trajectory import RecordTrajectory
+
+_RETRY_STATUS = {408, 409, 429}
+
+
+class ClientError(RuntimeError):
+    """A request that failed for good (retries spent, or an error a retry cannot fix)."""
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    base_url: str  # e.g. http://127.0.0.1:8000/v1 (the path before /chat/completions)
+    model: str
+    api_key: str | None = None
+    temperature: float = 1.0
+    max_tokens: int = 4096
+    timeout: float = 300.0  # seconds per request
+    retries: int = 3  # further attempts after a failed one
+    backoff: float = 1.0  # seconds before the first retry, doubled after each
+    extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request body
+
+
+class ChatClient:
+    """POSTs chat-completion requests with the tool schemas; thread-safe (one httpx.Client)."""
+
+    def __init__(self, config: ClientConfig, transport: httpx.BaseTransport | None = None):
+        self.config = config
+        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        self.http = httpx.Client(base_url=config.base_url.rstrip("/"), headers=headers,
+                                 timeout=httpx.Timeout(config.timeout), transport=transport)
+        self.retried = 0  # requests sent again after a failure, over the client's life
+        self._lock = threading.Lock()
+
+    def complete(self, messages: list[dict]) -> dict:
+        """The assistant message of the first choice."""
+        body = {"model": self.config.model, "messages": messages, "tools": TOOL_SCHEMAS, "tool_choice": "auto",
+                "temperature": self.config.temperature, "max_tokens": self.config.max_tokens,
+                **self.config.extra_body}
+        delay = self.config.backoff
+        for attempt in range(self.config.retries + 1):
+            try:
+                response = self.http.post("/chat/completions", json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                failure = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code == 200:
+                    return _message(response)
+                failure = f"HTTP {response.status_code}: {response.text[:300]}"
+                if response.status_code < 500 and response.status_code not in _RETRY_STATUS:
+                    raise ClientError(f"{self.config.base_url}/chat/completions refused the request ({failure})")
+            if attempt == self.config.retries:
+                break
+            with self._lock:
+                self.retried += 1
+            time.sleep(delay)
+            delay *= 2
+        raise ClientError(f"{self.config.base_url}/chat/completions failed {self.config.retries + 1} times; "
+                          f"last: {failure}. Is the server up and serving model {self.config.model!r}?")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _message(response: httpx.Response) -> dict:
+    try:
+        return response.json()["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ClientError(f"the server's reply is not a chat completion: {response.text[:300]}") from None
+
+
+def response_text(message: dict) -> str:
+    """The reply as the text the model wrote: its content, then each tool call as a Hermes
+    `<tool_call>` block (arguments decoded from their JSON string when they parse)."""
+    parts = [message.get("content") or ""]
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        arguments = function.get("arguments", {})
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                pass
+        body = json.dumps({"name": function.get("name"), "arguments": arguments})
+        parts.append(f"<tool_call>\n{body}\n</tool_call>")
+    return "\n".join(p for p in parts if p)
+
+
+def _replies(message: dict, info: dict, observation: str) -> list[dict]:
+    """The messages that carry a step's results back: one `tool` message per tool call when the
+    calls and results line up, else the whole observation as a user message."""
+    calls = message.get("tool_calls") or []
+    results = [r for r in info.get("tool_results", []) if r.get("tool") is not None]
+    aligned = calls and len(results) == len(calls) and all(
+        (c.get("function") or {}).get("name") == r["tool"] for c, r in zip(calls, results))
+    if aligned:
+        return [{"role": "tool", "tool_call_id": c.get("id", ""), "content": r["output"]} for c, r in zip(calls, results)]
+    tool_replies = [{"role": "tool", "tool_call_id": c.get("id", ""), "content": "(results in the next message)"}
+                    for c in calls]
+    return tool_replies + [{"role": "user", "content": observation}]
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    task_id: str
+    trajectory: credit.Trajectory | None  # None when the episode failed
+    resolved: bool = False
+    steps: int = 0
+    error: str | None = None
+
+
+def run_episode(client: ChatClient, task: Task, max_steps: int = 30, isolation: str = "auto") -> EpisodeOutcome:
+    """One episode of the served model on `task`."""
+    env = RecordTrajectory(CodeRepoEnv(tasks=[task], max_steps=max_steps, isolation=isolation, tool_schemas=False))
+    try:
+        observation, _ = env.reset(options={"task": task})
+        messages: list[dict] = [{"role": "user", "content": observation}]
+        while True:
+            message = client.complete(messages)
+            observation, _, terminated, truncated, info = env.step(response_text(message))
+            assistant = {"role": "assistant", "content": message.get("content") or ""}
+            if message.get("tool_calls"):
+                assistant["tool_calls"] = message["tool_calls"]
+            messages += [assistant] + _replies(message, info, observation)
+            if terminated or truncated:
+                return EpisodeOutcome(task.id, info["trajectory"], bool(info.get("resolved", False)), info["steps"])
+    except ClientError as exc:
+        return EpisodeOutcome(task.id, None, error=str(exc))
+    finally:
+        env.close()
+
+
+def rollout(tasks: Sequence[Task], client: ChatClient, out: Path, episodes_per_task: int = 1, concurrency: int = 4,
+            max_steps: int = 30, isolation: str = "auto", progress: bool = False) -> list[EpisodeOutcome]:
+    """`episodes_per_task` episodes of the served model on each task, `concurrency` at a time; each
+    finished trajectory is appended to `out` (JSON lines) as it completes."""
+    if episodes_per_task < 1 or concurrency < 1:
+        raise ValueError("episodes_per_task and concurrency must be >= 1")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    outcomes = []
+    with out.open("w", encoding="utf-8") as fh, ThreadPoolExecutor(concurrency) as pool:
+        futures = [pool.submit(run_episode, client, task, max_steps, isolation)
+                   for task in tasks for _ in range(episodes_per_task)]
+        for future in tqdm(as_completed(futures), total=len(futures), desc="rollouts", unit="episode",
+                           disable=not progress):
+            outcome = future.result()
+            if outcome.trajectory is not None:
+                fh.write(json.dumps(outcome.trajectory.to_dict(), ensure_ascii=False) + "\n")
+                fh.flush()
+            outcomes.append(outcome)
+    return outcomes

@@ -1,0 +1,159 @@
+"""The model client against a real HTTP server on 127.0.0.1 that replays scripted chat completions."""
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import credit
+from code_gym import TOOL_NAMES
+from code_gym.cli import main
+from code_gym.client import ChatClient, ClientConfig, response_text, rollout
+
+FIX_ADD = {"path": "calc/ops.py", "old_str": "def add(a, b):\n    return a - b", "new_str": "def add(a, b):\n    return a + b"}
+FIX_MUL = {"path": "calc/ops.py", "old_str": "def mul(a, b):\n    return a + b", "new_str": "def mul(a, b):\n    return a * b"}
+
+
+def tool_calls_reply(name, arguments, call_id):
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+
+def text_reply(name, arguments):
+    call = json.dumps({"name": name, "arguments": arguments})
+    return {"role": "assistant", "content": f"Now mul.\n<tool_call>\n{call}\n</tool_call>"}
+
+
+# the model's turn n (counted by the assistant messages already in the conversation)
+SCRIPT = [tool_calls_reply("str_replace", FIX_ADD, "call_1"), text_reply("str_replace", FIX_MUL),
+          tool_calls_reply("submit", {}, "call_2")]
+
+
+class Server:
+    """A chat-completions endpoint: replies by conversation state, with faults injected by request number."""
+
+    def __init__(self, faults=None):
+        self.requests, self.faults, self.lock = [], dict(faults or {}), threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.requests.append((self.path, body))
+                    fault = server.faults.pop(len(server.requests), None)
+                if fault == "timeout":
+                    time.sleep(1.5)  # longer than the client's timeout: the client gives up and retries
+                    return
+                if isinstance(fault, int):
+                    return self.reply(fault, {"error": {"message": "scripted failure"}})
+                turn = sum(m["role"] == "assistant" for m in body["messages"])
+                message = SCRIPT[min(turn, len(SCRIPT) - 1)]
+                self.reply(200, {"id": "x", "object": "chat.completion", "model": body["model"],
+                                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+
+            def reply(self, status, payload):
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def config(url, **kw):
+    return ClientConfig(base_url=url, model="qwen-test", timeout=0.5, retries=2, backoff=0.01, **kw)
+
+
+def test_episode_through_a_real_server_with_a_500_and_a_timeout_retried(tiny_task, tmp_path):
+    with Server(faults={1: 500, 3: "timeout"}) as server:
+        client = ChatClient(config(server.url))
+        outcomes = rollout([tiny_task], client, tmp_path / "r.jsonl", episodes_per_task=1, concurrency=1)
+        client.close()
+    [outcome] = outcomes
+    assert outcome.error is None and outcome.resolved and client.retried == 2
+    [trajectory] = credit.load_jsonl(tmp_path / "r.jsonl")
+    assert trajectory.reward == 1.0 and len(trajectory.steps) == 3
+    first, second = trajectory.steps[0], trajectory.steps[1]
+    assert first.action.startswith("<tool_call>") and "+    return a + b" in first.diff
+    [(path, line, start, end)] = first.provenance
+    assert first.action[start:end] == "    return a + b"  # provenance into the rendered tool-call text
+    assert second.action.startswith("Now mul.") and "+    return a * b" in second.diff
+
+    paths = {path for path, _ in server.requests}
+    assert paths == {"/v1/chat/completions"} and len(server.requests) == 5
+    body = server.requests[-1][1]
+    assert body["model"] == "qwen-test" and [t["function"]["name"] for t in body["tools"]] == list(TOOL_NAMES)
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"]
+    tool_message = body["messages"][2]
+    assert tool_message["tool_call_id"] == "call_1" and "calc/ops.py" in tool_message["content"]
+    assert body["messages"][1]["tool_calls"][0]["function"]["name"] == "str_replace"
+    assert "## Tool schemas" not in body["messages"][0]["content"]  # the schemas travel in `tools`
+
+
+def test_concurrent_episodes_and_the_rollout_command(tiny_task, tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    with Server() as server:
+        code = main(["rollout", "--base-url", server.url, "--model", "m", "--tasks", str(tiny_task.root),
+                     "--episodes", "3", "--concurrency", "3", "--timeout", "5", "--out", str(out)])
+    assert code == 0
+    trajectories = credit.load_jsonl(out)
+    assert len(trajectories) == 3 and all(t.reward == 1.0 for t in trajectories)
+    assert credit.didpo(trajectories).episode.tolist() == [0.0, 0.0, 0.0]
+    assert "3 trajectories" in capsys.readouterr().out
+
+
+def test_a_refused_request_fails_the_episode_without_retrying(tiny_task, tmp_path):
+    with Server(faults={1: 400}) as server:
+        client = ChatClient(config(server.url))
+        [outcome] = rollout([tiny_task], client, tmp_path / "r.jsonl")
+        client.close()
+    assert outcome.trajectory is None and "refused" in outcome.error and client.retried == 0
+    assert (tmp_path / "r.jsonl").read_text() == "" and len(server.requests) == 1
+
+
+def test_retries_are_bounded(tiny_task, tmp_path):
+    with Server(faults={1: 503, 2: 503, 3: 503}) as server:
+        client = ChatClient(config(server.url))
+        [outcome] = rollout([tiny_task], client, tmp_path / "r.jsonl")
+        client.close()
+    assert "failed 3 times" in outcome.error and "HTTP 503" in outcome.error and len(server.requests) == 3
+
+
+def test_response_text_renders_tool_calls_as_hermes():
+    text = response_text({"content": "Looking.", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "view", "arguments": '{"path": "."}'}},
+        {"id": "b", "type": "function", "function": {"name": "bash", "arguments": "{broken"}}]})
+    assert text == ('Looking.\n<tool_call>\n{"name": "view", "arguments": {"path": "."}}\n</tool_call>\n'
+                    '<tool_call>\n{"name": "bash", "arguments": "{broken"}\n</tool_call>')
+
+
+def test_bad_settings_are_rejected(tiny_task, tmp_path):
+    client = ChatClient(config("http://127.0.0.1:9/v1"))
+    with pytest.raises(ValueError, match="concurrency"):
+        rollout([tiny_task], client, tmp_path / "r.jsonl", concurrency=0)
+    client.close()
