@@ -30,8 +30,12 @@ from code_gym.workspace import overlay_supported  # noqa: E402
 NOTES = ("History: the first measurement gave reset 36 ms (overlay). A profile showed 37 ms of 55 ms in the "
          "prompt's file tree (pathlib rglob + relative_to over 500 files) and ~10 ms in `mount`/`umount` "
          "subprocesses; the tree now comes from the workspace's own scan and is cached per task, mount(2) "
-         "and umount2(2) are called through libc, and the overlay reuses the source's scan. Grading "
-         "overhead is bubblewrap start + copying the repo + junit; the warm runner (sandbox issue) targets it.")
+         "and umount2(2) are called through libc, and the overlay reuses the source's scan. Later the "
+         "one-commit .git written into each workspace made reset 50 ms on a busy disk: deleting the previous "
+         "episode's files (a few ms per unlink under load) was on the reset path; it now happens in a "
+         "background thread. Grading runs the tests through the warm pytest runner (pre-imported, forked per "
+         "run), so it can beat a cold bare pytest: a negative overhead means the runner saved more than the "
+         "copy, sandbox and junit cost.")
 PREDICTION = ("Prediction (written before measuring): reset ~5 ms with overlayfs and ~150 ms with a copy "
               "(the initial scan stats 500 files, ~2 ms); an edit step ~5 ms (one stat walk + difflib on "
               "one file); grading ~0.4 s above bare pytest's ~0.3 s, from the copy, bubblewrap start and "

@@ -16,7 +16,7 @@ from code_gym.sandbox import Limits, make_sandbox
 from code_gym.spaces import AnyText
 from code_gym.task import Task, bundled_tasks, load_task_dir, resolve_task
 from code_gym.tools import ToolContext, ToolResult, run_tool
-from code_gym.workspace import Workspace, render
+from code_gym.workspace import Workspace, render, wait_for_cleanup
 
 MAX_TEXT = 1_000_000
 
@@ -90,7 +90,7 @@ class CodeRepoEnv(gym.Env):
             self.ctx.sandbox.close()
             self.ctx = None
         if self.ws is not None:
-            self.ws.close()
+            self.ws.close(wait=False)
             self.ws = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
@@ -195,4 +195,5 @@ class CodeRepoEnv(gym.Env):
 
     def close(self) -> None:
         self._release()
+        wait_for_cleanup()
         super().close()

@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import queue
+import threading
 import time
 import warnings
 import weakref
@@ -335,11 +337,48 @@ _SOURCE_SCANS: dict[tuple[str, int], Snapshot] = {}
 _OPEN: "weakref.WeakSet[Workspace]" = weakref.WeakSet()
 
 
+_TRASH: "queue.Queue[Path]" = queue.Queue()
+_CLEANER: threading.Thread | None = None
+_CLEANER_LOCK = threading.Lock()
+
+
+def _clean_forever() -> None:
+    while True:
+        path = _TRASH.get()
+        shutil.rmtree(path, ignore_errors=True)
+        _TRASH.task_done()
+
+
+def _discard(path: Path) -> None:
+    """Remove `path` in the background (already unmounted; the reaper covers a crash meanwhile)."""
+    global _CLEANER
+    with _CLEANER_LOCK:
+        if _CLEANER is None:
+            _CLEANER = threading.Thread(target=_clean_forever, name="code-gym-cleaner", daemon=True)
+            _CLEANER.start()
+    _TRASH.put(path)
+
+
+def wait_for_cleanup() -> None:
+    """Block until every workspace closed with `wait=False` is removed."""
+    _TRASH.join()
+
+
+def _forget_cleaner() -> None:
+    """A forked child (e.g. an AsyncVectorEnv worker) has no cleaner thread: start its own."""
+    global _CLEANER, _TRASH
+    _CLEANER, _TRASH = None, queue.Queue()
+
+
+os.register_at_fork(after_in_child=_forget_cleaner)
+
+
 @atexit.register
 def _close_open_workspaces() -> None:
     """An interpreter that exits without env.close() still unmounts and removes its workspaces."""
     for ws in list(_OPEN):
         ws.close()
+    wait_for_cleanup()
 
 
 class Workspace:
@@ -473,8 +512,13 @@ class Workspace:
         return {p: self.content(self.last, p) for p in sorted(set(self.initial.keys) | set(self.last.keys))
                 if self.content(self.initial, p) != self.content(self.last, p)}
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Unmount and remove the workspace; `wait=False` removes the files in a background thread
+        (deleting even a few files costs milliseconds on a busy disk: not on the reset path)."""
         if self.strategy == "overlay" and self in _OPEN:
             _unmount(self.root)
         _OPEN.discard(self)
-        shutil.rmtree(self.base, ignore_errors=True)
+        if wait:
+            shutil.rmtree(self.base, ignore_errors=True)
+        else:
+            _discard(self.base)

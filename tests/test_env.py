@@ -5,6 +5,7 @@ from gymnasium.utils.env_checker import check_env
 
 import code_gym
 from code_gym.replay import hermes, patch_to_calls
+from code_gym.workspace import wait_for_cleanup
 
 from conftest import BUNDLED
 
@@ -120,8 +121,10 @@ def test_close_removes_workspaces_mounts_and_processes(tiny_task):
     env.reset(seed=0)
     first = env.unwrapped.ws
     env.step("```bash\nexec -a code-gym-leak-probe sleep 1000 > /dev/null 2>&1 &\necho bg\n```")
-    env.reset(seed=1)  # a new episode releases the previous one
+    env.reset(seed=1)  # a new episode releases the previous one (files removed in the background)
     second = env.unwrapped.ws
+    assert not _mounted(first.root)
+    wait_for_cleanup()
     assert not first.base.exists() and not _mounted(first.root)
     env.step(SUBMIT)
     env.close()
