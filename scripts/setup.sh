@@ -19,5 +19,9 @@ fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # torch first, pinned: the CPU build (an unpinned torch would pull a multi-GB CUDA build).
 "$VENV/bin/python" -m pip install -q "torch==2.13.0"
-"$VENV/bin/python" -m pip install -q -e ".[test]"
+"$VENV/bin/python" -m pip install -q -e ".[test,openrlhf]"
+# OpenRLHF and vLLM without their requirements (CUDA torch, flash-attn, deepspeed): the tests import
+# OpenRLHF's agent executor, samples generator and experience modules, which need only the
+# `openrlhf` extra above (docs/openrlhf.md).
+"$VENV/bin/python" -m pip install -q --no-deps "openrlhf==0.11.2" "vllm==0.29.0"
 echo "setup: done ($VENV)"

@@ -1,0 +1,15 @@
+"""CodeRepo-v0 episodes and credit's estimators inside OpenRLHF (docs/openrlhf.md).
+
+  agent_func.py   the file for `--train.agent_func_path`; the executor is in agent.py: one
+                  CodeRepo-v0 episode per prompt, with a record of every step (records.py)
+  estimator.py    `--algo.advantage.estimator didpo|gigpo`: the records, carried past OpenRLHF's
+                  response filter, turned into per-token advantages by `credit`
+  hook.py         applies estimator.py's patches inside OpenRLHF's Ray workers
+  train.py        `python -m integrations.openrlhf.train`: OpenRLHF's PPO trainer with the above
+  dataset.py      prompt data (`code-gym openrlhf dataset`)
+  scripts/        launch scripts (one node, a Ray cluster, the GRPO baseline)
+
+Nothing here imports OpenRLHF at package import time.
+"""
+
+ESTIMATORS = ("didpo", "gigpo")  # the estimators this integration adds to OpenRLHF

@@ -1,0 +1,185 @@
+"""`--algo.advantage.estimator didpo` (and `gigpo`) inside OpenRLHF's PPO trainer.
+
+Two narrow patches of OpenRLHF classes, applied in each Ray worker by `hook.install` (train.py
+registers it as Ray's worker_process_setup_hook):
+
+- `SamplesGenerator._process_response_into_experience` keeps the executor's `EpisodeRecord` (the
+  response key `records.RECORD_KEY`, which OpenRLHF would drop) in `experience.info[RECORD_KEY]`;
+- `RemoteExperienceMaker.compute_advantages_and_returns` hands batches to `credit_advantages` when
+  the estimator is one of `ESTIMATORS`, and otherwise runs unchanged (the records removed first).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from openrlhf.trainer.ppo_utils.length_penalty import apply_length_penalties
+
+import credit
+from integrations.openrlhf import ESTIMATORS
+from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord
+
+
+@dataclass
+class _Batch:
+    """Every step of every sample in a list of experiences, flat, on one combined action mask."""
+
+    action_mask: torch.Tensor  # [samples, longest action mask] over all experiences
+    group_ids: list[int] = field(default_factory=list)
+    trajectory_ids: list[int] = field(default_factory=list)
+    step_ids: list[int] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    step_rewards: list[float] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    diffs: list[str] = field(default_factory=list)
+    token_offsets: list[np.ndarray] = field(default_factory=list)
+    provenance: list[Any] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    token_spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+def credit_advantages(experiences: Sequence[Any], args: Any) -> Sequence[Any]:
+    """Write `experience.advantages` and `returns` from `credit` (in place; returns `experiences`).
+
+    Per sample (one CodeRepo-v0 episode, its record in `info[RECORD_KEY]`): the group is OpenRLHF's
+    prompt group (sample index // n_samples_per_prompt, as its group_norm baseline uses), the
+    outcome is the graded reward plus whatever OpenRLHF's length penalties changed, and each step
+    owns the action tokens of its `token_span`. `credit.token_advantages` computes the estimator
+    (`args.algo.advantage.estimator`, options from `args.credit.options`) and places each step's
+    per-token values on its span; `returns` holds the step's return G_t on the same tokens.
+    Action-mask position p is sequence position p + 1 (OpenRLHF drops the first token), so a span
+    [start, end) of `observation_tokens` is [start - 1, end - 1) on the mask.
+    """
+    records = [_take_records(e) for e in experiences]
+    batch = _flatten(experiences, records, _length_penalties(experiences, args), args.rollout.n_samples_per_prompt)
+    advantages, result = credit.token_advantages(
+        batch.action_mask, batch.group_ids, batch.trajectory_ids, batch.step_ids, batch.rewards,
+        estimator=args.algo.advantage.estimator, step_rewards=batch.step_rewards, actions=batch.actions,
+        diffs=batch.diffs, token_offsets=batch.token_offsets, provenance=batch.provenance,
+        observations=batch.observations, rows=batch.rows, token_spans=batch.token_spans, return_result=True,
+        **estimator_options(args))
+    returns, episode_returns = _returns(batch, result.steps.returns, advantages)
+    first = 0
+    for experience in experiences:
+        size, width = experience.action_mask.shape
+        experience.advantages = advantages[first:first + size, :width]
+        experience.returns = returns[first:first + size, :width]
+        experience.info["return"] = episode_returns[first:first + size]
+        experience.kl = None  # only OpenRLHF's reward shaping used it
+        first += size
+    return experiences
+
+
+def _length_penalties(experiences: Sequence[Any], args: Any) -> list[list[float]]:
+    """Applies OpenRLHF's length penalties to `experience.rewards` (promoted to float32 as OpenRLHF
+    does) and returns what they changed, per experience and sample."""
+    before = [e.rewards.to(torch.promote_types(e.rewards.dtype, torch.float32)) for e in experiences]
+    for experience, rewards in zip(experiences, before):
+        experience.rewards = rewards.clone()
+    apply_length_penalties(experiences, args)
+    return [(e.rewards - rewards).tolist() for e, rewards in zip(experiences, before)]
+
+
+def _returns(batch: _Batch, step_returns: np.ndarray, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each step's return G_t on its tokens, and each row's G_0."""
+    returns = torch.zeros_like(like)
+    episode_returns = torch.zeros(like.shape[0])
+    for row, t, (start, end), value in zip(batch.rows, batch.step_ids, batch.token_spans, step_returns.tolist()):
+        returns[row, start:end] = value
+        if t == 0:
+            episode_returns[row] = value
+    return returns, episode_returns
+
+
+def estimator_options(args: Any) -> dict[str, Any]:
+    """The credit estimator's keyword options: `--credit.options`, a JSON object (train.py)."""
+    return json.loads(getattr(getattr(args, "credit", None), "options", None) or "{}")
+
+
+def _take_records(experience: Any) -> list[EpisodeRecord]:
+    records = experience.info.pop(RECORD_KEY, None)
+    if records is None or len(records) != len(experience.sequences):
+        raise ValueError(f"{len(experience.sequences)} samples but {0 if records is None else len(records)} "
+                         "code-gym episode records: the didpo/gigpo estimators need the executor of "
+                         "integrations/openrlhf/agent_func.py (--train.agent_func_path) and the patches "
+                         "that `python -m integrations.openrlhf.train` installs")
+    return list(records)
+
+
+def _flatten(experiences, records, penalties, n_samples_per_prompt: int) -> _Batch:
+    masks = [e.action_mask.bool() for e in experiences]
+    width = max(m.shape[1] for m in masks)
+    mask = torch.cat([torch.nn.functional.pad(m, (0, width - m.shape[1])) for m in masks])
+    batch = _Batch(mask)
+    row = 0
+    for experience, episodes, penalty in zip(experiences, records, penalties):
+        for index, episode, extra in zip(experience.index, episodes, penalty):
+            _add_episode(batch, row, index, index // n_samples_per_prompt, episode, episode.outcome + extra,
+                         experience.action_mask.shape[1])
+            row += 1
+    return batch
+
+
+def _add_episode(batch: _Batch, row: int, index: int, group: int, episode: EpisodeRecord, outcome: float,
+                 width: int) -> None:
+    for t, step in enumerate(episode.steps):
+        start, end = step.token_span
+        if end - 1 > width or len(step.token_offsets) != end - start:
+            raise ValueError(f"sample {index}, step {t}: token span {step.token_span} with "
+                             f"{len(step.token_offsets)} token offsets does not fit its {width + 1}-token "
+                             "sequence: the executor must keep episodes within --data.max_len")
+        batch.group_ids.append(group)
+        batch.trajectory_ids.append(index)
+        batch.step_ids.append(t)
+        batch.rewards.append(outcome)
+        batch.step_rewards.append(step.reward)
+        batch.actions.append(step.action)
+        batch.diffs.append(step.diff)
+        batch.token_offsets.append(step.token_offsets)
+        batch.provenance.append(step.provenance or None)
+        batch.observations.append(step.observation)
+        batch.rows.append(row)
+        batch.token_spans.append((start - 1, end - 1))
+
+
+def patch_samples_generator(module: Any) -> None:
+    """Make `SamplesGenerator` keep each response's episode record in `experience.info`."""
+    cls = module.SamplesGenerator
+    original = cls._process_response_into_experience
+    if getattr(original, "_code_gym", False):
+        return
+
+    @functools.wraps(original)
+    def _process_response_into_experience(self, response, **generate_kwargs):
+        experience = original(self, response, **generate_kwargs)
+        if RECORD_KEY in response:
+            experience.info[RECORD_KEY] = [response[RECORD_KEY]]
+        return experience
+
+    _process_response_into_experience._code_gym = True
+    cls._process_response_into_experience = _process_response_into_experience
+
+
+def patch_experience_maker(module: Any) -> None:
+    """Route `RemoteExperienceMaker.compute_advantages_and_returns` to `credit_advantages` for the
+    estimators in `ESTIMATORS`."""
+    cls = module.RemoteExperienceMaker
+    original = cls.compute_advantages_and_returns
+    if getattr(original, "_code_gym", False):
+        return
+
+    @functools.wraps(original)
+    def compute_advantages_and_returns(self, experiences):
+        if self.strategy.args.algo.advantage.estimator in ESTIMATORS:
+            return credit_advantages(experiences, self.strategy.args)
+        for experience in experiences:
+            experience.info.pop(RECORD_KEY, None)
+        return original(self, experiences)
+
+    compute_advantages_and_returns._code_gym = True
+    cls.compute_advantages_and_returns = compute_advantages_and_returns

@@ -1,0 +1,145 @@
+"""`python -m integrations.openrlhf.train [OpenRLHF's arguments]`: OpenRLHF's PPO trainer on
+CodeRepo-v0 episodes, with `--algo.advantage.estimator didpo` and `gigpo` available.
+
+It runs `openrlhf.cli.train_ppo_ray` as OpenRLHF's own `python -m` would, with every argument of
+it, while three narrow patches are in place (undone afterwards):
+
+- its argument parser also accepts `didpo` and `gigpo` as estimators, and `--credit.options JSON`
+  (keyword options of the credit estimator);
+- after parsing, `--train.agent_func_path` defaults to this package's agent_func.py and a
+  didpo/gigpo run is checked (several samples per prompt, KL in the loss, known options);
+- `ray.init` registers `hook.install` as the job's worker_process_setup_hook (the patches of
+  estimator.py, applied inside OpenRLHF's Ray actors) and forwards the CODE_GYM_* variables.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import json
+import os
+import runpy
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from integrations.openrlhf import ESTIMATORS
+
+TRAIN_MODULE = "openrlhf.cli.train_ppo_ray"
+ESTIMATOR_FLAG = "--algo.advantage.estimator"
+OPTIONS_FLAG = "--credit.options"
+AGENT_FUNC = str(Path(__file__).resolve().with_name("agent_func.py"))
+FORWARDED_PREFIX = "CODE_GYM_"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    with openrlhf_extended(), _replaced(sys, "argv", lambda _: [TRAIN_MODULE, *argv]):
+        runpy.run_module(TRAIN_MODULE, run_name="__main__", alter_sys=True)
+
+
+@contextlib.contextmanager
+def openrlhf_extended() -> Iterator[None]:
+    """The three patches of this module's docstring, for the duration of the block."""
+    import ray
+
+    with _replaced(argparse.ArgumentParser, "add_argument", _add_argument), \
+            _replaced(argparse.ArgumentParser, "parse_args", _parse_args), \
+            _replaced(ray, "init", _ray_init):
+        yield
+
+
+@contextlib.contextmanager
+def _replaced(owner: Any, name: str, make: Callable[[Any], Any]) -> Iterator[None]:
+    original = getattr(owner, name)
+    setattr(owner, name, make(original))
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def _add_argument(original):
+    def add_argument(self, *flags, **kwargs):
+        if ESTIMATOR_FLAG not in flags:
+            return original(self, *flags, **kwargs)
+        kwargs["choices"] = [*kwargs["choices"], *ESTIMATORS]
+        kwargs["help"] = (kwargs.get("help") or "") + (
+            ". code-gym adds didpo (Diff-in-Diff Policy Optimization) and gigpo, computed by `credit` over "
+            "CodeRepo-v0 episodes (docs/openrlhf.md)")
+        action = original(self, *flags, **kwargs)
+        original(self, OPTIONS_FLAG, type=json_object, default="{}",
+                 help='keyword options of the didpo/gigpo estimator as a JSON object, e.g. '
+                      '\'{"lambda_": 1.0, "mode": "mean_std_norm"}\' (docs/credit.md lists them)')
+        return action
+
+    return add_argument
+
+
+def _parse_args(original):
+    def parse_args(self, args=None, namespace=None):
+        parsed = original(self, args, namespace)
+        if hasattr(parsed, OPTIONS_FLAG[2:]):
+            check_arguments(parsed, self.error)
+        return parsed
+
+    return parse_args
+
+
+def check_arguments(parsed: argparse.Namespace, error: Callable[[str], None]) -> None:
+    """Default the agent to CodeRepo-v0 episodes and check what didpo/gigpo need. `parsed` has
+    argparse's flat dotted names; `error` reports a problem and does not return."""
+    args = vars(parsed)
+    if args["train.agent_func_path"] is None:
+        args["train.agent_func_path"] = AGENT_FUNC
+    estimator = args["algo.advantage.estimator"]
+    if estimator not in ESTIMATORS:
+        return
+    if args["rollout.n_samples_per_prompt"] < 2:
+        error(f"{estimator} compares the episodes of one task: pass --rollout.n_samples_per_prompt 2 or more")
+    if args["algo.kl.init_coef"] > 0 and not args["algo.kl.use_loss"]:
+        error(f"{estimator} writes the advantages itself, so a KL penalty in the reward would be lost: pass "
+              "--algo.kl.use_loss (the KL term in the loss, as for GRPO) or --algo.kl.init_coef 0")
+    import credit
+
+    try:
+        inspect.signature(credit.get(estimator)).bind([], **json.loads(args[OPTIONS_FLAG[2:]]))
+    except TypeError as err:
+        error(f"{OPTIONS_FLAG}: {err} (the options of credit.{estimator} are in docs/credit.md)")
+
+
+def json_object(text: str) -> str:
+    """`text`, checked to be a JSON object. It stays a string: OpenRLHF's `hierarchize` would turn a
+    dict into a namespace; `estimator.estimator_options` reads it in the trainer."""
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"not JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object of option names and values")
+    return text
+
+
+def _ray_init(original):
+    def init(*args, runtime_env=None, **kwargs):
+        return original(*args, runtime_env=runtime_env_with_hook(runtime_env), **kwargs)
+
+    return init
+
+
+def runtime_env_with_hook(runtime_env: dict | None, environ: Any = os.environ) -> dict:
+    """`runtime_env` plus the setup hook, and the CODE_GYM_* variables of `environ` that neither it
+    nor the Ray job this driver may run in (`ray job submit --runtime-env-json`) already sets."""
+    from integrations.openrlhf.hook import SETUP_HOOK
+
+    runtime_env = dict(runtime_env or {})
+    job = json.loads(environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR") or "{}").get("runtime_env") or {}
+    taken = {**(job.get("env_vars") or {}), **(runtime_env.get("env_vars") or {})}
+    forwarded = {k: v for k, v in environ.items() if k.startswith(FORWARDED_PREFIX) and k not in taken}
+    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **forwarded}
+    runtime_env["worker_process_setup_hook"] = SETUP_HOOK
+    return runtime_env
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,499 @@
+"""The OpenRLHF integration against OpenRLHF's real modules (openrlhf==0.11.2 and vllm==0.29.0,
+installed with --no-deps by scripts/setup.sh).
+
+One stand-in: `ScriptedEngine` plays vLLM's engine, which needs a GPU. It answers each call with
+the next scripted response, as vLLM's own `RequestOutput` / `CompletionOutput` / `Logprob`
+objects. The tokenizer is real: a byte-level BPE trained here with `tokenizers` (no hub download)
+and wrapped in transformers' fast tokenizer with a ChatML template.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import datetime
+import importlib
+import itertools
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+try:
+    from openrlhf.trainer.ppo_utils import samples_generator
+except ImportError as err:  # pragma: no cover - depends on the machine
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"OpenRLHF is not importable ({err}), and CI must run these tests: scripts/setup.sh installs "
+                    "openrlhf and vllm with --no-deps plus the `openrlhf` extra of pyproject.toml", pytrace=False)
+    pytest.skip(f"OpenRLHF is not installed ({err}): run scripts/setup.sh", allow_module_level=True)
+
+import torch
+from openrlhf.datasets.prompts_dataset import PromptDataset
+from openrlhf.datasets.utils import blending_datasets
+from openrlhf.trainer.ppo_utils.experience import Experience
+from openrlhf.trainer.ray.vllm_engine import _load_agent_executor
+from openrlhf.utils.agent import AgentExecutorBase
+from openrlhf.utils.config import hierarchize
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+from vllm import SamplingParams
+from vllm.logprobs import Logprob
+from vllm.outputs import CompletionOutput, RequestOutput
+
+import credit
+from code_gym import TOOL_SCHEMAS
+from code_gym.cli import main as code_gym_main
+from code_gym.replay import hermes
+from code_gym.task import bundled_tasks, resolve_task
+from conftest import FILES, write_tiny_task
+from integrations.openrlhf import hook, train
+from integrations.openrlhf.agent import SUBMIT, AgentConfig, AgentExecutor, token_offsets
+from integrations.openrlhf.estimator import credit_advantages, patch_experience_maker, patch_samples_generator
+from integrations.openrlhf.records import RECORD_KEY
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "integrations" / "openrlhf" / "scripts"
+MAX_LEN = 8192
+SAMPLES = "openrlhf.trainer.ppo_utils.samples_generator"
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def call(name, **arguments):
+    return {"name": name, "arguments": arguments}
+
+
+FIX_ADD = call("str_replace", path="calc/ops.py", old_str="def add(a, b):\n    return a - b",
+               new_str="def add(a, b):\n    return a + b")
+FIX_MUL = call("str_replace", path="calc/ops.py", old_str="def mul(a, b):\n    return a + b",
+               new_str="def mul(a, b):\n    return a * b")
+BAD_MUL = call("str_replace", path="calc/ops.py", old_str="def mul(a, b):\n    return a + b",
+               new_str="def mul(a, b):\n    return a ** b")
+VIEW = call("view", path="calc/ops.py")
+# Two prompts (groups of OpenRLHF's n_samples_per_prompt = 3), each response a list of turns.
+SCRIPTS_BY_SAMPLE = [
+    [hermes([FIX_ADD], "Fix add."), hermes([FIX_MUL]), hermes([call("submit")])],
+    [hermes([FIX_ADD], "Fix add."), hermes([call("submit")])],
+    [hermes([VIEW]), hermes([call("submit")])],
+    [hermes([FIX_ADD, FIX_MUL], "Both."), hermes([call("submit")])],
+    [hermes([BAD_MUL]), hermes([FIX_ADD], "Fix add."), hermes([call("submit")])],
+    [hermes([FIX_ADD], "Fix add."), hermes([call("submit")])],
+]
+N_SAMPLES = 3
+
+
+class ScriptedEngine:
+    """Stands in for OpenRLHF's vLLM engine: `generate(token ids, sampling params)` returns the next
+    scripted response as vLLM does (token ids ending with the stop token, text without it, one
+    log-prob dict per token; cut at max_tokens with finish_reason "length")."""
+
+    def __init__(self, tokenizer, responses):
+        self.tokenizer, self.responses, self.calls = tokenizer, list(responses), []
+
+    async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
+        self.calls.append((list(prompt_token_ids), sampling_params.max_tokens))
+        ids = self.tokenizer(self.responses.pop(0), add_special_tokens=False)["input_ids"] + [
+            self.tokenizer.eos_token_id]
+        finish = "stop"
+        if len(ids) > sampling_params.max_tokens:
+            ids, finish = ids[:sampling_params.max_tokens], "length"
+        text = self.tokenizer.decode(ids[:-1] if finish == "stop" else ids)
+        log_probs = [{token: Logprob(logprob=-(k % 7) / 10)} for k, token in enumerate(ids)]
+        output = CompletionOutput(index=0, text=text, token_ids=ids, cumulative_logprob=None, logprobs=log_probs,
+                                  finish_reason=finish)
+        return RequestOutput(request_id=str(len(self.calls)), prompt=None, prompt_token_ids=list(prompt_token_ids),
+                             prompt_logprobs=None, outputs=[output], finished=True)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    """A byte-level BPE trained on text like the episodes' (task files, tool schemas, calls)."""
+    model = Tokenizer(models.BPE())
+    model.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    model.decoder = decoders.ByteLevel()
+    corpus = [*FILES.values(), json.dumps(TOOL_SCHEMAS), *itertools.chain.from_iterable(SCRIPTS_BY_SAMPLE)]
+    trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    model.train_from_iterator([c for c in corpus if isinstance(c, str)] * 20, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=model, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   chat_template=CHATML)
+
+
+def run_episode(tokenizer, label, responses, max_length=MAX_LEN, max_tokens=None, config=None):
+    engine = ScriptedEngine(tokenizer, responses)
+    params = SamplingParams(temperature=1.0, max_tokens=max_tokens, min_tokens=1, skip_special_tokens=False,
+                            logprobs=1)
+    executor = AgentExecutor(config or AgentConfig())
+    response = asyncio.run(executor.execute("the prompt", label, params, max_length, tokenizer, engine))
+    return response, engine
+
+
+def openrlhf_args(estimator="didpo", options=None, max_new_tokens=None, **reward):
+    """The parts of OpenRLHF's (hierarchized) arguments that the code under test reads."""
+    return SimpleNamespace(
+        algo=SimpleNamespace(advantage=SimpleNamespace(estimator=estimator, is_correction_level="off")),
+        rollout=SimpleNamespace(n_samples_per_prompt=N_SAMPLES, max_new_tokens=max_new_tokens),
+        data=SimpleNamespace(max_len=MAX_LEN),
+        reward=SimpleNamespace(**{"overlong_buffer_len": None, "stop_properly_penalty_coef": None, **reward}),
+        credit=SimpleNamespace(options=json.dumps(options or {})))
+
+
+@pytest.fixture
+def generator(monkeypatch, tokenizer):
+    """OpenRLHF's SamplesGenerator with the record-carrying patch (undone after the test)."""
+    cls = samples_generator.SamplesGenerator
+    monkeypatch.setattr(cls, "_process_response_into_experience", cls._process_response_into_experience)
+    patch_samples_generator(samples_generator)
+    return cls(strategy=SimpleNamespace(args=openrlhf_args()), prompts_dataloader=None, eval_dataloader=None,
+               tokenizer=tokenizer, vllm_engines=[])
+
+
+@pytest.fixture(scope="module")
+def rollouts(tokenizer, tmp_path_factory):
+    """The six scripted episodes on the tiny task, run concurrently as OpenRLHF's engine actor does."""
+    label = str(write_tiny_task(tmp_path_factory.mktemp("tasks")))
+
+    async def all_samples():
+        executor = AgentExecutor(AgentConfig())
+        params = SamplingParams(max_tokens=None, min_tokens=1, logprobs=1)
+        return await asyncio.gather(*(
+            executor.execute("the prompt", label, params, MAX_LEN, tokenizer, ScriptedEngine(tokenizer, script))
+            for script in SCRIPTS_BY_SAMPLE))
+
+    return asyncio.run(all_samples())
+
+
+def experiences_from(generator, responses, micro_batch=2):
+    """Experiences as OpenRLHF's trainer builds them: one per response, numbered in rollout order
+    (RemoteExperienceMaker.split_rollout_samples), concatenated into micro-batches."""
+    samples = [generator._process_response_into_experience(r, max_len=MAX_LEN) for r in responses]
+    for i, sample in enumerate(samples):
+        sample.index = [i]
+    return [Experience.concat_experiences(samples[i:i + micro_batch], 0) for i in range(0, len(samples), micro_batch)]
+
+
+# ---------------------------------------------------------------- the executor
+
+
+def test_openrlhf_loads_the_executor_from_agent_func_path():
+    executor = _load_agent_executor(str(ROOT / "integrations" / "openrlhf" / "agent_func.py"))
+    assert isinstance(executor, AgentExecutorBase) and type(executor).__name__ == "AgentExecutor"
+
+
+def test_episode_honours_openrlhf_contract_and_records_every_step(tokenizer, tiny_task):
+    script = SCRIPTS_BY_SAMPLE[0]
+    response, engine = run_episode(tokenizer, str(tiny_task.root), script)
+    tokens, ranges = response["observation_tokens"], response["action_ranges"]
+    record = response[RECORD_KEY]
+
+    # token ids in and out: each call saw exactly the conversation so far, and the generated ids
+    # are in the sequence unchanged
+    assert len(engine.calls) == len(ranges) == 3
+    for (prompt_ids, max_tokens), (start, end), text in zip(engine.calls, ranges, script):
+        assert prompt_ids == tokens[:start] and max_tokens == MAX_LEN - start
+        assert tokens[start:end] == tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    assert len(tokens) <= MAX_LEN and response["truncated"] is False
+    # log-probs: one per token, the engine's on actions, 0 elsewhere
+    log_probs = np.array(response["rollout_log_probs"])
+    assert log_probs.shape == (len(tokens),)
+    in_action = np.zeros(len(tokens), bool)
+    for start, end in ranges:
+        in_action[start:end] = True
+        assert np.allclose(log_probs[start:end], [-(k % 7) / 10 for k in range(end - start)])
+    assert not log_probs[~in_action].any()
+
+    # the record: outcome, and per step the diff, provenance, token span and offsets
+    assert record.outcome == response["reward"] == response["scores"] == 1.0 and record.resolved
+    assert [s.token_span for s in record.steps] == ranges
+    first = record.steps[0]
+    assert "+    return a + b" in first.diff and "-    return a - b" in first.diff
+    [(path, line, start, end)] = first.provenance
+    assert (path, line, first.action[start:end]) == ("calc/ops.py", 2, "    return a + b")
+    for step, text in zip(record.steps, script):
+        assert step.action == text
+        assert len(step.token_offsets) == step.token_span[1] - step.token_span[0]
+        assert "".join(step.action[s:e] for s, e in step.token_offsets) == step.action
+    assert record.steps[2].diff == "" and response["extra_logs"]["code_gym/steps"] == 3
+
+
+def test_each_observation_is_a_chat_turn_after_the_action(tokenizer, tiny_task):
+    response, _ = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[2])
+    text = tokenizer.decode(response["observation_tokens"])
+    assert text.startswith("<|im_start|>user\nYou are working in a Python repository.")
+    (_, first_end), (second_start, _) = response["action_ranges"]
+    between = tokenizer.decode(response["observation_tokens"][first_end:second_start])
+    assert between.startswith("\n<|im_start|>user\n[view]\n") and between.endswith("<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_length_budget_ends_the_episode_with_a_graded_submit(tokenizer, tiny_task):
+    # room for the first action but not for its feedback: the executor submits for the agent
+    full, _ = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1])
+    max_length = full["action_ranges"][0][1] + 5
+    response, engine = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1], max_length=max_length)
+    record = response[RECORD_KEY]
+    assert len(engine.calls) == 1 and len(response["observation_tokens"]) <= max_length
+    assert [s.action for s in record.steps] == [SCRIPTS_BY_SAMPLE[1][0], repr(SUBMIT)]
+    assert record.steps[1].token_span == (len(response["observation_tokens"]),) * 2
+    assert record.steps[1].token_offsets.shape == (0, 2)
+    assert record.outcome == full[RECORD_KEY].outcome > 0  # graded: the fix of add counts
+    assert response["extra_logs"]["code_gym/budget_submit"] == 1.0
+
+
+def test_max_new_tokens_caps_each_action(tokenizer, tiny_task):
+    submit = '<tool_call>{"name": "submit"}</tool_call>'
+    cap = len(tokenizer(submit, add_special_tokens=False)["input_ids"]) + 1
+    response, engine = run_episode(tokenizer, str(tiny_task.root), [hermes([FIX_ADD]), submit], max_tokens=cap)
+    assert [max_tokens for _, max_tokens in engine.calls] == [cap, cap]
+    (first_start, first_end), _ = response["action_ranges"]
+    first = response[RECORD_KEY].steps[0]
+    assert first_end - first_start == cap and first.diff == "" and first.token_offsets[-1, 1] == len(first.action)
+    assert response["truncated"] is False  # OpenRLHF's flag is about the last action, which stopped
+
+
+def test_an_action_cut_by_the_length_budget_is_truncated(tokenizer, tiny_task):
+    full, _ = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1])
+    prompt_length = full["action_ranges"][0][0]
+    response, engine = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1], max_length=prompt_length + 6)
+    assert engine.calls[0][1] == 6 and response["action_ranges"] == [(prompt_length, prompt_length + 6)]
+    assert response["truncated"] is True and response["extra_logs"]["code_gym/budget_submit"] == 1.0
+    assert len(response["observation_tokens"]) == prompt_length + 6
+
+
+def test_token_offsets_fall_back_to_decoding_for_non_canonical_tokens(tokenizer):
+    text = "def add(a, b):"
+    canonical = tokenizer(text, add_special_tokens=False)["input_ids"]
+    # the same text spelled one byte-level token per character, as sampling can produce it
+    spelled = [tokenizer.convert_tokens_to_ids(t) for t in tokenizer.convert_ids_to_tokens(canonical) for t in t]
+    assert spelled != canonical and tokenizer.decode(spelled) == text
+    offsets = token_offsets(tokenizer, spelled + [tokenizer.eos_token_id], text)
+    assert offsets.tolist() == [[k, k + 1] for k in range(len(text))] + [[len(text), len(text)]]
+
+
+def test_token_offsets_give_a_multibyte_character_to_the_token_that_completes_it(tokenizer):
+    text = "def é"
+    spelled = [tokenizer.convert_tokens_to_ids(c) for c in "defĠÃ©"]  # one byte-level token per byte
+    assert tokenizer.decode(spelled) == text
+    assert token_offsets(tokenizer, spelled, text).tolist() == [[0, 1], [1, 2], [2, 3], [3, 4], [4, 4], [4, 5]]
+
+
+def test_config_from_environment_reaches_the_environment_and_chat(tokenizer, tiny_task):
+    config = AgentConfig.from_environ({"CODE_GYM_AGENT": json.dumps(
+        {"env": {"max_steps": 1}, "system": "You fix bugs.", "feedback_role": "tool"})})
+    response, engine = run_episode(tokenizer, str(tiny_task.root), [hermes([VIEW])], config=config)
+    assert tokenizer.decode(engine.calls[0][0]).startswith("<|im_start|>system\nYou fix bugs.<|im_end|>")
+    assert len(response[RECORD_KEY].steps) == 1  # max_steps=1 truncated and graded the episode
+    with pytest.raises(ValueError, match="CODE_GYM_AGENT must be a JSON object"):
+        AgentConfig.from_environ({"CODE_GYM_AGENT": '{"max_steps": 3}'})
+
+
+# ---------------------------------------------------------------- records through OpenRLHF
+
+
+def test_records_survive_openrlhfs_response_processing(generator, rollouts):
+    experience = generator._process_response_into_experience(rollouts[0], max_len=MAX_LEN)
+    assert experience.info[RECORD_KEY] == [rollouts[0][RECORD_KEY]]
+    # action_mask drops the first token: mask position p is sequence position p + 1
+    mask = experience.action_mask[0]
+    for start, end in rollouts[0]["action_ranges"]:
+        assert mask[start - 1:end - 1].all()
+    assert int(mask.sum()) == sum(end - start for start, end in rollouts[0]["action_ranges"])
+    assert experience.rewards.tolist() == [1.0] and experience.info["code_gym/resolved"].tolist() == [1.0]
+    batched = Experience.concat_experiences([experience, experience], 0)
+    assert batched.info[RECORD_KEY] == [rollouts[0][RECORD_KEY]] * 2
+
+
+@pytest.mark.parametrize("estimator", ["didpo", "gigpo"])
+def test_advantages_equal_credit_on_the_same_trajectories(generator, rollouts, estimator):
+    experiences = experiences_from(generator, rollouts)
+    credit_advantages(experiences, openrlhf_args(estimator))
+
+    trajectories = [r[RECORD_KEY].to_trajectory(group=i // N_SAMPLES) for i, r in enumerate(rollouts)]
+    expected = credit.get(estimator)(trajectories)
+    assert len({float(a) for a in expected.episode}) > 1
+    rows = [(e, b) for e in experiences for b in range(len(e.sequences))]
+    step_row = 0
+    for i, ((experience, b), response) in enumerate(zip(rows, rollouts)):
+        assert RECORD_KEY not in experience.info and experience.kl is None
+        written = experience.advantages[b].numpy()
+        returns = experience.returns[b].numpy()
+        covered = np.zeros_like(written, bool)
+        for t, step in enumerate(response[RECORD_KEY].steps):
+            start, end = step.token_span
+            assert np.allclose(written[start - 1:end - 1], expected.tokens[i][t], atol=1e-6)
+            assert np.allclose(returns[start - 1:end - 1], expected.steps.returns[step_row])
+            covered[start - 1:end - 1] = True
+            step_row += 1
+        assert not written[~covered].any() and not returns[~covered].any()
+        assert experience.advantages.shape == experience.action_mask.shape
+    if estimator == "didpo":  # the diff term is there: some tokens differ from their episode's A^E
+        assert expected.anchors and any(
+            not np.allclose(tokens, expected.episode[i]) for i, steps in enumerate(expected.tokens) for tokens in steps)
+
+
+def test_estimator_options_and_length_penalties_reach_credit(generator, rollouts):
+    experiences = experiences_from(generator, rollouts)
+    lengths = sorted(int(n) for e in experiences for n in e.response_length)
+    # DAPO's overlong penalty: responses longer than the third shortest lose part of their reward
+    buffer = lengths[-1] - lengths[2] + 1
+    args = openrlhf_args("didpo", {"lambda_": 0.5, "mode": "mean_std_norm"}, max_new_tokens=lengths[2] + buffer,
+                         overlong_buffer_len=buffer, overlong_penalty_factor=1.0)
+    credit_advantages(experiences, args)
+    after = torch.cat([e.rewards for e in experiences]).tolist()
+    penalties = [a - torch.tensor([r["reward"]]).item() for a, r in zip(after, rollouts)]
+    assert len({round(p, 6) for p in penalties}) > 2
+    trajectories = [r[RECORD_KEY].to_trajectory(group=i // N_SAMPLES, outcome=r[RECORD_KEY].outcome + penalty)
+                    for i, (r, penalty) in enumerate(zip(rollouts, penalties))]
+    expected = credit.didpo(trajectories, lambda_=0.5, mode="mean_std_norm")
+    for i, (experience, b) in enumerate((e, b) for e in experiences for b in range(len(e.sequences))):
+        for t, step in enumerate(rollouts[i][RECORD_KEY].steps):
+            start, end = step.token_span
+            assert np.allclose(experience.advantages[b, start - 1:end - 1].numpy(), expected.tokens[i][t], atol=1e-5)
+
+
+def test_missing_records_name_the_executor(generator, rollouts):
+    experiences = experiences_from(generator, rollouts)
+    del experiences[0].info[RECORD_KEY]
+    with pytest.raises(ValueError, match="agent_func.py"):
+        credit_advantages(experiences, openrlhf_args())
+
+
+def test_experience_maker_patch_dispatches_on_the_estimator(generator, rollouts):
+    # RemoteExperienceMaker's module imports flash-attn, which needs CUDA: the patch is applied
+    # here to a class with the same method, called as OpenRLHF calls it
+    calls = []
+
+    class RemoteExperienceMaker:
+        def __init__(self, estimator):
+            self.strategy = SimpleNamespace(args=openrlhf_args(estimator))
+
+        def compute_advantages_and_returns(self, experiences):
+            calls.append([RECORD_KEY in e.info for e in experiences])
+            return experiences
+
+    patch_experience_maker(SimpleNamespace(RemoteExperienceMaker=RemoteExperienceMaker))
+    patch_experience_maker(SimpleNamespace(RemoteExperienceMaker=RemoteExperienceMaker))  # idempotent
+    RemoteExperienceMaker("group_norm").compute_advantages_and_returns(experiences_from(generator, rollouts))
+    assert calls == [[False, False, False]]  # OpenRLHF's own estimators run, without the records
+    done = RemoteExperienceMaker("didpo").compute_advantages_and_returns(experiences_from(generator, rollouts))
+    assert len(calls) == 1 and all(e.advantages is not None for e in done)
+
+
+def test_setup_hook_patches_samples_generator_when_a_worker_imports_it(monkeypatch):
+    package = importlib.import_module("openrlhf.trainer.ppo_utils")
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.delitem(sys.modules, SAMPLES)
+    monkeypatch.setattr(package, "samples_generator", samples_generator)
+    hook.install()
+    hook.install()
+    fresh = importlib.import_module(SAMPLES)
+    assert fresh is not samples_generator
+    assert getattr(fresh.SamplesGenerator._process_response_into_experience, "_code_gym", False)
+    assert sum(isinstance(f, hook._PatchOnImport) for f in sys.meta_path) == 1
+
+
+def test_runtime_env_carries_the_hook_and_code_gym_variables():
+    environ = {"CODE_GYM_AGENT": "{}", "CODE_GYM_TASKS": "/tasks", "HOME": "/root",
+               "RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps({"runtime_env": {"env_vars": {"CODE_GYM_TASKS": "/t"}}})}
+    env = train.runtime_env_with_hook({"env_vars": {"NCCL_DEBUG": "WARN"}}, environ)
+    assert env["worker_process_setup_hook"] == hook.SETUP_HOOK
+    # the job already sets CODE_GYM_TASKS for every worker; setting it again would be a Ray conflict
+    assert env["env_vars"] == {"NCCL_DEBUG": "WARN", "CODE_GYM_AGENT": "{}"}
+
+
+# ---------------------------------------------------------------- the entry point and scripts
+
+
+def openrlhf_parser() -> argparse.ArgumentParser:
+    """OpenRLHF's own train_ppo_ray parser, built by running the `__main__` block of its installed
+    file up to `parse_args` (the module's imports need GPUs: deepspeed, flash-attn)."""
+    path = importlib.util.find_spec(train.TRAIN_MODULE).origin
+    tree = ast.parse(Path(path).read_text())
+    main = next(node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test))
+    body = list(itertools.takewhile(lambda node: "parse_args" not in ast.unparse(node), main.body))
+    namespace = {"argparse": argparse, "datetime": datetime.datetime}
+    exec(compile(ast.Module(body=body, type_ignores=[]), path, "exec"), namespace)
+    return namespace["parser"]
+
+
+def script_command(script, *extra, **env):
+    """The final command a launch script prints with --dry-run, as argv."""
+    out = subprocess.run(["bash", str(SCRIPTS / script), "--dry-run", *extra], capture_output=True, text=True,
+                         env={**os.environ, "PYTHON": sys.executable, **env}, check=True).stdout
+    [line] = [line for line in out.splitlines() if "integrations.openrlhf.train" in line]
+    argv = shlex.split(line)
+    return argv[argv.index("integrations.openrlhf.train") + 1:]
+
+
+def parse(argv):
+    with train.openrlhf_extended():
+        return hierarchize(openrlhf_parser().parse_args(argv))
+
+
+def test_launch_scripts_parse_with_openrlhfs_parser_and_differ_only_in_the_estimator(tmp_path):
+    didpo = parse(script_command("train_didpo.sh", "--credit.options", '{"lambda_": 0.5}', OUT=str(tmp_path)))
+    grpo = parse(script_command("train_grpo_baseline.sh", OUT=str(tmp_path)))
+    cluster = parse(script_command("train_didpo_multinode.sh", "submit", "--head-address", "10.0.0.1",
+                                   OUT=str(tmp_path)))
+    assert didpo.algo.advantage.estimator == "didpo" and grpo.algo.advantage.estimator == "group_norm"
+    assert json.loads(didpo.credit.options) == {"lambda_": 0.5}
+    assert Path(didpo.train.agent_func_path).resolve() == ROOT / "integrations" / "openrlhf" / "agent_func.py"
+    assert (didpo.vllm.num_engines, didpo.train.colocate_all, didpo.algo.kl.use_loss) == (8, True, True)
+    assert (cluster.actor.num_nodes, cluster.vllm.num_engines) == (2, 16)
+
+    def settings(args):
+        return {k: v for k, v in _flatten(args).items() if k not in ("algo.advantage.estimator", "credit.options")
+                and not k.startswith(("ckpt.", "logger."))}
+
+    assert settings(didpo) == settings(grpo)
+
+
+def _flatten(namespace, prefix=""):
+    out = {}
+    for key, value in vars(namespace).items():
+        if isinstance(value, SimpleNamespace):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--algo.advantage.estimator", "didpo", "--algo.kl.use_loss"], "n_samples_per_prompt 2 or more"),
+    (["--algo.advantage.estimator", "gigpo", "--rollout.n_samples_per_prompt", "4"], "--algo.kl.use_loss"),
+    (["--algo.advantage.estimator", "didpo", "--rollout.n_samples_per_prompt", "4", "--algo.kl.init_coef", "0",
+      "--credit.options", '{"lamda": 1}'], "lamda"),
+    (["--algo.advantage.estimator", "didpo", "--credit.options", "[1]"], "JSON object"),
+    (["--algo.advantage.estimator", "ppo"], "invalid choice"),
+])
+def test_entry_point_rejects_what_didpo_cannot_run(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        parse(argv)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_entry_point_leaves_openrlhf_estimators_alone_and_defaults_the_agent():
+    args = parse(["--algo.advantage.estimator", "group_norm", "--rollout.n_samples_per_prompt", "4"])
+    assert args.algo.advantage.estimator == "group_norm" and args.credit.options == "{}"
+    assert args.train.agent_func_path == train.AGENT_FUNC
+    assert argparse.ArgumentParser.add_argument.__name__ == "add_argument"  # the patches are undone
+    assert "didpo" not in openrlhf_parser().format_help()
+
+
+def test_dataset_command_writes_what_openrlhfs_prompt_dataset_reads(tmp_path, tiny_task):
+    out = tmp_path / "prompts.jsonl"
+    assert code_gym_main(["openrlhf", "dataset", "--tasks", str(tiny_task.root), "bundled", "--out", str(out)]) == 0
+    # read as OpenRLHF's trainer does (prepare_datasets): blending_datasets, then PromptDataset
+    args = SimpleNamespace(data=SimpleNamespace(input_key="input", label_key="label", apply_chat_template=False),
+                           use_ms=False)
+    strategy = SimpleNamespace(args=args, is_rank_0=lambda: False, print=lambda *a: None)
+    dataset = PromptDataset(blending_datasets(str(out), None, strategy), tokenizer=None, strategy=strategy)
+    assert dataset.prompts[0] == tiny_task.statement and dataset.labels[0] == str(tiny_task.root)
+    assert set(dataset.datasources) == {"code_gym"} and len(dataset) == 1 + len(bundled_tasks())
+    resolved = [resolve_task(label).id for label in dataset.labels]
+    assert resolved[0] == "tiny" and resolved[1:] == dataset.labels[1:]  # bundled tasks go by id
