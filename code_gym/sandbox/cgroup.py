@@ -130,7 +130,8 @@ def _write(path: Path, value: str) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (the owner test of every reaper)."""
     try:
         os.kill(pid, 0)
         return True
@@ -147,7 +148,7 @@ def leftover_groups(include_live: bool = False) -> list[Path]:
         if base.is_dir():
             for path in base.iterdir():
                 owner = path.name.split("-")[0]
-                if path.is_dir() and owner.isdigit() and (include_live or not _alive(int(owner))):
+                if path.is_dir() and owner.isdigit() and (include_live or not pid_alive(int(owner))):
                     out.append(path)
     return out
 

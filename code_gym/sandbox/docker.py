@@ -35,6 +35,7 @@ from pathlib import Path
 from code_gym.images import DEFAULT_IMAGE, LABEL
 from code_gym.sandbox import mounts, runner
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
+from code_gym.sandbox.cgroup import pid_alive
 from code_gym.workspace import TEMP_PREFIX
 
 WORKDIR = "/repo"
@@ -362,19 +363,9 @@ def orphans() -> list:
     for container in client().containers.list(all=True, filters={"label": LABEL}):
         owner = container.labels.get(OWNER_LABEL, "")
         host, _, pid = owner.rpartition(":")
-        if host == _HOST and pid.isdigit() and not _alive(int(pid)):
+        if host == _HOST and pid.isdigit() and not pid_alive(int(pid)):
             found.append(container)
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 def reap() -> int:
@@ -392,6 +383,6 @@ def reap() -> int:
             mounts.remove_slot(slot)
     for slot in Path("/tmp").glob(f"{TEMP_PREFIX}docker-*"):
         pid = slot.name.split("-")[-2]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             mounts.remove_slot(slot)
     return len(gone)

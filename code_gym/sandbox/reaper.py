@@ -11,17 +11,8 @@ import tempfile
 from pathlib import Path
 
 from code_gym.sandbox import cgroup, mounts
+from code_gym.sandbox.cgroup import pid_alive
 from code_gym.workspace import TEMP_PREFIX
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
 
 def _slot_owner(path: Path) -> int | None:
     """The pid in a temp folder's name (code-gym-<kind>-<pid>-<suffix>), None when it has none."""
@@ -82,7 +73,7 @@ def reap_all() -> dict[str, int]:
         pass
     for slot in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
         owner = _slot_owner(slot)
-        if owner is not None and not _alive(owner):
+        if owner is not None and not pid_alive(owner):
             mounts.remove_slot(slot)
             removed["slots"] += 1
     return removed
