@@ -18,27 +18,14 @@ import tempfile
 from pathlib import Path
 
 from code_gym.sandbox.base import ExecResult, Limits
-from code_gym.workspace import _ignored, owned_prefix
+from code_gym.workspace import _walk, owned_prefix
 
 Manifest = dict[str, tuple[int, int, int]]
 
 
 def manifest(root: Path) -> Manifest:
     """(mtime, size, mode) of every file and symlink under root, caches skipped as the workspace does."""
-    found: Manifest = {}
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        for entry in os.scandir(root / rel if rel else root):
-            if _ignored(entry.name):
-                continue
-            path = f"{rel}/{entry.name}" if rel else entry.name
-            st = entry.stat(follow_symlinks=False)
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(path)
-            else:
-                found[path] = (st.st_mtime_ns, st.st_size, st.st_mode)
-    return found
+    return {path: (st.st_mtime_ns, st.st_size, st.st_mode) for path, st in _walk(root).items()}
 
 
 def pack(root: Path, paths: list[str]) -> bytes:
