@@ -26,19 +26,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from credit._common import StepTable, episode, result, row_returns, step_table, tokens
-from credit._util import ranges
+from credit._util import ranges, segment_starts
 from credit.anchors import select_anchors
 from credit.episode import check_mode
 from credit.grouping import cluster_units
-from credit.text import Contents, LineVocabulary, comment_marker
-from credit.project import locate_lines, occurrence_spans, project_steps, provenance_spans
+from credit.text import Contents, line_table, marker_code
+from credit.project import locate_blocks, occurrence_spans, project_steps, provenance_spans
 from credit.groupability import check_options as check_score_options
-from credit.split import ADDED, LEVELS, SubDiffs, split_diff
+from credit.split import ADDED, LEVELS, DiffBatch, DiffError, SubDiffs, split_diffs
 from credit.split import check_options as check_split_options
 from credit.types import Anchor, Result
 
@@ -174,13 +174,25 @@ def _stats(clock, units, clusters, selection, occurrence_rows, coverage) -> dict
 
 @dataclass(frozen=True, eq=False)
 class _Prepared:
-    """A split diff with its compared lines, computed once per distinct diff text."""
+    """One step's split diff."""
 
     sub: SubDiffs
-    unit_kind: np.ndarray
-    compared_sizes: np.ndarray
-    content: np.ndarray
-    indent: np.ndarray
+
+
+class _SubsByRow(dict):
+    """row -> _Prepared, built on first access from the batch (most rows are never looked at)."""
+
+    def __init__(self, batch: DiffBatch, diff_of_row: np.ndarray):
+        super().__init__()
+        self._batch, self._diff_of_row, self._by_diff = batch, diff_of_row, {}
+
+    def __missing__(self, row: int) -> _Prepared:
+        d = int(self._diff_of_row[row])
+        prep = self._by_diff.get(d)
+        if prep is None:
+            prep = self._by_diff[d] = _Prepared(self._batch.sub(d))
+        self[row] = prep
+        return prep
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,70 +209,60 @@ class _Units:
     content: np.ndarray
     indent: np.ndarray
     contents: Contents
-    prepared: dict[int, _Prepared]
+    prepared: Mapping[int, _Prepared]
     line_base: np.ndarray
     n_lines: int
     n_rows_with_diff: int
 
 
-def _prepare(sub: SubDiffs, vocab: LineVocabulary) -> _Prepared:
-    paths = set(sub.paths)
-    if len(paths) == 1:
-        line_content, line_indent = vocab.lines(sub.texts, comment_marker(paths.pop()))
-    else:
-        line_content = np.empty(len(sub.texts), np.int64)
-        line_indent = np.empty(len(sub.texts), np.int64)
-        path_of = np.asarray(sub.paths, object)
-        for path in paths:
-            at = np.flatnonzero(path_of == path)
-            line_content[at], line_indent[at] = vocab.lines([sub.texts[i] for i in at], comment_marker(path))
-    members = line_content[sub.unit_lines]
-    keep = members >= 0
-    sizes = np.diff(sub.unit_ptr)
-    unit_of = np.repeat(np.arange(sub.n_units), sizes)
-    compared = np.bincount(unit_of[keep], minlength=sub.n_units)
-    first = sub.unit_lines[sub.unit_ptr[:-1]] if sub.n_units else np.zeros(0, np.int64)
-    return _Prepared(sub, sub.kinds[first].astype(np.int64), compared, members[keep],
-                     line_indent[sub.unit_lines][keep])
-
-
 def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
-    vocab = LineVocabulary()
-    by_text: dict[str, _Prepared] = {}
-    rows, parts = [], []
+    """Split every distinct diff of the batch once (`split_diffs`), compare its lines once
+    (`line_table`), and give each step row its diff's units."""
+    distinct: dict[str, int] = {}
+    diff_of = np.full(len(table.steps), -1, np.int64)
     for r, step in enumerate(table.steps):
-        if not step.diff:
-            continue
-        prep = by_text.get(step.diff)
-        if prep is None:
-            try:
-                sub = split_diff(step.diff, levels=levels, syntax=syntax)
-            except ValueError as err:
-                i = int(table.traj[r])
-                raise ValueError(f"trajectory {i} (task {table.trajectories[i].task_id!r}), "
-                                 f"step {int(table.index[r])}: {err}") from None
-            prep = by_text[step.diff] = _prepare(sub, vocab)
-        if len(prep.sub.texts):
-            rows.append(r)
-            parts.append(prep)
-    n_units = np.asarray([p.sub.n_units for p in parts], np.int64)
-    n_lines = np.asarray([len(p.sub.texts) for p in parts], np.int64)
-    base = np.zeros(len(parts), np.int64)
-    np.cumsum(n_lines[:-1], out=base[1:])
-    row = np.repeat(np.asarray(rows, np.int64), n_units)
-    kind = _cat([p.unit_kind for p in parts])
-    line_sizes = _cat([np.diff(p.sub.unit_ptr) for p in parts])
-    compared_sizes = _cat([p.compared_sizes for p in parts])
+        if step.diff:
+            diff_of[r] = distinct.setdefault(step.diff, len(distinct))
+    try:
+        batch = split_diffs(list(distinct), levels=levels, syntax=syntax)
+    except DiffError as err:
+        r = int(np.flatnonzero(diff_of == err.index)[0])
+        i = int(table.traj[r])
+        raise ValueError(f"trajectory {i} (task {table.trajectories[i].task_id!r}), "
+                         f"step {int(table.index[r])}: {err}") from None
+    marker = np.fromiter((marker_code(p) for p in batch.path_names), np.int64, len(batch.path_names))
+    compared = line_table(batch.texts, marker[batch.path_ids])
+    # per distinct unit: its compared lines (content, indent) as a CSR
+    unit_of = np.repeat(np.arange(batch.unit_levels.shape[0]), np.diff(batch.unit_ptr))
+    member_content = compared.content[batch.unit_lines]
+    keep = member_content >= 0
+    n_compared = np.bincount(unit_of[keep], minlength=batch.unit_levels.shape[0])
+    compared_ptr = np.zeros(n_compared.shape[0] + 1, np.int64)
+    np.cumsum(n_compared, out=compared_ptr[1:])
+    content, indent = member_content[keep], compared.indent[batch.unit_lines][keep]
+
+    n_diff_lines = np.diff(batch.line_ptr)
+    rows = np.flatnonzero(diff_of >= 0)
+    rows = rows[n_diff_lines[diff_of[rows]] > 0]
+    d = diff_of[rows]
+    u_lo, u_hi = batch.diff_units[d], batch.diff_units[d + 1]
+    unit = ranges(u_lo, u_hi)  # the distinct unit behind each row unit
+    row = np.repeat(rows, u_hi - u_lo)
+    n_lines = n_diff_lines[d]
+    base = segment_starts(n_lines)
     line_base = np.zeros(len(table.steps), np.int64)
-    line_base[np.asarray(rows, np.int64)] = base
+    line_base[rows] = base
+    shift = np.repeat(base - batch.line_ptr[d], u_hi - u_lo)  # diff line id -> row line id
+    lo, hi = batch.unit_ptr[unit], batch.unit_ptr[unit + 1]
+    c_lo, c_hi = compared_ptr[unit], compared_ptr[unit + 1]
+    kind = batch.kinds[batch.unit_lines[lo]].astype(np.int64)
     return _Units(
-        row=row, kind=kind, local=_cat([np.arange(p.sub.n_units) for p in parts]),
+        row=row, kind=kind, local=unit - np.repeat(u_lo, u_hi - u_lo),
         bucket=table.task[table.traj[row]] * 2 + (kind == ADDED),
-        line_ptr=_ptr(line_sizes), lines=_cat([p.sub.unit_lines + b for p, b in zip(parts, base.tolist())]),
-        compared_ptr=_ptr(compared_sizes), content=_cat([p.content for p in parts]),
-        indent=_cat([p.indent for p in parts]), contents=vocab.arrays(),
-        prepared=dict(zip(rows, parts)), line_base=line_base, n_lines=int(n_lines.sum()),
-        n_rows_with_diff=len(rows),
+        line_ptr=_ptr(hi - lo), lines=batch.unit_lines[ranges(lo, hi)] + np.repeat(shift, hi - lo),
+        compared_ptr=_ptr(c_hi - c_lo), content=content[ranges(c_lo, c_hi)], indent=indent[ranges(c_lo, c_hi)],
+        contents=compared.contents, prepared=_SubsByRow(batch, diff_of), line_base=line_base,
+        n_lines=int(n_lines.sum()), n_rows_with_diff=int(rows.shape[0]),
     )
 
 
@@ -317,38 +319,45 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     members = np.concatenate(selection.members) if selection.members else np.zeros(0, np.int64)
     anchor = np.repeat(np.arange(len(selection.members)), [m.shape[0] for m in selection.members])
     value = lambda_ * (np.concatenate(advantages) if advantages else np.zeros(0))
-    with_tokens = np.asarray([table.steps[r].token_offsets is not None for r in units.row[members].tolist()], bool)
-    occ = np.flatnonzero(with_tokens)
+    with_tokens = np.fromiter((s.token_offsets is not None for s in table.steps), bool, len(table.steps))
+    occ = np.flatnonzero(with_tokens[units.row[members]])
     occ_units = members[occ]
     rows = np.unique(units.row[occ_units])
     steps = [table.steps[r] for r in rows.tolist()]
-    line_spans = [_line_spans(step, units.prepared[r].sub) for r, step in zip(rows.tolist(), steps)]
+    line_spans, line_step = _line_spans(steps, [units.prepared[r].sub for r in rows.tolist()])
     lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
     member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
-    member_line = units.lines[ranges(lo, hi)] - units.line_base[rows[member_step]]
-    spans, owner, span_step = occurrence_spans([s.action for s in steps], line_spans, member_step, member_line,
+    first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
+    member_line = units.lines[ranges(lo, hi)] - units.line_base[rows[member_step]] + first_line[member_step]
+    spans, owner, span_step = occurrence_spans([s.action for s in steps], line_spans, line_step, member_line,
                                                np.repeat(np.arange(occ.shape[0]), hi - lo))
-    projected = project_steps([s.offsets for s in steps], spans, span_step, value[occ[owner]],
-                              selection.gs[anchor[occ[owner]]].astype(np.float64))
-    extra = {r: token_extra for r, (token_extra, _) in zip(rows.tolist(), projected)}
-    n_tokens = sum(s.offsets.shape[0] for s in table.steps if s.token_offsets is not None)
-    covered = sum(int(hit.sum()) for _, hit in projected)
+    offsets = [s.offsets for s in steps]
+    token_extra, covered = project_steps(offsets, spans, span_step, value[occ[owner]],
+                                         selection.gs[anchor[occ[owner]]].astype(np.float64))
+    cut = np.cumsum([o.shape[0] for o in offsets], dtype=np.int64)
+    extra = dict(zip(rows.tolist(), np.split(token_extra, cut[:-1])))
+    n_tokens = sum(len(s.token_offsets) for s in table.steps if s.token_offsets is not None)
     return extra, {
-        "tokens": covered / n_tokens if n_tokens else 0.0,
+        "tokens": int(covered.sum()) / n_tokens if n_tokens else 0.0,
         "occurrences_located": np.unique(owner).shape[0] / occ.shape[0] if occ.shape[0] else 0.0,
     }
 
 
-def _line_spans(step, sub: SubDiffs) -> np.ndarray:
-    """Action spans of every changed line: provenance for added lines when the step has it,
-    the text search for the rest."""
-    if step.provenance is None:
-        return locate_lines(step.action, sub.texts)
-    spans = provenance_spans(step.provenance, sub.paths, sub.line_numbers)
-    deleted = np.flatnonzero(sub.kinds != ADDED)
-    if deleted.size:
-        spans[deleted] = locate_lines(step.action, [sub.texts[i] for i in deleted.tolist()])
-    return spans
+def _line_spans(steps, subs: list[SubDiffs]) -> tuple[np.ndarray, np.ndarray]:
+    """Action spans of the changed lines of `steps` (one step's lines after another's) and each
+    line's step: provenance for added lines when a step has it, the text search for the rest, by
+    blocks of lines of one kind with consecutive line numbers."""
+    line_step = np.repeat(np.arange(len(subs)), [len(sub.texts) for sub in subs])
+    kinds = np.concatenate([sub.kinds for sub in subs]) if subs else np.zeros(0, np.int8)
+    numbers = np.concatenate([sub.line_numbers for sub in subs]) if subs else np.zeros(0, np.int64)
+    new_block = np.ones(kinds.shape[0], bool)
+    new_block[1:] = (kinds[1:] != kinds[:-1]) | (numbers[1:] != numbers[:-1] + 1)
+    provenance = [step.provenance for step in steps]
+    from_provenance = (kinds == ADDED) & np.asarray([p is not None for p in provenance], bool)[line_step]
+    spans = locate_blocks([step.action for step in steps], [sub.texts for sub in subs], new_block, ~from_provenance)
+    given = provenance_spans(provenance, [sub.paths for sub in subs], numbers)
+    spans[from_provenance] = given[from_provenance]
+    return spans, line_step
 
 
 def _line_coverage(units: _Units, selection) -> float:
@@ -358,9 +367,6 @@ def _line_coverage(units: _Units, selection) -> float:
     lo, hi = units.line_ptr[m], units.line_ptr[m + 1]
     return float(np.unique(units.lines[ranges(lo, hi)]).shape[0] / units.n_lines)
 
-
-def _cat(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
 
 
 def _ptr(sizes: np.ndarray) -> np.ndarray:

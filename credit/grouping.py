@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from credit._util import ranges, segment_starts
+from credit._util import ranges, segment_starts, sorted_keys, unique_ints
 from credit.text import MAX_COPIES, Contents, LineVocabulary
 
 _MIX_INDENT = np.uint64(0x9E3779B97F4A7C15)
@@ -162,9 +162,9 @@ def _exact_classes(bucket, unit_ptr, content, indent, hashes):
 def _near_duplicate_clusters(order, first_unit, class_bucket, unit_ptr, content, contents, threshold):
     """Representative-centred clusters of exact classes; returns (cluster of each class, pairs verified)."""
     n_classes = first_unit.shape[0]
-    elements, class_start, size = _class_elements(first_unit, unit_ptr, content, contents)
-    a, b = _candidates(elements, class_start, size, class_bucket, threshold)
-    a, b = _verified(a, b, elements, class_start, size, class_bucket, threshold)
+    elements = _class_elements(first_unit, class_bucket, unit_ptr, content, contents)
+    a, b = _candidates(elements, threshold)
+    a, b = _verified(a, b, elements, threshold)
     neighbours: list[list[int]] = [[] for _ in range(n_classes)]
     for x, y in zip(a.tolist(), b.tolist()):
         neighbours[x].append(y)
@@ -182,97 +182,145 @@ def _near_duplicate_clusters(order, first_unit, class_bucket, unit_ptr, content,
     return np.asarray(cluster, np.int64), int(a.shape[0])
 
 
-def _verified(a, b, elements, class_start, size, class_bucket, threshold):
-    """The pairs whose Dice similarity reaches the threshold.
+@dataclass(frozen=True, eq=False)
+class _Elements:
+    """Each class's token multiset as a set of elements (token, occurrence), in rarest-first order.
 
-    Exact intersections by popcount: each class becomes a bitset over the elements of its bucket
-    that occur in two or more classes (the others cannot be shared).
+    Element ids are ranks in one global order (by the number of classes holding the element, then
+    by token), and each class lists its elements in increasing id: the order prefix filtering needs.
+
+    Attributes:
+      ids: (E,) element ids of all classes, class after class.
+      start, size: (C,) each class's segment of `ids`.
+      n_ids: number of distinct elements.
+      class_bucket: (C,) bucket of each class (non-decreasing).
     """
-    if a.shape[0] == 0:
-        return a, b
-    cls = np.repeat(np.arange(size.shape[0]), size)
-    n_elem = np.int64(elements.max(initial=0) + 1)
-    key = class_bucket[cls] * n_elem + elements
-    uniq, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
-    shared = count[inverse] >= 2
-    shared_uniq = np.flatnonzero(count >= 2)
-    dense_of = np.full(uniq.shape[0], -1, np.int64)
-    bucket_of = uniq[shared_uniq] // n_elem
-    first = np.searchsorted(bucket_of, bucket_of, side="left")
-    dense_of[shared_uniq] = np.arange(shared_uniq.shape[0]) - first
-    n_buckets = int(class_bucket.max(initial=0)) + 1
-    words = np.zeros(n_buckets, np.int64)
-    np.maximum.at(words, bucket_of, dense_of[shared_uniq] // 64 + 1)
-    class_words = words[class_bucket]
-    offset = segment_starts(class_words)
-    bits = np.zeros(int(class_words.sum()), np.uint64)
-    dense = dense_of[inverse[shared]]
-    bit = np.left_shift(np.uint64(1), (dense % 64).astype(np.uint64))
-    np.bitwise_or.at(bits, offset[cls[shared]] + dense // 64, bit)
-    w = class_words[a]
-    pair_words = np.bitwise_count(bits[ranges(offset[a], offset[a] + w)] & bits[ranges(offset[b], offset[b] + w)])
-    inter = np.zeros(a.shape[0], np.int64)
-    nonzero = w > 0
-    if nonzero.any():
-        inter[nonzero] = np.add.reduceat(pair_words.astype(np.int64), segment_starts(w)[nonzero])
-    good = 2.0 * inter >= (threshold - 1e-12) * (size[a] + size[b])
-    return a[good], b[good]
+
+    ids: np.ndarray
+    start: np.ndarray
+    size: np.ndarray
+    n_ids: int
+    class_bucket: np.ndarray
 
 
-def _class_elements(first_unit, unit_ptr, content, contents):
-    """Each class representative's token multiset as a set of (token, occurrence) element ids,
-    per class in a global rarest-first order. Returns (elements, class start, class size)."""
+def _class_elements(first_unit, class_bucket, unit_ptr, content, contents) -> _Elements:
+    """The elements of each class representative."""
     n_classes = first_unit.shape[0]
     line_lo, line_hi = unit_ptr[first_unit], unit_ptr[first_unit + 1]
     lines = content[ranges(line_lo, line_hi)]
     line_class = np.repeat(np.arange(n_classes), line_hi - line_lo)
     tok_lo, tok_hi = contents.token_ptr[lines], contents.token_ptr[lines + 1]
     tokens = contents.tokens[ranges(tok_lo, tok_hi)]
-    cls = np.repeat(line_class, tok_hi - tok_lo)
     n_tok = np.int64(contents.n_tokens)
-    pair = np.sort(cls * n_tok + tokens)  # packed (class, token): np.sort is far cheaper than lexsort
-    cls, tokens = pair // n_tok, pair % n_tok
-    run_start = np.ones(pair.shape[0], bool)
-    run_start[1:] = pair[1:] != pair[:-1]
-    starts = np.flatnonzero(run_start)
-    occ = np.arange(pair.shape[0]) - np.repeat(starts, np.diff(np.append(starts, pair.shape[0])))
+    pair = sorted_keys(np.repeat(line_class, tok_hi - tok_lo) * n_tok + tokens, n_classes * int(n_tok))
+    occ = _run_position(pair)
     counted = occ < MAX_COPIES
-    cls, tokens, occ = cls[counted], tokens[counted], occ[counted]
-    element = tokens * MAX_COPIES + occ
-    # element (t, k) is in a class iff it holds t at least k + 1 times: bincount gives frequencies
-    freq = np.bincount(element, minlength=int(n_tok) * MAX_COPIES)[element]
-    n_elem = np.int64(n_tok * MAX_COPIES)
-    n_freq = np.int64(n_classes + 1)
-    packed = np.sort((cls * n_freq + freq) * n_elem + element)
+    pair, occ = pair[counted], occ[counted]
+    cls = pair // n_tok
+    element = pair % n_tok * MAX_COPIES + occ
+    holders = np.bincount(element, minlength=int(n_tok) * MAX_COPIES)
+    present = np.flatnonzero(holders)
+    rank = np.zeros(holders.shape[0], np.int64)
+    rank[present[np.argsort(holders[present], kind="stable")]] = np.arange(present.shape[0])
+    n_ids = np.int64(present.shape[0])
+    ids = sorted_keys(cls * n_ids + rank[element], n_classes * int(n_ids)) % n_ids
     size = np.bincount(cls, minlength=n_classes)
-    return packed % n_elem, segment_starts(size), size
+    return _Elements(ids, segment_starts(size), size, int(n_ids), class_bucket)
 
 
-def _candidates(elements, class_start, size, class_bucket, threshold):
-    """Candidate pairs (a < b) of classes: prefix filtering plus the size and positional
-    filters of PPJoin (Xiao et al. 2008), which never drop a pair with Jaccard >= J."""
-    n_classes = size.shape[0]
-    jaccard = threshold / (2.0 - threshold)
-    prefix = size - np.ceil(jaccard * size - 1e-9).astype(np.int64) + 1
-    cls = np.repeat(np.arange(n_classes), size)
-    pos = np.arange(elements.shape[0]) - class_start[cls]
-    entry = np.flatnonzero(pos < prefix[cls])
-    n_elem = np.int64(elements.max(initial=0) + 1)
-    n_entry = np.int64(elements.shape[0])
-    key = np.sort((class_bucket[cls[entry]] * n_elem + elements[entry]) * n_entry + entry)
-    item, entry = key // n_entry, key % n_entry
-    run_end = np.searchsorted(item, item, side="right")
-    partners = run_end - np.arange(item.shape[0]) - 1
-    left = np.repeat(entry, partners)
-    right = entry[np.repeat(np.arange(item.shape[0]) + 1, partners)
-                  + (np.arange(int(partners.sum())) - np.repeat(segment_starts(partners), partners))]
-    a, b = cls[left], cls[right]
-    # a pair's first common element at positions i, j bounds the overlap by 1 + min(|x|-i-1, |y|-j-1)
-    bound = 1 + np.minimum(size[a] - pos[left] - 1, size[b] - pos[right] - 1)
-    need = np.ceil(jaccard / (1.0 + jaccard) * (size[a] + size[b]) - 1e-9)
-    ok = (np.minimum(size[a], size[b]) >= jaccard * np.maximum(size[a], size[b]) - 1e-9) & (bound >= need)
-    n_cls = np.int64(n_classes)
-    pairs = np.sort(np.minimum(a[ok], b[ok]) * n_cls + np.maximum(a[ok], b[ok]))
-    if pairs.shape[0]:
-        pairs = pairs[np.append(True, pairs[1:] != pairs[:-1])]
-    return pairs // n_cls, pairs % n_cls
+def _run_position(keys: np.ndarray) -> np.ndarray:
+    """Position of each entry of sorted `keys` within its run of equal keys."""
+    index = np.arange(keys.shape[0], dtype=np.int32)
+    head = np.ones(keys.shape[0], np.int32)
+    np.not_equal(keys[1:], keys[:-1], out=head[1:], casting="unsafe")
+    head *= index
+    return (index - np.maximum.accumulate(head)).astype(np.int64)
+
+
+def _candidates(elements: _Elements, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Candidate pairs of classes: every pair whose Dice similarity may reach the threshold.
+
+    With t the threshold, a pair y, x of one bucket (|y| <= |x|, ties broken by class id) reaches
+    it only when
+
+      |x \cap y| >= alpha = ceil(t (|x| + |y|) / 2),  hence  |x| <= |y| (2 - t) / t,
+
+    and then the first element they share is at a position j <= |y| - alpha of y, and so within its
+    first |y| - ceil(t |y|) + 1 elements (its index prefix), and at a position i <= |x| - alpha of x,
+    within its first |x| - ceil(t |x| / (2 - t)) + 1 elements (its probe prefix): the prefix filter
+    of AllPairs (Bayardo et al. 2007) with the shorter index prefix and the positional filter of
+    PPJoin (Xiao et al. 2008). Probe entries are sorted by (element, bucket, size, class); the x
+    that an index entry (y, j) may meet, those with j <= |y| - alpha, form a contiguous run of them.
+    """
+    size, bucket = elements.size, elements.class_bucket
+    n_classes = np.int64(size.shape[0])
+    t = threshold - 1e-12  # what `_verified` accepts, so no filter is stricter than it
+    span = int(size.max(initial=0)) + 1
+    alpha = np.ceil(t / 2 * np.arange(2 * span + 1) - 1e-9).astype(np.int64)
+    by_size = np.lexsort((size, bucket))
+    size_rank = np.empty(n_classes, np.int64)
+    size_rank[by_size] = np.arange(n_classes)
+
+    probe_len = np.minimum(size - np.ceil(t / (2 - t) * size - 1e-9).astype(np.int64) + 1, size)
+    entry = ranges(elements.start, elements.start + probe_len)
+    cls = np.repeat(np.arange(n_classes), probe_len)
+    width = np.int64(int(probe_len.max(initial=0)))
+    probe = sorted_keys((elements.ids[entry] * n_classes + size_rank[cls]) * width + entry - elements.start[cls],
+                        elements.n_ids * int(n_classes) * int(width))
+    x, i = by_size[probe // width % n_classes], probe % width
+
+    index = np.flatnonzero(i < size[x] - np.ceil(t * size[x] - 1e-9).astype(np.int64) + 1)
+    y, j = x[index], i[index]
+    reach = np.searchsorted(alpha, np.arange(span), side="right") - 1  # largest |x| + |y| with alpha <= k
+    largest = np.minimum(reach[size[y] - j] - size[y], span - 1)
+    end_rank = np.searchsorted(bucket[by_size] * span + size[by_size], bucket[y] * span + largest, side="right")
+    lo = index + 1
+    hi = np.searchsorted(probe, probe[index] + (end_rank - size_rank[y]) * width - j)
+
+    hit = ranges(lo, hi)
+    n_hits = np.maximum(hi - lo, 0)
+    x, i = x[hit], i[hit]
+    y = np.repeat(y, n_hits)
+    ok = i + alpha[size[x] + size[y]] <= size[x]
+    pairs = sorted_keys(y[ok] * n_classes + x[ok], int(n_classes) ** 2)
+    pairs = pairs[np.append(True, pairs[1:] != pairs[:-1])] if pairs.shape[0] else pairs
+    return pairs // n_classes, pairs % n_classes
+
+
+def _verified(a, b, elements: _Elements, threshold):
+    """The pairs whose Dice similarity reaches the threshold.
+
+    Exact intersections by popcount: each class becomes a bitset over the elements that two or
+    more classes of its bucket hold (the others cannot be shared), with one word count per bucket;
+    classes of one word count are rows of one matrix, so pairs of that width are verified together.
+    """
+    if a.shape[0] == 0:
+        return a, b
+    size, class_bucket = elements.size, elements.class_bucket
+    n_buckets = int(class_bucket.max(initial=0)) + 1
+    cls = np.repeat(np.arange(size.shape[0]), size)
+    n_ids = np.int64(elements.n_ids)
+    key, item, holders = unique_ints(class_bucket[cls] * n_ids + elements.ids, n_buckets * int(n_ids))
+    shared = holders >= 2
+    per_bucket = np.bincount(key[shared] // n_ids, minlength=n_buckets)
+    slot = (np.cumsum(shared) - 1 - segment_starts(per_bucket)[key // n_ids])[item]
+    cls, slot = cls[shared[item]], slot[shared[item]]
+
+    words = ((per_bucket + 63) // 64)[class_bucket]
+    by_words = np.argsort(words, kind="stable")
+    offset = np.empty(size.shape[0], np.int64)
+    offset[by_words] = segment_starts(words[by_words])
+    bits = np.zeros(int(words.sum()) * 64, bool)
+    bits[offset[cls] * 64 + slot] = True
+    bits = np.packbits(bits, bitorder="little").view(np.uint64)
+
+    inter = np.zeros(a.shape[0], np.int64)
+    pair_words = words[a]
+    for w in np.unique(pair_words[pair_words > 0]).tolist():
+        sel = np.flatnonzero(pair_words == w)
+        first = offset[by_words[np.searchsorted(words[by_words], w)]]
+        rows = bits[first:first + int((words == w).sum()) * w].reshape(-1, w)
+        common = rows[(offset[a[sel]] - first) // w] & rows[(offset[b[sel]] - first) // w]
+        inter[sel] = np.bitwise_count(common).sum(axis=1, dtype=np.int64)
+    good = 2.0 * inter >= (threshold - 1e-12) * (size[a] + size[b])
+    return a[good], b[good]

@@ -1,10 +1,12 @@
 """What DiDPO compares: normalised code lines, their tokens and stable hashes.
 
 A line is compared without its comment and trailing whitespace; blank and comment-only lines are
-not compared (`normalize_line`). Tokens are runs of word characters (ASCII letters, digits, _ and
-any non-ASCII character) and single other non-space characters. Hashes are polynomial hashes of
-the code points modulo 2^64, finalised with splitmix64: the same in every process, unlike Python's
-salted `hash()`. `tokenize` computes tokens and hashes of many lines in a few vectorized passes.
+not compared (`normalize_line`); whitespace means ASCII whitespace. Tokens are runs of word
+characters (ASCII letters, digits, _ and any non-ASCII character) and single other non-space
+characters. Hashes are polynomial hashes of the UTF-8 bytes modulo 2^64, finalised with
+splitmix64: the same in every process, unlike Python's salted `hash()`. `tokenize` computes tokens
+and hashes of many lines, and `line_table` normalises, hashes and tokenises the lines of a whole
+batch, in a few vectorized passes over their bytes.
 """
 
 from __future__ import annotations
@@ -15,15 +17,22 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from credit._util import ranges, segment_starts
+
 _WORD_CHARS = "0-9A-Za-z_\x80-\U0010ffff"
 TOKEN = re.compile(f"[{_WORD_CHARS}]+|[^{_WORD_CHARS} \t\r\n\x0b\x0c]")
 _SPACE, _WORD, _PUNCT, _NEWLINE = 0, 1, 2, 3
 _ASCII_KIND = np.array([_WORD if chr(c).isalnum() or c == ord("_") else _SPACE if chr(c) in " \t\r\x0b\x0c"
                         else _NEWLINE if c == 10 else _PUNCT for c in range(128)], np.int64)
+_BYTE_KIND = np.concatenate([_ASCII_KIND, np.full(128, _WORD, np.int64)])  # UTF-8 lead/continuation bytes
 MAX_COPIES = 64  # copies of one token beyond this many in a unit are not counted by the similarity
 _POWER = np.uint64(0x100000001B3)
 _POWER_INVERSE = np.uint64(pow(0x100000001B3, -1, 1 << 64))
 _MIX_LENGTH = np.uint64(0xC2B2AE3D27D4EB4F)
+_WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip() removes, ASCII only
+_IS_SPACE = np.zeros(256, bool)
+_IS_SPACE[[ord(c) for c in _WHITESPACE]] = True
+MARKERS = (None, "#", "//", "--")  # line-comment markers, by code (0: none)
 _COMMENT_MARKERS = {
     "#": (".py", ".pyi", ".sh", ".bash", ".rb", ".pl", ".r", ".yaml", ".yml", ".toml", ".cfg", ".jl",
           ".ps1", ".mk", "makefile", "dockerfile", ".cmake", ".txt"),
@@ -53,10 +62,10 @@ def normalize_line(line: str, comment: Optional[str] = "#") -> str:
         cut = line.index(comment)
         if "'" not in line[:cut] and '"' not in line[:cut]:
             line = line[:cut]
-    stripped = line.strip()
+    stripped = line.strip(_WHITESPACE)
     if not stripped or (comment == "//" and stripped.startswith(("/*", "*"))):
         return ""
-    return line.rstrip()
+    return line.rstrip(_WHITESPACE)
 
 
 def similarity(a: str, b: str, comment: Optional[str] = "#") -> float:
@@ -105,12 +114,146 @@ class LineVocabulary:
         norm = normalize_line(line, comment)
         if not norm:
             return -1
-        content = norm.lstrip()
+        content = norm.lstrip(_WHITESPACE)
         cid = self._contents.setdefault(content, len(self._contents))
         return (cid << 16) | min(len(norm) - len(content), 0xFFFF)
 
     def arrays(self) -> "Contents":
         return tokenize(list(self._contents))
+
+
+def marker_code(path: str) -> int:
+    """Index into MARKERS of the file's line-comment marker."""
+    return MARKERS.index(comment_marker(path))
+
+
+def line_table(texts: Sequence[str], markers: np.ndarray) -> "LineTable":
+    """Content ids, indentation and distinct contents of many lines, computed on their bytes.
+
+    The vectorized equivalent of `LineVocabulary` (content ids in order of first appearance, the
+    same normalisation, hashes and tokens) for a whole batch: each distinct (text, marker) is
+    normalised once, with searches over the positions of comment markers, quotes and non-space
+    bytes instead of per-line string operations.
+
+    Args:
+      texts: (L,) line texts without line breaks.
+      markers: (L,) int index into MARKERS of each line's comment marker.
+
+    Returns:
+      LineTable.
+    """
+    markers = np.asarray(markers, np.int64)
+    if markers.shape != (len(texts),):
+        raise ValueError(f"markers must have shape ({len(texts)},), got {markers.shape}")
+    if not texts:
+        return LineTable(np.zeros(0, np.int64), np.zeros(0, np.int64), tokenize([]))
+    distinct, line_key = _distinct_lines(texts, markers)
+    key_marker = np.fromiter((m for m, _ in distinct), np.int64, len(distinct))
+    data = np.frombuffer(("\n".join(t for _, t in distinct) + "\n").encode("utf-8", "surrogatepass"), np.uint8)
+    ends = np.flatnonzero(data == 10)
+    if ends.shape[0] != len(distinct):
+        raise ValueError("line texts must not contain line breaks")
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+    first, last = _content_spans(data, starts, ends, key_marker)
+    compared = np.flatnonzero(first <= last)
+    lengths = last[compared] - first[compared] + 1
+    codes = data[ranges(first[compared], last[compared] + 1)].astype(np.uint64)
+    prefix, inverse = _prefix_hash(codes)
+    bounds = segment_starts(lengths)
+    hashes = _span_hash(prefix, inverse, bounds, bounds + lengths)
+    uniq, at, inv = np.unique(hashes, return_index=True, return_inverse=True)
+    rank = np.empty(uniq.shape[0], np.int64)
+    order = np.argsort(at, kind="stable")
+    rank[order] = np.arange(uniq.shape[0])
+    key_content = np.full(len(distinct), -1, np.int64)
+    key_content[compared] = rank[inv.reshape(-1)]
+    key_indent = np.zeros(len(distinct), np.int64)
+    key_indent[compared] = np.minimum(first[compared] - starts[compared], 0xFFFF)
+    # the distinct contents, in id order, joined by newlines for the tokenizer
+    rep = compared[at[order]]
+    lo, hi = first[rep], last[rep] + 2
+    joined = data[ranges(lo, hi)].copy()
+    joined[np.cumsum(hi - lo) - 1] = 10
+    contents = _tokenize_bytes(joined[:-1], rep.shape[0]) if rep.shape[0] else tokenize([])
+    content = key_content[line_key]
+    if np.unique(key_marker).shape[0] > 1:  # keys are grouped by marker: renumber along the lines
+        has = np.flatnonzero(content >= 0)
+        uniq, at, inv = np.unique(content[has], return_index=True, return_inverse=True)
+        order = np.argsort(at, kind="stable")
+        rank = np.empty(uniq.shape[0], np.int64)
+        rank[order] = np.arange(uniq.shape[0])
+        content[has] = rank[inv.reshape(-1)]
+        contents = _take(contents, uniq[order])
+    return LineTable(content, key_indent[line_key], contents)
+
+
+def _take(contents: "Contents", ids: np.ndarray) -> "Contents":
+    """The contents `ids`, in that order (token ids unchanged)."""
+    lo, hi = contents.token_ptr[ids], contents.token_ptr[ids + 1]
+    ptr = np.zeros(ids.shape[0] + 1, np.int64)
+    np.cumsum(hi - lo, out=ptr[1:])
+    return Contents(contents.hashes[ids], ptr, contents.tokens[ranges(lo, hi)], contents.n_tokens)
+
+
+def _distinct_lines(texts: Sequence[str], markers: np.ndarray) -> tuple[list[tuple[int, str]], np.ndarray]:
+    """The distinct (marker, text) pairs, and the index of each line's pair."""
+    distinct: list[tuple[int, str]] = []
+    keys = np.empty(len(texts), np.int64)
+    for code in np.unique(markers).tolist():
+        at = np.flatnonzero(markers == code)
+        chosen = texts if at.shape[0] == len(texts) else [texts[i] for i in at.tolist()]
+        index = {t: k for k, t in enumerate(dict.fromkeys(chosen), start=len(distinct))}
+        keys[at] = np.fromiter(map(index.__getitem__, chosen), np.int64, len(chosen))
+        distinct.extend((code, t) for t in index)
+    return distinct, keys
+
+
+def _content_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                   markers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive byte span (first, last) of each line's compared content; first > last when none.
+
+    `normalize_line`, vectorized: the comment starts at the line's first marker unless a quote
+    comes before it; the content is what is left, without surrounding whitespace.
+    """
+    cut = ends.copy()
+    quotes = np.flatnonzero((data == 34) | (data == 39))
+    for code, marker in enumerate(MARKERS):
+        rows = np.flatnonzero(markers == code)
+        if marker is None or rows.shape[0] == 0:
+            continue
+        at = _marker_positions(data, marker)
+        pos = _first_at_or_after(at, starts[rows], ends[rows])
+        quote = _first_at_or_after(quotes, starts[rows], ends[rows])
+        comment = pos < ends[rows]
+        cut[rows[comment & (quote >= pos)]] = pos[comment & (quote >= pos)]
+    solid = np.append(np.flatnonzero(~_IS_SPACE[data]), data.shape[0])  # a sentinel past the end
+    first = _first_at_or_after(solid, starts, cut)
+    k = np.searchsorted(solid, cut) - 1
+    last = np.where(k >= 0, solid[np.maximum(k, 0)], -1)
+    empty = first >= cut
+    first[empty], last[empty] = 1, 0
+    block = (markers == MARKERS.index("//")) & ~empty
+    if block.any():  # "/*" and "*" lines are block comments in "//" languages
+        head = data[first[block]]
+        nxt = data[np.minimum(first[block] + 1, data.shape[0] - 1)]
+        drop = np.flatnonzero(block)[(head == 42) | ((head == 47) & (nxt == 42))]
+        first[drop], last[drop] = 1, 0
+    return first, last
+
+
+def _marker_positions(data: np.ndarray, marker: str) -> np.ndarray:
+    code = np.frombuffer(marker.encode(), np.uint8)
+    hit = data[:data.shape[0] - code.shape[0] + 1] == code[0]
+    for k in range(1, code.shape[0]):
+        hit &= data[k:data.shape[0] - code.shape[0] + 1 + k] == code[k]
+    return np.flatnonzero(hit)
+
+
+def _first_at_or_after(positions: np.ndarray, starts: np.ndarray, limits: np.ndarray) -> np.ndarray:
+    """The first of the sorted `positions` at or after each start, or the limit when it is past it."""
+    k = np.searchsorted(positions, starts)
+    pos = positions[np.minimum(k, positions.shape[0] - 1)] if positions.shape[0] else np.zeros_like(starts)
+    return np.where((k < positions.shape[0]) & (pos < limits), pos, limits)
 
 
 def tokenize(contents: list[str]) -> "Contents":
@@ -124,10 +267,15 @@ def tokenize(contents: list[str]) -> "Contents":
     """
     if not contents:
         return Contents(np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros(0, np.int64), 1)
-    joined = "\n".join(contents)
-    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), np.uint32).astype(np.uint64)
+    return _tokenize_bytes(np.frombuffer("\n".join(contents).encode("utf-8", "surrogatepass"), np.uint8),
+                           len(contents))
+
+
+def _tokenize_bytes(data: np.ndarray, n_lines: int) -> "Contents":
+    """`tokenize` of n_lines line contents given as UTF-8 bytes joined by newlines."""
+    codes = data.astype(np.uint64)
     n = codes.shape[0]
-    kind = np.where(codes < 128, _ASCII_KIND[np.minimum(codes, 127).astype(np.int64)], _WORD)
+    kind = _BYTE_KIND[data]
     word = kind == _WORD
     starts_word = word & ~np.concatenate([[False], word[:-1]])
     ends_word = word & ~np.concatenate([word[1:], [False]])
@@ -143,8 +291,8 @@ def tokenize(contents: list[str]) -> "Contents":
     token_hash = _span_hash(prefix, inverse, starts, ends)
     uniq, token_ids = np.unique(token_hash, return_inverse=True)
     owner = np.searchsorted(line_start, starts, side="right") - 1
-    ptr = np.zeros(len(contents) + 1, np.int64)
-    np.cumsum(np.bincount(owner, minlength=len(contents)), out=ptr[1:])
+    ptr = np.zeros(n_lines + 1, np.int64)
+    np.cumsum(np.bincount(owner, minlength=n_lines), out=ptr[1:])
     return Contents(_span_hash(prefix, inverse, line_start, line_end), ptr, token_ids.reshape(-1).astype(np.int64),
                     max(int(uniq.shape[0]), 1))
 
@@ -171,6 +319,16 @@ def _span_hash(prefix: np.ndarray, inverse: np.ndarray, starts: np.ndarray, ends
     x *= np.uint64(0x94D049BB133111EB)
     x ^= x >> np.uint64(31)
     return x
+
+
+@dataclass(frozen=True, eq=False)
+class LineTable:
+    """Lines as compared: (L,) content id (-1 for a blank or comment line), (L,) indentation in
+    characters, and the distinct contents."""
+
+    content: np.ndarray
+    indent: np.ndarray
+    contents: "Contents"
 
 
 @dataclass(frozen=True, eq=False)

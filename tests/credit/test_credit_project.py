@@ -2,7 +2,8 @@ import json
 
 import numpy as np
 
-from credit.project import locate_lines, merge_spans, project_steps, project_tokens, provenance_spans
+from credit.project import (locate_blocks, locate_lines, merge_spans, occurrence_spans, project_steps,
+                            project_tokens, provenance_spans)
 
 
 def test_locate_raw_lines_in_order():
@@ -42,14 +43,15 @@ def test_many_steps_at_once_match_one_at_a_time():
     spans = np.array([[4, 5], [0, 2], [5, 9]])
     step = np.array([0, 1, 1])
     values = np.array([1.0, 2.0, 3.0])
-    both = project_steps(offs, spans, step, values, np.ones(3))
-    assert both[0][0].tolist() == [0.0, 1.0]
-    assert both[1][0].tolist() == [0.0, 2.0, 3.0]
+    both, covered = project_steps(offs, spans, step, values, np.ones(3))
+    # step 0's two tokens, then step 1's three (the first zero-width)
+    assert both.tolist() == [0.0, 1.0, 0.0, 2.0, 3.0]
+    assert covered.tolist() == [False, True, False, True, True]
     alone = project_tokens(offs[1], spans[1:], values[1:], np.ones(2))
-    assert alone[0].tolist() == both[1][0].tolist()
+    assert alone[0].tolist() == both[2:].tolist()
 
 
 def test_provenance_spans():
     prov = (("a.py", 3, 10, 20), ("b.py", 3, 30, 40))
-    out = provenance_spans(prov, ["a.py", "a.py", "b.py"], np.array([3, 4, 3]))
+    out = provenance_spans([prov], [["a.py", "a.py", "b.py"]], np.array([3, 4, 3]))
     assert out.tolist() == [[10, 20], [-1, -1], [30, 40]]

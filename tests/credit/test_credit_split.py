@@ -1,6 +1,11 @@
+import difflib
+import random
+import re
+
 import pytest
 
-from credit.split import ADDED, DELETED, LEVELS, split_diff
+from credit import split as split_module
+from credit.split import ADDED, DELETED, LEVELS, split_diff, split_diffs
 
 MODIFY = """diff --git a/m.py b/m.py
 index 1111111..2222222 100644
@@ -142,3 +147,82 @@ def test_empty_diff_and_bad_input():
         split_diff("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-a\n")
     with pytest.raises(ValueError, match="levels must be"):
         split_diff(MODIFY, levels=("function",))
+
+
+def _unidiff_split(diff, **options):
+    """The same split with the hunk bodies read by unidiff (the path for diffs the scan leaves)."""
+    want = tuple(lv in options.get("levels", LEVELS) for lv in LEVELS)
+    body = split_module._parse_with_unidiff(0, diff)
+    return split_module._units(body, 1, want, options.get("syntax", "tree-sitter") == "tree-sitter", 3).sub(0)
+
+
+def _same(a, b):
+    return (a.paths == b.paths and a.texts == b.texts and a.kinds.tolist() == b.kinds.tolist()
+            and a.line_numbers.tolist() == b.line_numbers.tolist() and a.unit_levels.tolist() == b.unit_levels.tolist()
+            and a.unit_ptr.tolist() == b.unit_ptr.tolist() and a.unit_lines.tolist() == b.unit_lines.tolist())
+
+
+TRICKY_LINES = ["x = 1", "-- a comment in SQL", "++i;", "--- a/not_a_header", "+++ b/not_a_header", "@@ not a hunk",
+                "def f(a):", "    if a:", "        return 2", "    return 3", "", "   ", "naïve = 'é'", "y = 4\r"]
+
+
+def _random_diffs(seed: int, n: int) -> list[str]:
+    """Diffs of random edits as difflib writes them (plain unified format), some with git's headers,
+    missing final newlines, several files, or the lines above that look like headers."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        before = [rng.choice(TRICKY_LINES) + "\n" for _ in range(rng.randint(0, 25))]
+        after = list(before)
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randint(0, len(after))
+            if rng.random() < 0.4 or not after:
+                after.insert(at, rng.choice(TRICKY_LINES) + "\n")
+            elif rng.random() < 0.5:
+                del after[min(at, len(after) - 1)]
+            else:
+                after[min(at, len(after) - 1)] = rng.choice(TRICKY_LINES) + "\n"
+        path = f"pkg/f{k}.py" if k % 3 else f"src/f{k}.c"
+        diff = "".join(difflib.unified_diff(before, after, f"a/{path}", f"b/{path}", n=rng.choice([0, 1, 3])))
+        if not diff:
+            continue
+        if diff.endswith("\n") and rng.random() < 0.2:
+            diff += "\\ No newline at end of file\n"
+        if rng.random() < 0.4:
+            diff = f"diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n" + diff
+        if out and rng.random() < 0.3:
+            diff += out[-1]
+        out.append(diff)
+    return out
+
+
+def test_the_batch_scan_reads_diffs_as_unidiff_does():
+    diffs = _random_diffs(0, 120) + [MODIFY]
+    for options in ({}, {"syntax": "indent"}, {"levels": ("hunk", "block")}):
+        for diff in diffs:
+            try:
+                expected = _unidiff_split(diff, **options)
+            except split_module.DiffError as err:
+                with pytest.raises(ValueError, match=re.escape(str(err))):
+                    split_diff(diff, **options)
+                continue
+            assert _same(split_diff(diff, **options), expected), diff
+    assert not split_module._scan([d for d in diffs if _parses(d)])[1]  # all of them took the fast path
+
+
+def _parses(diff):
+    try:
+        split_module._parse_with_unidiff(0, diff)
+        return True
+    except ValueError:
+        return False
+
+
+def test_a_batch_splits_each_diff_as_alone_and_names_a_bad_one():
+    diffs = [d for d in _random_diffs(1, 40) if _parses(d)] + ["", "not a diff"]
+    batch = split_diffs(diffs[:-1])
+    for d, diff in enumerate(diffs[:-1]):
+        assert _same(batch.sub(d), split_diff(diff))
+    with pytest.raises(split_module.DiffError, match="no file header") as err:
+        split_diffs(diffs)
+    assert err.value.index == len(diffs) - 1

@@ -3,9 +3,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from credit.text import TOKEN, LineVocabulary, comment_marker, normalize_line, similarity, tokenize
+from credit.text import (MARKERS, TOKEN, LineVocabulary, comment_marker, line_table, normalize_line, similarity,
+                         tokenize)
 
 
 def test_normalize_line():
@@ -59,3 +63,27 @@ def test_vocabulary_gives_content_ids_and_indents():
     assert indent[[0, 2, 4]].tolist() == [4, 0, 1]
     arrays = vocab.arrays()
     assert arrays.hashes.shape == (2,) and arrays.token_ptr.tolist() == [0, 3, 6]
+
+
+LINES = st.text(alphabet=st.sampled_from(list("ab_1 \t#/-*'\"é\u00a0xy=:(")), max_size=14)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(LINES, st.integers(0, len(MARKERS) - 1)), max_size=25))
+def test_line_table_is_the_vocabulary_vectorized(lines):
+    texts, markers = [t for t, _ in lines], np.array([m for _, m in lines], np.int64)
+    table = line_table(texts, markers)
+    vocab = LineVocabulary()
+    expected = [vocab.lines([t], MARKERS[m]) for t, m in lines]
+    assert table.content.tolist() == [int(c[0]) for c, _ in expected]
+    compared = table.content >= 0
+    assert table.indent[compared].tolist() == [int(i[0]) for c, i in expected if c[0] >= 0]
+    ref = vocab.arrays()
+    assert table.contents.hashes.tolist() == ref.hashes.tolist()
+    assert table.contents.token_ptr.tolist() == ref.token_ptr.tolist()
+    assert table.contents.tokens.tolist() == ref.tokens.tolist()
+
+
+def test_line_table_rejects_mismatched_markers():
+    with pytest.raises(ValueError, match="markers must have shape"):
+        line_table(["x = 1"], np.array([1, 1]))
