@@ -171,7 +171,7 @@ def timed(fn, repeats: int) -> tuple[float, list]:
 
 def fresh_didpo(trajs, **options):
     """didpo with the tree-sitter memo cleared, so repeated calls do not reuse earlier parses."""
-    split_module._block_spans.cache_clear()
+    split_module._python_block_spans.cache_clear()
     return credit.didpo(trajs, **options)
 
 
@@ -192,7 +192,7 @@ def split_costs(trajs, repeats: int) -> dict[str, float]:
     out = {"unidiff": timed(parse_all, repeats)[0]}
     for mode in ("indent", "tree-sitter"):
         def split_all():
-            split_module._block_spans.cache_clear()
+            split_module._python_block_spans.cache_clear()
             for d in diffs:
                 split_diff(d, syntax=mode)
 

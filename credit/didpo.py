@@ -231,7 +231,7 @@ def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
         raise ValueError(f"trajectory {i} (task {table.trajectories[i].task_id!r}), "
                          f"step {int(table.index[r])}: {err}") from None
     marker = np.fromiter((marker_code(p) for p in batch.path_names), np.int64, len(batch.path_names))
-    compared = line_table(batch.texts, marker[batch.path_ids])
+    compared = line_table(batch.marked_texts(), marker[batch.path_ids], skip=1)
     # per distinct unit: its compared lines (content, indent) as a CSR
     unit_of = np.repeat(np.arange(batch.unit_levels.shape[0]), np.diff(batch.unit_ptr))
     member_content = compared.content[batch.unit_lines]
@@ -324,13 +324,13 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     occ_units = members[occ]
     rows = np.unique(units.row[occ_units])
     steps = [table.steps[r] for r in rows.tolist()]
-    line_spans, line_step = _line_spans(steps, [units.prepared[r].sub for r in rows.tolist()])
+    line_spans, line_step, line_block = _line_spans(steps, units.prepared._batch, units.prepared._diff_of_row[rows])
     lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
     member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
     member_line = units.lines[ranges(lo, hi)] - units.line_base[rows[member_step]] + first_line[member_step]
     spans, owner, span_step = occurrence_spans([s.action for s in steps], line_spans, line_step, member_line,
-                                               np.repeat(np.arange(occ.shape[0]), hi - lo))
+                                               np.repeat(np.arange(occ.shape[0]), hi - lo), line_block)
     offsets = [s.offsets for s in steps]
     token_extra, covered = project_steps(offsets, spans, span_step, value[occ[owner]],
                                          selection.gs[anchor[occ[owner]]].astype(np.float64))
@@ -343,21 +343,25 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     }
 
 
-def _line_spans(steps, subs: list[SubDiffs]) -> tuple[np.ndarray, np.ndarray]:
-    """Action spans of the changed lines of `steps` (one step's lines after another's) and each
-    line's step: provenance for added lines when a step has it, the text search for the rest, by
-    blocks of lines of one kind with consecutive line numbers."""
-    line_step = np.repeat(np.arange(len(subs)), [len(sub.texts) for sub in subs])
-    kinds = np.concatenate([sub.kinds for sub in subs]) if subs else np.zeros(0, np.int8)
-    numbers = np.concatenate([sub.line_numbers for sub in subs]) if subs else np.zeros(0, np.int64)
-    new_block = np.ones(kinds.shape[0], bool)
+def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Action spans of the changed lines of `steps` (diff diffs[i] for steps[i], one step's lines after
+    another's), each line's step, and its block (`locate_blocks`, -1: none): provenance for added
+    lines when a step has it, the text search for the rest, by blocks of lines of one kind with
+    consecutive line numbers."""
+    lo, hi = batch.line_ptr[diffs], batch.line_ptr[diffs + 1]
+    line = ranges(lo, hi)
+    line_step = np.repeat(np.arange(diffs.shape[0]), hi - lo)
+    kinds, numbers = batch.kinds[line], batch.line_numbers[line]
+    new_block = np.ones(line.shape[0], bool)
     new_block[1:] = (kinds[1:] != kinds[:-1]) | (numbers[1:] != numbers[:-1] + 1)
     provenance = [step.provenance for step in steps]
     from_provenance = (kinds == ADDED) & np.asarray([p is not None for p in provenance], bool)[line_step]
-    spans = locate_blocks([step.action for step in steps], [sub.texts for sub in subs], new_block, ~from_provenance)
-    given = provenance_spans(provenance, [sub.paths for sub in subs], numbers)
-    spans[from_provenance] = given[from_provenance]
-    return spans, line_step
+    spans, block = locate_blocks([step.action for step in steps], batch.source, batch.line_source[line], line_step,
+                                 new_block, ~from_provenance, skip=1)
+    asked = np.flatnonzero(from_provenance)
+    spans[asked] = provenance_spans(provenance, line_step[asked], batch.path_ids[line[asked]], batch.path_names,
+                                    numbers[asked])
+    return spans, line_step, block
 
 
 def _line_coverage(units: _Units, selection) -> float:

@@ -33,6 +33,7 @@ import numpy as np
 import unidiff
 
 from credit._util import ranges, segment_starts
+from credit.text import _WHITESPACE, skip_spaces
 
 LEVELS = ("file", "hunk", "syntax", "block")
 SYNTAX_MODES = ("tree-sitter", "indent")
@@ -98,7 +99,9 @@ class DiffBatch:
     Attributes:
       line_ptr: (D + 1,) CSR pointers of each diff's changed lines.
       path_names: the distinct file paths; path_ids: (L,) index into them of each line.
-      kinds, line_numbers, texts: (L,) as in SubDiffs.
+      kinds, line_numbers: (L,) as in SubDiffs.
+      source, line_source: each line's text is source[line_source] without its first character
+        (the +/- marker) and trailing carriage returns (`texts`, `marked_texts`).
       diff_units: (D + 1,) CSR pointers of each diff's units.
       unit_levels, unit_ptr, unit_lines: as in SubDiffs, over the whole batch.
     """
@@ -108,11 +111,27 @@ class DiffBatch:
     path_ids: np.ndarray
     kinds: np.ndarray
     line_numbers: np.ndarray
-    texts: list[str]
+    source: list[str]
+    line_source: np.ndarray
+    carriage_returns: bool
     diff_units: np.ndarray
     unit_levels: np.ndarray
     unit_ptr: np.ndarray
     unit_lines: np.ndarray
+
+    def texts_of(self, lines: np.ndarray) -> list[str]:
+        """Texts of the given lines."""
+        out = [self.source[i][1:] for i in self.line_source[lines].tolist()]
+        return [t.rstrip("\r") for t in out] if self.carriage_returns else out
+
+    @functools.cached_property
+    def texts(self) -> list[str]:
+        """(L,) every line's text (made on first use)."""
+        return self.texts_of(np.arange(self.line_source.shape[0]))
+
+    def marked_texts(self) -> list[str]:
+        """Every line's text with its marker in front (and any carriage return left on)."""
+        return [self.source[i] for i in self.line_source.tolist()]
 
     def sub(self, d: int) -> SubDiffs:
         lo, hi = int(self.line_ptr[d]), int(self.line_ptr[d + 1])
@@ -122,7 +141,7 @@ class DiffBatch:
         ptr = self.unit_ptr[u0:u1 + 1]
         return SubDiffs(
             paths=tuple(self.path_names[i] for i in self.path_ids[lo:hi].tolist()),
-            kinds=self.kinds[lo:hi], line_numbers=self.line_numbers[lo:hi], texts=tuple(self.texts[lo:hi]),
+            kinds=self.kinds[lo:hi], line_numbers=self.line_numbers[lo:hi], texts=tuple(self.texts_of(np.arange(lo, hi))),
             unit_levels=self.unit_levels[u0:u1], unit_ptr=ptr - ptr[0],
             unit_lines=self.unit_lines[ptr[0]:ptr[-1]] - lo)
 
@@ -183,8 +202,9 @@ class _Body:
     """Hunk body lines (context and changed, without "\\" markers) of some diffs, in order.
 
     Per line: diff, file (global id, one per file section), hunk (global id), type (+1 added,
-    -1 deleted, 0 context), line number (new file for added and context, old for deleted), text.
-    Per file: its path.
+    -1 deleted, 0 context), line number (new file for added and context, old for deleted), and
+    where its text is: source[at] with the +/-/space marker in front, and data[start:end] in
+    UTF-8 without the marker (texts are made only when asked for). Per file: its path.
     """
 
     diff: np.ndarray
@@ -192,8 +212,22 @@ class _Body:
     hunk: np.ndarray
     type: np.ndarray
     number: np.ndarray
-    texts: list[str]
+    at: np.ndarray
+    source: list[str]
+    data: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
     file_paths: list[str]
+    carriage_returns: bool = False
+
+    def texts(self, lines: np.ndarray) -> list[str]:
+        """Texts of the given body lines, without marker and line break."""
+        out = [self.source[i][1:] for i in self.at[lines].tolist()]
+        return [t.rstrip("\r") for t in out] if self.carriage_returns else out
+
+    def shapes(self, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`_row_shapes` of the given body lines."""
+        return _shapes(self.data, self.start[lines], self.end[lines])
 
 
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -211,9 +245,9 @@ def _scan(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
     data = np.frombuffer(joined.encode("utf-8", "surrogatepass"), np.uint8)
     ends = np.flatnonzero(data == 10)
     starts = np.concatenate([[0], ends[:-1] + 1])
-    n = ends.shape[0]
-    line_diff = np.repeat(np.asarray(todo, np.int64), [t.count("\n") for t in texts])
-    diff_end = np.cumsum([t.count("\n") for t in texts])
+    counts = np.fromiter(map(str.count, texts, itertools.repeat("\n")), np.int64, len(texts))
+    line_diff = np.repeat(np.asarray(todo, np.int64), counts)
+    diff_end = np.cumsum(counts)
     first = data[starts]
     second = data[np.minimum(starts + 1, data.shape[0] - 1)]
     old = (first == 32) | (first == 45) | (first == 10)  # context (an empty line is one), deleted
@@ -271,16 +305,14 @@ def _scan(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
     news = np.concatenate([[0], np.cumsum(new)])
     number = np.where(kind == DELETED, header[hunk_of, 0] + olds[body] - olds[b0[hunk_of]],
                       header[hunk_of, 2] + news[body] - news[b0[hunk_of]])
-    texts_out = [lines[i][1:] for i in body.tolist()]
-    for j in np.flatnonzero(data[np.maximum(ends[body] - 1, 0)] == 13).tolist():
-        texts_out[j] = texts_out[j].rstrip("\r")
-    used = np.unique(hunk_file[hunk_of])
+    used = np.flatnonzero(np.bincount(hunk_file[good], minlength=len(file_paths)))
     remap = np.full(len(file_paths), -1, np.int64)
     remap[used] = np.arange(used.shape[0])
-    return _Body(line_diff[body], remap[hunk_file[hunk_of]], hunk_of, kind, number, texts_out,
-                 [file_paths[i] for i in used.tolist()]), sorted(bad)
+    return _Body(line_diff[body], remap[hunk_file[hunk_of]], hunk_of, kind, number, body, lines, data,
+                 starts[body] + 1, ends[body], [file_paths[i] for i in used.tolist()], "\r" in joined), sorted(bad)
 
 
+@functools.lru_cache(maxsize=4096)
 def _file_path(source: str, target: str) -> Optional[str]:
     """The file path of a `--- source` / `+++ target` header pair, as unidiff's PatchedFile.path."""
     if not (source.startswith("--- ") and target.startswith("+++ ")):
@@ -304,7 +336,7 @@ def _parse_with_unidiff(d: int, diff: str) -> _Body:
         raise DiffError(d, (
             "diff is not empty but has no file header ('diff --git', '---' / '+++'): pass the "
             "unified diff the step made, or '' when it changed nothing"))
-    file, hunk, kind, number, texts, paths = [], [], [], [], [], []
+    file, hunk, kind, number, source, paths = [], [], [], [], [], []
     n_hunks = 0
     for pf in patch:
         if pf.is_binary_file or not len(pf):
@@ -318,11 +350,13 @@ def _parse_with_unidiff(d: int, diff: str) -> _Body:
                 hunk.append(n_hunks)
                 kind.append(t)
                 number.append(ln.source_line_no if t == DELETED else ln.target_line_no)
-                texts.append(ln.value.rstrip("\r\n"))
+                source.append(ln.line_type + ln.value.rstrip("\r\n"))
             n_hunks += 1
         paths.append(pf.path)
+    data, start, end = _encode_rows([line[1:] for line in source])
     return _Body(np.full(len(kind), d, np.int64), np.asarray(file, np.int64), np.asarray(hunk, np.int64),
-                 np.asarray(kind, np.int8), np.asarray(number, np.int64), texts, paths)
+                 np.asarray(kind, np.int8), np.asarray(number, np.int64), np.arange(len(source)), source,
+                 data, start, end, paths)
 
 
 def _merge(parts: list[_Body]) -> _Body:
@@ -331,18 +365,26 @@ def _merge(parts: list[_Body]) -> _Body:
         return parts[0]
     if not parts:
         empty = np.zeros(0, np.int64)
-        return _Body(empty, empty, empty, np.zeros(0, np.int8), empty, [], [])
+        return _Body(empty, empty, empty, np.zeros(0, np.int8), empty, empty, [], np.zeros(0, np.uint8), empty, empty, [])
     file_base = segment_starts(np.asarray([len(p.file_paths) for p in parts], np.int64))
     hunk_base = segment_starts(np.asarray([int(p.hunk.max(initial=-1)) + 1 for p in parts], np.int64))
     order = np.argsort(np.concatenate([p.diff for p in parts]), kind="stable")
     file = np.concatenate([p.file + b for p, b in zip(parts, file_base.tolist())])[order]
     hunk = np.concatenate([p.hunk + b for p, b in zip(parts, hunk_base.tolist())])[order]
-    texts = list(itertools.chain.from_iterable(p.texts for p in parts))
+    source_base = segment_starts(np.asarray([len(p.source) for p in parts], np.int64))
+    at = np.concatenate([p.at + b for p, b in zip(parts, source_base.tolist())])[order]
     paths = list(itertools.chain.from_iterable(p.file_paths for p in parts))
     file_rank, file_ids = _first_appearance(file)
-    return _Body(np.concatenate([p.diff for p in parts])[order], file_rank, _first_appearance(hunk)[0],
-                 np.concatenate([p.type for p in parts])[order], np.concatenate([p.number for p in parts])[order],
-                 [texts[i] for i in order.tolist()], [paths[i] for i in file_ids.tolist()])
+
+    def cat(name):
+        return np.concatenate([getattr(p, name) for p in parts])[order]
+
+    data_base = segment_starts(np.asarray([p.data.shape[0] for p in parts], np.int64))
+    start = np.concatenate([p.start + b for p, b in zip(parts, data_base.tolist())])[order]
+    end = np.concatenate([p.end + b for p, b in zip(parts, data_base.tolist())])[order]
+    return _Body(cat("diff"), file_rank, _first_appearance(hunk)[0], cat("type"), cat("number"), at,
+                 list(itertools.chain.from_iterable(p.source for p in parts)), np.concatenate([p.data for p in parts]),
+                 start, end, [paths[i] for i in file_ids.tolist()], any(p.carriage_returns for p in parts))
 
 
 def _first_appearance(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -356,7 +398,7 @@ def _first_appearance(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _units(body: _Body, n_diffs: int, want: tuple[bool, ...], tree_sitter: bool, min_syntax_lines: int) -> DiffBatch:
     """Units of every diff from its hunk bodies (vectorized, apart from one memoised block
-    search per hunk side)."""
+    search per Python hunk side)."""
     changed = np.flatnonzero(body.type != 0)
     n_lines = changed.shape[0]
     cid = np.full(body.type.shape[0], -1, np.int64)
@@ -364,164 +406,224 @@ def _units(body: _Body, n_diffs: int, want: tuple[bool, ...], tree_sitter: bool,
     kind = body.type[changed]
     file = body.file[changed]
     hunk = body.hunk[changed]
-    added = kind == ADDED
-    pieces: list = []  # per level: (level, unit of each member, per-unit sort columns, member lines)
-    side = hunk * 2 + ~added  # hunk side: added first, then deleted
+    deleted = (kind == DELETED).astype(np.int64)
+    side = hunk * 2 + deleted  # a hunk's added lines, then its deleted lines
+    pieces: list = []  # per level: (level, file of each unit, unit of each member, member lines)
     if want[0]:
-        group = file * 2 + ~added
-        _, unit = np.unique(group, return_inverse=True)
-        _collect(pieces, 0, unit.reshape(-1), np.arange(n_lines), file, [~added])
+        pieces.append(_by_label(0, file * 2 + deleted, file))
     if want[1]:
-        _, unit = np.unique(side, return_inverse=True)
-        _collect(pieces, 1, unit.reshape(-1), np.arange(n_lines), file, [hunk, ~added])
+        pieces.append(_by_label(1, side, file))
     if want[2]:
-        members, owner, cols = _syntax_units(body, cid, side, kind, tree_sitter, min_syntax_lines)
-        if members.shape[0]:
-            pieces.append((2, owner, cols, members))
+        pieces.append(_syntax_units(body, cid, side, tree_sitter, min_syntax_lines))
     if want[3]:
         run = np.ones(n_lines, bool)  # a run: consecutive body lines of one edit type
         run[1:] = (changed[1:] != changed[:-1] + 1) | (kind[1:] != kind[:-1]) | (hunk[1:] != hunk[:-1])
-        unit = np.cumsum(run) - 1
-        _collect(pieces, 3, unit, np.arange(n_lines), file, [np.arange(n_lines)])
+        pieces.append(_by_label(3, np.cumsum(run), file))
     return _assemble(pieces, body, changed, n_diffs, file)
 
 
-def _collect(pieces: list, level: int, unit: np.ndarray, lines: np.ndarray, file: np.ndarray,
-             cols: list[np.ndarray]) -> None:
-    """Units given by a unit id per member line (ids dense; members in line order)."""
-    if lines.shape[0] == 0:
-        return
-    first = np.full(int(unit.max()) + 1, lines.shape[0], np.int64)
-    np.minimum.at(first, unit, np.arange(lines.shape[0]))
-    owner_cols = [file[lines][first]] + [c[first] for c in cols]
-    order = np.argsort(unit, kind="stable")
-    pieces.append((level, unit[order], owner_cols, lines[order]))
+def _by_label(level: int, label: np.ndarray, file: np.ndarray):
+    """Units grouping the changed lines by a label that is non-decreasing within each file,
+    so the units come out in line order."""
+    order = np.lexsort((label, file))  # stable: each unit's lines stay ascending
+    new = np.ones(order.shape[0], bool)
+    new[1:] = label[order][1:] != label[order][:-1]
+    unit = np.cumsum(new) - 1
+    return level, file[order][new], unit, order
 
 
-def _syntax_units(body: _Body, cid: np.ndarray, side: np.ndarray, kind: np.ndarray, tree_sitter: bool,
-                  min_syntax_lines: int):
+def _syntax_units(body: _Body, cid: np.ndarray, side: np.ndarray, tree_sitter: bool, min_syntax_lines: int):
     """Block units of each hunk side with enough changed lines: its rows are the body lines from
     its first to its last changed line, without the other side's lines."""
     counts = np.bincount(side, minlength=int(side.max(initial=-1)) + 1)
     changed = np.flatnonzero(body.type != 0)
     sides = np.flatnonzero(counts >= min_syntax_lines)
+    none = (2, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     if sides.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+        return none
     lo = np.full(counts.shape[0], -1, np.int64)
     hi = np.full(counts.shape[0], -1, np.int64)
     lo[side[::-1]] = changed[::-1]
     hi[side] = changed
     rows = ranges(lo[sides], hi[sides] + 1)
-    row_side = np.repeat(sides, hi[sides] - lo[sides] + 1)
-    other = np.where(row_side % 2 == 0, DELETED, ADDED)
+    row_side = np.repeat(np.arange(sides.shape[0]), hi[sides] - lo[sides] + 1)
+    other = np.where(sides[row_side] % 2 == 0, DELETED, ADDED)
     keep = body.type[rows] != other
     rows, row_side = rows[keep], row_side[keep]
-    n_rows = np.bincount(np.searchsorted(sides, row_side), minlength=sides.shape[0])
+    n_rows = np.bincount(row_side, minlength=sides.shape[0])
     base = segment_starts(n_rows)
-    texts = [body.texts[i] for i in rows.tolist()]
-    python = [tree_sitter and body.file_paths[f].endswith((".py", ".pyi")) for f in body.file[lo[sides]].tolist()]
-    span_side, span_lo, span_hi = [], [], []
-    for k, (b, m, py) in enumerate(zip(base.tolist(), n_rows.tolist(), python)):
-        for first, last in _block_spans(tuple(texts[b:b + m]), py):
-            span_side.append(k)
-            span_lo.append(b + first)
-            span_hi.append(b + last + 1)
-    if not span_side:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
-    span_lo, span_hi = np.asarray(span_lo, np.int64), np.asarray(span_hi, np.int64)
-    members = cid[rows[ranges(span_lo, span_hi)]]
-    owner = np.repeat(np.arange(span_lo.shape[0]), span_hi - span_lo)
+    python = np.zeros(sides.shape[0], bool)
+    if tree_sitter:
+        is_py = np.fromiter((p.endswith((".py", ".pyi")) for p in body.file_paths), bool, len(body.file_paths))
+        python = is_py[body.file[lo[sides]]]
+    py_rows = np.flatnonzero(python[row_side])
+    texts = body.texts(rows[py_rows])
+    text_at = np.full(rows.shape[0], -1, np.int64)
+    text_at[py_rows] = np.arange(py_rows.shape[0])
+    # Python sides through tree-sitter (memoised per text); the rest, and Python that does not
+    # parse, by indentation in one vectorized pass
+    span_lo, span_hi, by_indent = [], [], np.ones(sides.shape[0], bool)
+    for k in np.flatnonzero(python).tolist():
+        b = int(base[k])
+        t = int(text_at[b])
+        spans = _python_block_spans(tuple(texts[t:t + int(n_rows[k])]))
+        if spans is not None:
+            by_indent[k] = False
+            span_lo.extend(b + first for first, _ in spans)
+            span_hi.extend(b + last + 1 for _, last in spans)
+    lo_arr, hi_arr = np.asarray(span_lo, np.int64), np.asarray(span_hi, np.int64)
+    span_side = np.searchsorted(base, lo_arr, side="right") - 1
+    if by_indent.any():
+        at = np.flatnonzero(by_indent[row_side])
+        first, last = _indent_blocks(*body.shapes(rows[at]), row_side[at])
+        lo_arr = np.concatenate([lo_arr, at[first]])
+        hi_arr = np.concatenate([hi_arr, at[last] + 1])
+        span_side = np.concatenate([span_side, row_side[at[first]]])
+    if lo_arr.shape[0] == 0:
+        return none
+    order = np.lexsort((hi_arr, lo_arr, span_side))
+    lo_arr, hi_arr, span_side = lo_arr[order], hi_arr[order], span_side[order]
+    members = cid[rows[ranges(lo_arr, hi_arr)]]
+    owner = np.repeat(np.arange(lo_arr.shape[0]), hi_arr - lo_arr)
     keep = members >= 0
-    members, owner = members[keep], owner[keep]
-    s = sides[np.asarray(span_side, np.int64)]
-    cols = [body.file[lo[s]], s // 2, s % 2, np.arange(s.shape[0])]
-    return members, owner, cols
+    return 2, body.file[lo[sides[span_side]]], owner[keep], members[keep]
+
+
+def indent_spans(rows: Sequence[str], group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indentation blocks (`_indent_spans`) of many groups of rows in a few vectorized passes.
+
+    A non-blank row r of indent d opens a block that ends before q, the next non-blank row of its
+    group with indent <= d; it takes q too when q has indent d and starts with a closing bracket
+    (q then opens no block of its own); otherwise it ends at the last non-blank row before q (or
+    of the group). Blocks of one row are dropped.
+
+    Args:
+      rows: (n,) row texts.
+      group: (n,) group of each row, non-decreasing.
+
+    Returns:
+      (first, last) inclusive row indices of the blocks, sorted by group then first row.
+    """
+    indent, closer = _row_shapes(rows)
+    return _indent_blocks(indent, closer, np.asarray(group, np.int64))
+
+
+def _indent_blocks(indent: np.ndarray, closer: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`indent_spans` given each row's indent (-1: blank) and closer flag."""
+    solid = np.flatnonzero(indent >= 0)
+    if solid.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    d, g = indent[solid], group[solid]
+    closer = closer[solid]
+    n = solid.shape[0]
+    nxt = np.full(n, n, np.int64)  # next solid row of the group with indent <= own
+    position = np.arange(n)
+    for level in np.unique(d).tolist():
+        cand = np.where(d <= level, position, n)
+        after = np.append(np.minimum.accumulate(cand[::-1])[::-1][1:], n)
+        mine = d == level
+        nxt[mine] = after[mine]
+    group_end = np.searchsorted(g, g, side="right")  # one past the group's last solid row
+    nxt = np.minimum(nxt, group_end)
+    has_next = nxt < group_end
+    safe = np.minimum(nxt, n - 1)
+    link = has_next & (d[safe] == d) & closer[safe]  # r could take q; q is taken unless r was
+    taker = np.full(n, -1, np.int64)
+    taker[nxt[link]] = np.flatnonzero(link)
+    consumed = np.zeros(n, bool)
+    while True:  # along a run of closers at one indent, taken and not taken alternate
+        now = (taker >= 0) & ~consumed[np.maximum(taker, 0)]
+        if (now == consumed).all():
+            break
+        consumed = now
+    takes = link & ~consumed
+    last = np.where(takes, nxt, nxt - 1)
+    keep = (last > position) & ~consumed
+    return solid[keep], solid[last[keep]]
+
+
+def _row_shapes(rows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(indent, -1 for a blank row; starts with a closing bracket or `end`) of each row."""
+    return _shapes(*_encode_rows(rows))
+
+
+def _encode_rows(rows: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows as UTF-8 bytes joined by line breaks, and each row's (start, end)."""
+    data = np.frombuffer(("\n".join(rows) + "\n").encode("utf-8", "surrogatepass"), np.uint8)
+    ends = np.flatnonzero(data == 10)
+    return data, np.concatenate([[0], ends[:-1] + 1]).astype(np.int64), ends
+
+
+def _shapes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_row_shapes` of the rows data[starts[i]:ends[i]] of a byte buffer."""
+    first = skip_spaces(data, starts, ends)
+    blank = first >= ends
+    pad = np.append(data, np.zeros(3, np.uint8))
+    head = pad[first]
+    closer = (head == 125) | (head == 41) | (head == 93) | (
+        (head == 101) & (pad[first + 1] == 110) & (pad[first + 2] == 100))  # } ) ] end
+    return np.where(blank, -1, first - starts), closer & ~blank
 
 
 def _assemble(pieces: list, body: _Body, changed: np.ndarray, n_diffs: int, file: np.ndarray) -> DiffBatch:
     """Order the units as split_diff always has (per file: file, hunk, syntax, block units, each
-    level in line order), drop empty ones and repeated line sets (the first, coarsest, stays)."""
-    levels, owners, members, cols = [], [], [], []
-    n_units = 0
-    for level, owner, owner_cols, lines in pieces:
-        n = len(owner_cols[0])
-        levels.append(np.full(n, level, np.int64))
-        owners.append(owner + n_units)
-        members.append(lines)
-        width = 4
-        padded = list(owner_cols) + [np.zeros(n, np.int64)] * (width + 1 - len(owner_cols))
-        cols.append(np.stack([np.asarray(c, np.int64) for c in padded], axis=1))
-        n_units += n
-    if n_units == 0:
-        level = np.zeros(0, np.int64)
-        unit_file = np.zeros(0, np.int64)
-        unit_ptr, unit_lines = np.zeros(1, np.int64), np.zeros(0, np.int64)
-    else:
-        level = np.concatenate(levels)
-        owner = np.concatenate(owners)
-        line = np.concatenate(members)
-        key = np.concatenate(cols)
-        sizes = np.bincount(owner, minlength=n_units)
-        by_owner = np.argsort(owner, kind="stable")
-        line = line[by_owner]
-        ptr = np.zeros(n_units + 1, np.int64)
-        np.cumsum(sizes, out=ptr[1:])
-        order = np.lexsort(tuple(key[:, k] for k in range(key.shape[1] - 1, 0, -1)) + (level, key[:, 0]))
-        order = order[sizes[order] > 0]
-        # repeated line sets inside one file: a set hash of the member lines
-        mixed = _mix(line.astype(np.uint64))
-        set_hash = np.zeros(n_units, np.uint64)
-        has = np.flatnonzero(sizes > 0)
-        set_hash[has] = np.add.reduceat(mixed, ptr[has])
-        dup_key = np.lexsort((np.arange(order.shape[0]), set_hash[order], sizes[order], key[order, 0]))
-        o = order[dup_key]
-        first = np.ones(o.shape[0], bool)
-        first[1:] = (set_hash[o][1:] != set_hash[o][:-1]) | (sizes[o][1:] != sizes[o][:-1]) | (key[o, 0][1:] != key[o, 0][:-1])
-        kept = np.zeros(n_units, bool)
-        kept[o[first]] = True
-        order = order[kept[order]]
-        level = level[order]
-        unit_file = key[order, 0]
-        unit_ptr = np.zeros(order.shape[0] + 1, np.int64)
-        np.cumsum(sizes[order], out=unit_ptr[1:])
-        unit_lines = line[ranges(ptr[order], ptr[order + 1])]
+    level in line order), drop empty ones and repeated line sets (the first, coarsest, stays).
+
+    A unit is always every changed line of one edit type from its first to its last line inside
+    one hunk side, or inside one file for a file unit, so (first, last) tells line sets apart.
+    """
+    n_units = [len(unit_file) for _, unit_file, _, _ in pieces]
+    level = np.repeat(np.asarray([lv for lv, _, _, _ in pieces], np.int64), n_units)
+    unit_file = _cat([f for _, f, _, _ in pieces])
+    sizes = _cat([np.bincount(u, minlength=n) for (_, _, u, _), n in zip(pieces, n_units)])
+    line = _cat([m for _, _, _, m in pieces])
+    ptr = np.zeros(sizes.shape[0] + 1, np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    order = np.argsort(unit_file * len(LEVELS) + level, kind="stable")
+    order = order[sizes[order] > 0]
+    span = line[ptr[order]] * max(changed.shape[0], 1) + line[ptr[order + 1] - 1]
+    _, first = np.unique(span, return_index=True)
+    order = order[np.sort(first)]
+    unit_ptr = np.zeros(order.shape[0] + 1, np.int64)
+    np.cumsum(sizes[order], out=unit_ptr[1:])
     line_diff = body.diff[changed]
-    line_ptr = np.searchsorted(line_diff, np.arange(n_diffs + 1), side="left")
     file_diff = np.zeros(len(body.file_paths), np.int64)
     file_diff[body.file] = body.diff
-    diff_units = np.searchsorted(file_diff[unit_file], np.arange(n_diffs + 1), side="left")
     names = tuple(dict.fromkeys(body.file_paths))
     name_id = {p: i for i, p in enumerate(names)}
     path_of_file = np.fromiter((name_id[p] for p in body.file_paths), np.int64, len(body.file_paths))
     return DiffBatch(
-        line_ptr=line_ptr, path_names=names, path_ids=path_of_file[file] if file.shape[0] else np.zeros(0, np.int64),
-        kinds=body.type[changed], line_numbers=body.number[changed],
-        texts=[body.texts[i] for i in changed.tolist()], diff_units=diff_units,
-        unit_levels=level.astype(np.int8), unit_ptr=unit_ptr, unit_lines=unit_lines)
+        line_ptr=np.searchsorted(line_diff, np.arange(n_diffs + 1), side="left"), path_names=names,
+        path_ids=path_of_file[file], kinds=body.type[changed], line_numbers=body.number[changed],
+        source=body.source, line_source=body.at[changed], carriage_returns=body.carriage_returns,
+        diff_units=np.searchsorted(file_diff[unit_file[order]], np.arange(n_diffs + 1), side="left"),
+        unit_levels=level[order].astype(np.int8), unit_ptr=unit_ptr, unit_lines=line[ranges(ptr[order], ptr[order + 1])])
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser (a set hash is the sum of its members' mixes)."""
-    x = x + np.uint64(0x9E3779B97F4A7C15)
-    x ^= x >> np.uint64(30)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(27)
-    x *= np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
-    return x
+def _cat(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+
+
+def _block_spans(rows: tuple[str, ...], python: bool) -> tuple[tuple[int, int], ...]:
+    """Inclusive (first, last) row spans of the blocks in `rows`; memoised on the text."""
+    if python:
+        spans = _python_block_spans(rows)
+        if spans is not None:
+            return spans
+    return _indent_spans(rows, row_indents(rows))
+
+
+def row_indents(rows: Sequence[str]) -> list[int]:
+    """Leading (ASCII) whitespace of each row, -1 for a blank row."""
+    return [len(r) - len(r.lstrip(_WHITESPACE)) if r.strip(_WHITESPACE) else -1 for r in rows]
 
 
 @functools.lru_cache(maxsize=8192)
-def _block_spans(rows: tuple[str, ...], python: bool) -> tuple[tuple[int, int], ...]:
-    """Inclusive (first, last) row spans of the blocks in `rows`; memoised on the text."""
-    indents = [len(r) - len(r.lstrip()) if r.strip() else -1 for r in rows]
-    if python and not any(":" in r for r in rows):
+def _python_block_spans(rows: tuple[str, ...]) -> Optional[tuple[tuple[int, int], ...]]:
+    """Tree-sitter's block spans of Python rows, memoised on the text; None when they do not parse."""
+    if not any(":" in r for r in rows):
         return ()  # every Python block header has a colon
-    if python:
-        spans = _python_spans(rows, indents)
-        if spans is not None:
-            return spans
-    return _indent_spans(rows, indents)
+    return _python_spans(rows, row_indents(rows))
 
 
 def _python_spans(rows: tuple[str, ...], indents: list[int]) -> Optional[tuple[tuple[int, int], ...]]:

@@ -127,7 +127,7 @@ def marker_code(path: str) -> int:
     return MARKERS.index(comment_marker(path))
 
 
-def line_table(texts: Sequence[str], markers: np.ndarray) -> "LineTable":
+def line_table(texts: Sequence[str], markers: np.ndarray, *, skip: int = 0) -> "LineTable":
     """Content ids, indentation and distinct contents of many lines, computed on their bytes.
 
     The vectorized equivalent of `LineVocabulary` (content ids in order of first appearance, the
@@ -138,6 +138,7 @@ def line_table(texts: Sequence[str], markers: np.ndarray) -> "LineTable":
     Args:
       texts: (L,) line texts without line breaks.
       markers: (L,) int index into MARKERS of each line's comment marker.
+      skip: ASCII characters in front of each text that are not part of it (a diff's +/- marker).
 
     Returns:
       LineTable.
@@ -147,13 +148,12 @@ def line_table(texts: Sequence[str], markers: np.ndarray) -> "LineTable":
         raise ValueError(f"markers must have shape ({len(texts)},), got {markers.shape}")
     if not texts:
         return LineTable(np.zeros(0, np.int64), np.zeros(0, np.int64), tokenize([]))
-    distinct, line_key = _distinct_lines(texts, markers)
-    key_marker = np.fromiter((m for m, _ in distinct), np.int64, len(distinct))
-    data = np.frombuffer(("\n".join(t for _, t in distinct) + "\n").encode("utf-8", "surrogatepass"), np.uint8)
+    distinct, key_marker, line_key = _distinct_lines(texts, markers)
+    data = np.frombuffer(("\n".join(distinct) + "\n").encode("utf-8", "surrogatepass"), np.uint8)
     ends = np.flatnonzero(data == 10)
     if ends.shape[0] != len(distinct):
         raise ValueError("line texts must not contain line breaks")
-    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64) + skip
     first, last = _content_spans(data, starts, ends, key_marker)
     compared = np.flatnonzero(first <= last)
     lengths = last[compared] - first[compared] + 1
@@ -195,17 +195,20 @@ def _take(contents: "Contents", ids: np.ndarray) -> "Contents":
     return Contents(contents.hashes[ids], ptr, contents.tokens[ranges(lo, hi)], contents.n_tokens)
 
 
-def _distinct_lines(texts: Sequence[str], markers: np.ndarray) -> tuple[list[tuple[int, str]], np.ndarray]:
-    """The distinct (marker, text) pairs, and the index of each line's pair."""
-    distinct: list[tuple[int, str]] = []
+def _distinct_lines(texts: Sequence[str], markers: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The distinct (marker, text) pairs as (texts, markers), and the index of each line's pair."""
+    distinct: list[str] = []
+    distinct_markers = []
     keys = np.empty(len(texts), np.int64)
     for code in np.unique(markers).tolist():
         at = np.flatnonzero(markers == code)
         chosen = texts if at.shape[0] == len(texts) else [texts[i] for i in at.tolist()]
-        index = {t: k for k, t in enumerate(dict.fromkeys(chosen), start=len(distinct))}
+        uniq = list(dict.fromkeys(chosen))
+        index = dict(zip(uniq, range(len(distinct), len(distinct) + len(uniq))))
         keys[at] = np.fromiter(map(index.__getitem__, chosen), np.int64, len(chosen))
-        distinct.extend((code, t) for t in index)
-    return distinct, keys
+        distinct.extend(uniq)
+        distinct_markers.append(np.full(len(uniq), code, np.int64))
+    return distinct, np.concatenate(distinct_markers), keys
 
 
 def _content_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -226,11 +229,9 @@ def _content_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         quote = _first_at_or_after(quotes, starts[rows], ends[rows])
         comment = pos < ends[rows]
         cut[rows[comment & (quote >= pos)]] = pos[comment & (quote >= pos)]
-    solid = np.append(np.flatnonzero(~_IS_SPACE[data]), data.shape[0])  # a sentinel past the end
-    first = _first_at_or_after(solid, starts, cut)
-    k = np.searchsorted(solid, cut) - 1
-    last = np.where(k >= 0, solid[np.maximum(k, 0)], -1)
+    first = skip_spaces(data, starts, cut)
     empty = first >= cut
+    last = skip_spaces(data, cut - 1, first - 1, step=-1)
     first[empty], last[empty] = 1, 0
     block = (markers == MARKERS.index("//")) & ~empty
     if block.any():  # "/*" and "*" lines are block comments in "//" languages
@@ -247,6 +248,24 @@ def _marker_positions(data: np.ndarray, marker: str) -> np.ndarray:
     for k in range(1, code.shape[0]):
         hit &= data[k:data.shape[0] - code.shape[0] + 1 + k] == code[k]
     return np.flatnonzero(hit)
+
+
+def skip_spaces(data: np.ndarray, starts: np.ndarray, limits: np.ndarray, step: int = 1) -> np.ndarray:
+    """Per row, the first position from its start on (step -1: backwards) that is not ASCII
+    whitespace, or its limit when every byte up to the limit is.
+
+    Steps all rows one byte at a time, keeping only the rows still on whitespace: the cost is the
+    total indentation (or trailing whitespace), not the size of the buffer.
+    """
+    pos = np.asarray(starts, np.int64).copy()
+    limits = np.asarray(limits, np.int64)
+    active = np.flatnonzero(pos != limits)
+    while active.shape[0]:
+        on_space = _IS_SPACE[data[pos[active]]]
+        active = active[on_space]
+        pos[active] += step
+        active = active[pos[active] != limits[active]]
+    return pos
 
 
 def _first_at_or_after(positions: np.ndarray, starts: np.ndarray, limits: np.ndarray) -> np.ndarray:

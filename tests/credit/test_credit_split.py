@@ -2,6 +2,7 @@ import difflib
 import random
 import re
 
+import numpy as np
 import pytest
 
 from credit import split as split_module
@@ -226,3 +227,19 @@ def test_a_batch_splits_each_diff_as_alone_and_names_a_bad_one():
     with pytest.raises(split_module.DiffError, match="no file header") as err:
         split_diffs(diffs)
     assert err.value.index == len(diffs) - 1
+
+
+def test_vectorized_indentation_blocks_match_the_stack_scan():
+    rng = random.Random(5)
+    pieces = ["x = 1", "}", ")", "]", "end", "endif", "foo(", "bar", "", "   ", "\tq", "if a:", ") + 1", "naïve"]
+    groups = [[" " * rng.choice([0, 0, 2, 4, 4, 8]) + rng.choice(pieces) for _ in range(rng.randint(1, 12))]
+              for _ in range(400)]
+    rows = [row for group in groups for row in group]
+    first, last = split_module.indent_spans(rows, np.repeat(np.arange(len(groups)), [len(g) for g in groups]))
+    base = np.cumsum([0] + [len(g) for g in groups])
+    got = [[] for _ in groups]
+    for f, l in zip(first.tolist(), last.tolist()):
+        g = int(np.searchsorted(base, f, side="right") - 1)
+        got[g].append((f - base[g], l - base[g]))
+    for group, spans in zip(groups, got):
+        assert tuple(spans) == split_module._indent_spans(tuple(group), split_module.row_indents(group)), group
