@@ -44,28 +44,20 @@ def segment_starts(lengths: np.ndarray) -> np.ndarray:
 
 
 def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(s, e) for each pair, without a Python loop.
-
-    One cumulative sum of unit steps, with a jump from the end of one range to the start of the next.
-    """
+    """Concatenation of arange(s, e) for each pair, without a Python loop."""
     lengths = np.maximum(ends - starts, 0)
     total = int(lengths.sum())
     if total == 0:
         return np.zeros(0, np.int64)
-    if not lengths.all():
-        keep = lengths > 0
-        starts, lengths = starts[keep], lengths[keep]
-    step = np.ones(total, np.result_type(np.int64, starts.dtype))
-    step[0] = starts[0]
-    step[segment_starts(lengths)[1:]] = starts[1:] - starts[:-1] - lengths[:-1] + 1
-    return np.cumsum(step, out=step)
+    return np.arange(total) + np.repeat(starts - segment_starts(lengths), lengths)
 
 
 def sorted_keys(keys: np.ndarray, bound: int) -> np.ndarray:
-    """np.sort of non-negative int64 keys below `bound`, sorted as uint32 when they fit (twice as fast)."""
-    if bound <= 1 << 32:
-        return np.sort(keys.astype(np.uint32)).astype(np.int64)
-    return np.sort(keys)
+    """np.sort of non-negative int keys below `bound`; as uint32 (twice as fast to sort and to
+    divide) when they fit, else int64."""
+    out = keys.astype(np.uint32 if bound < 1 << 32 else np.int64)
+    out.sort()
+    return out
 
 
 def unique_ints(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -80,3 +72,14 @@ def unique_ints(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, n
     code = np.zeros(bound, np.int64)
     code[uniq] = np.arange(uniq.shape[0])
     return uniq, code[keys], count[uniq]
+
+
+def count_at_most(sorted_values: np.ndarray, queries: np.ndarray, bound: int) -> np.ndarray:
+    """np.searchsorted(sorted_values, queries, side="right") for non-negative ints below `bound`.
+
+    Reads a cumulative count table of `bound` entries when that is not much larger than the input
+    (binary searches with scattered queries miss the cache).
+    """
+    if bound > 4 * (queries.shape[0] + sorted_values.shape[0]) + (1 << 16):
+        return np.searchsorted(sorted_values, queries, side="right")
+    return np.cumsum(np.bincount(sorted_values, minlength=bound))[queries]

@@ -4,7 +4,9 @@ Following the reference (verl-code `didpo/core_didpo.py`): a cluster of similar 
 occurrence per step (the one with the most compared lines), is scored GS = phi(L) * psi(n), and
 clusters are taken in decreasing GS. An occurrence that shares a changed line with an occurrence
 already taken in the same step is dropped; the cluster's score is recomputed on what is left and
-it is kept while GS > 0 (two or more members). At most `max_anchors` anchors per task.
+it is kept while GS > 0 (two or more members). At most `max_anchors` anchors per task. The greedy
+pass is a Python loop over clusters, but only clusters that share a line with an earlier one are
+checked for such cuts.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from credit._util import ranges
+from credit._util import ranges, segment_starts
 from credit.groupability import groupability_score
 
 COUNTS = ("steps", "trajectories")
@@ -98,34 +100,81 @@ def select_anchors(
     candidates = np.flatnonzero(gs > 0)
     candidates = candidates[np.lexsort((c[start[candidates]], -size[candidates], -lines[candidates], -gs[candidates]))]
 
-    taken = np.zeros(int(unit_lines.max(initial=-1)) + 1, bool)
-    per_task: dict[int, int] = {}
-    out_members, out_gs, out_lines, out_size, out_cluster = [], [], [], [], []
-    for k in candidates.tolist():
-        members = units[start[k]:end[k]]
-        t = int(task[members[0]])
-        if per_task.get(t, 0) >= max_anchors:
-            continue
-        lo, hi = unit_ptr[members], unit_ptr[members + 1]
-        hits = taken[unit_lines[ranges(lo, hi)]]
-        clash = np.add.reduceat(hits.astype(np.int64), np.cumsum(hi - lo) - (hi - lo)) > 0
-        members = members[~clash]
-        if members.shape[0] < 2:
-            continue
+    def rescored(members: np.ndarray) -> float:
         n = len(set(trajectory[members].tolist())) if count == "trajectories" else members.shape[0]
         mean_lines = float(compared[members].mean())
-        g = float(groupability_score(np.array([mean_lines]), np.array([float(n)]), **score)[0])
-        if g <= 0:
+        return float(groupability_score(np.array([mean_lines]), np.array([float(n)]), **score)[0])
+
+    taken, members = _greedy(units[ranges(start[candidates], end[candidates])], end[candidates] - start[candidates],
+                             task, unit_ptr, unit_lines, max_anchors, rescored)
+    return _selection(members, c[start[candidates[taken]]], compared, trajectory, count, score,
+                      int(candidates.shape[0]))
+
+
+def _selection(members, cluster_of, compared, trajectory, count, score, n_candidates) -> Selection:
+    """The Selection of the taken anchors, scored on the members each kept (one vectorised call)."""
+    if not members:
+        return Selection([], np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), n_candidates)
+    n_members = np.array([m.shape[0] for m in members])
+    first = segment_starts(n_members)
+    flat = np.concatenate(members)
+    mean_lines = np.add.reduceat(compared[flat].astype(np.float64), first) / n_members
+    n = _sizes(flat, first, first + n_members, trajectory) if count == "trajectories" else n_members
+    gs = groupability_score(mean_lines, n.astype(np.float64), **score)
+    return Selection(members, gs, mean_lines, n.astype(np.int64), cluster_of.astype(np.int64), n_candidates)
+
+
+def _greedy(members, n_members, task, unit_ptr, unit_lines, max_anchors, rescored):
+    """The greedy pass over candidates, given by their members (concatenated in candidate order).
+
+    A candidate is skipped once its task has `max_anchors` anchors. Its members that share a changed
+    line with a member taken before are cut; a cut candidate is kept while two or more members are
+    left and `rescored(members)` > 0. Only candidates holding a line that an earlier candidate
+    holds can be cut, so only those are checked.
+
+    Returns:
+      (indices of the taken candidates, the members kept of each).
+    """
+    line_lo, line_hi = unit_ptr[members], unit_ptr[members + 1]
+    lines = unit_lines[ranges(line_lo, line_hi)]
+    owner = np.repeat(np.repeat(np.arange(n_members.shape[0]), n_members), line_hi - line_lo)
+    contested = _held_before(lines, owner, n_members.shape[0])
+    member_ptr = np.concatenate([[0], np.cumsum(n_members)])
+    line_ptr = np.concatenate([[0], np.cumsum(line_hi - line_lo)])
+
+    taken_lines = np.zeros(int(lines.max(initial=-1)) + 1, bool)
+    per_task: dict[int, int] = {}
+    taken, kept_members = [], []
+    tasks = task[members[member_ptr[:-1]]].tolist()
+    bounds, line_bounds = member_ptr.tolist(), line_ptr.tolist()
+    for k, check in enumerate(contested.tolist()):
+        t = tasks[k]
+        if per_task.get(t, 0) >= max_anchors:
             continue
-        taken[unit_lines[ranges(unit_ptr[members], unit_ptr[members + 1])]] = True
+        lo, hi = bounds[k], bounds[k + 1]
+        kept = members[lo:hi]
+        own = lines[line_bounds[lo]:line_bounds[hi]]
+        hits = taken_lines[own] if check else None
+        if hits is not None and hits.any():
+            clash = np.add.reduceat(hits.astype(np.int64), line_ptr[lo:hi] - line_bounds[lo]) > 0
+            kept = kept[~clash]
+            if kept.shape[0] < 2 or rescored(kept) <= 0:
+                continue
+            own = unit_lines[ranges(unit_ptr[kept], unit_ptr[kept + 1])]
+        taken_lines[own] = True
         per_task[t] = per_task.get(t, 0) + 1
-        out_members.append(members)
-        out_gs.append(g)
-        out_lines.append(mean_lines)
-        out_size.append(n)
-        out_cluster.append(int(c[start[k]]))
-    return Selection(out_members, np.asarray(out_gs), np.asarray(out_lines),
-                     np.asarray(out_size, np.int64), np.asarray(out_cluster, np.int64), int(candidates.shape[0]))
+        taken.append(k)
+        kept_members.append(kept)
+    return np.asarray(taken, np.int64), kept_members
+
+
+def _held_before(lines: np.ndarray, owner: np.ndarray, n_owners: int) -> np.ndarray:
+    """(n_owners,) whether an owner holds a line that an owner of lower index also holds."""
+    first = np.full(int(lines.max(initial=-1)) + 1, n_owners)
+    np.minimum.at(first, lines, owner)
+    held = np.zeros(n_owners, bool)
+    held[owner[first[lines] < owner]] = True
+    return held
 
 
 def _one_per_row(cluster: np.ndarray, row: np.ndarray, compared: np.ndarray) -> np.ndarray:

@@ -71,3 +71,54 @@ def test_bad_arguments():
         select_anchors(*args, count="rows")
     with pytest.raises(ValueError, match="row must have shape"):
         select_anchors(args[0], args[1][:0], *args[2:])
+
+
+def reference_selection(cluster, row, trajectory, task, compared, ptr, lines, count="steps", max_anchors=64):
+    """The greedy of the module docstring, one cluster at a time: (cluster, members, gs) per anchor."""
+    best = {}
+    for u in np.flatnonzero((cluster >= 0) & (compared > 0)).tolist():
+        key = (int(cluster[u]), int(row[u]))
+        if key not in best or compared[u] > compared[best[key]]:
+            best[key] = u
+    groups = {}
+    for (c, _), u in sorted(best.items()):
+        groups.setdefault(c, []).append(u)
+
+    def score(members):
+        n = len(set(trajectory[members].tolist())) if count == "trajectories" else len(members)
+        mean = float(np.mean(compared[members].astype(np.float64)))
+        return float(groupability_score(np.array([mean]), np.array([float(n)]))[0]), mean, n
+
+    scored = {c: score(np.array(m)) for c, m in groups.items()}
+    order = sorted((c for c in groups if scored[c][0] > 0),
+                   key=lambda c: (-scored[c][0], -scored[c][1], -scored[c][2], c))
+    taken, per_task, out = set(), {}, []
+    for c in order:
+        t = int(task[groups[c][0]])
+        if per_task.get(t, 0) >= max_anchors:
+            continue
+        kept = [u for u in groups[c] if not taken & set(lines[ptr[u]:ptr[u + 1]].tolist())]
+        g = score(np.array(kept))[0] if len(kept) >= 2 else 0.0
+        if g <= 0:
+            continue
+        taken |= {int(x) for u in kept for x in lines[ptr[u]:ptr[u + 1]]}
+        per_task[t] = per_task.get(t, 0) + 1
+        out.append((c, kept, g))
+    return out
+
+
+@pytest.mark.parametrize("count", ["steps", "trajectories"])
+@pytest.mark.parametrize("max_anchors", [1, 3, 64])
+def test_random_overlapping_clusters_match_the_one_at_a_time_greedy(count, max_anchors):
+    rng = np.random.default_rng(max_anchors)
+    for _ in range(20):
+        n = int(rng.integers(2, 60))
+        row = rng.integers(0, 12, n)
+        units = [(int(rng.integers(-1, 8)), int(r), int(r) // 2, int(r) % 2, int(rng.integers(0, 6)),
+                  10 * int(r) + rng.choice(10, int(rng.integers(1, 5)), replace=False)) for r in row]
+        args = table(units)
+        sel = select_anchors(*args, count=count, max_anchors=max_anchors)
+        want = reference_selection(*args, count=count, max_anchors=max_anchors)
+        assert sel.cluster.tolist() == [c for c, _, _ in want]
+        assert [m.tolist() for m in sel.members] == [m for _, m, _ in want]
+        assert sel.gs.tolist() == [g for _, _, g in want]

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from credit.grouping import group_texts
-from credit.text import similarity
+from credit._util import count_at_most, ranges, sorted_keys, unique_ints
+from credit.grouping import cluster_units, group_texts
+from credit.text import LineVocabulary, similarity
 
 TOTAL = """def total_price(items, tax):
     total = 0
@@ -87,3 +88,85 @@ def test_many_near_duplicates_are_found_without_all_pairs():
     labels = group_texts(texts)
     assert len(set(labels.tolist())) == 30
     assert all(len(set(labels[3 * k:3 * k + 3].tolist())) == 1 for k in range(30))
+
+
+def test_a_pair_exactly_at_the_size_and_prefix_bounds_is_found():
+    # y (8 tokens) inside x (12): dice = 16 / 20 = 0.8, the smallest |y| for |x| = 12; x's own 4
+    # tokens are rarer than the shared ones, so x's first shared token is the last of its probe
+    # prefix (12 - ceil(12 * 0.8 / 1.2) + 1 = 5 tokens)
+    shared = " ".join(f"s{i}" for i in range(8))
+    x, y = "a b c d " + shared, shared
+    assert similarity(x, y) == pytest.approx(0.8)
+    labels = group_texts([x, y], threshold=0.8)
+    assert labels[0] == labels[1]
+
+
+def _family_texts(rng, n_families, copies, words):
+    """Near-duplicate families: each copy of a random base text with a few tokens replaced."""
+    texts = []
+    for _ in range(n_families):
+        base = [list(rng.choice(words, int(rng.integers(1, 10)))) for _ in range(int(rng.integers(1, 6)))]
+        if rng.random() < 0.15:
+            base.append(["x"] * int(rng.integers(60, 90)))  # more copies than similarity counts
+        for _ in range(copies):
+            lines = [list(line) for line in base]
+            for _ in range(int(rng.integers(0, 4))):
+                line = lines[int(rng.integers(len(lines)))]
+                line[int(rng.integers(len(line)))] = str(rng.choice(words))
+            texts.append("\n".join(" ".join(line) for line in lines))
+    return [texts[i] for i in rng.permutation(len(texts))]
+
+
+def _clusters(texts, buckets, threshold):
+    vocab = LineVocabulary()
+    content, indent = vocab.lines([line for t in texts for line in t.splitlines()], "#")
+    ptr = np.concatenate([[0], np.cumsum([len(t.splitlines()) for t in texts])])
+    return cluster_units(np.asarray(buckets), ptr, content, indent, vocab.arrays(), threshold=threshold)
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.95])
+def test_near_duplicate_families_match_a_brute_force_oracle(threshold):
+    rng = np.random.default_rng(int(threshold * 100))
+    words = np.array([f"w{i}" for i in range(12)] + ["(", ")", "=", "self", "."])
+    texts = _family_texts(rng, 12, 6, words)
+    buckets = rng.integers(0, 3, len(texts))
+    clusters = _clusters(texts, buckets, threshold)
+
+    # oracle: per bucket, exact classes by support, each founding representative takes the
+    # unassigned classes similar to it; and the similar pairs of distinct classes, all counted
+    expected, n_similar = set(), 0
+    for b in np.unique(buckets).tolist():
+        members = np.flatnonzero(buckets == b)
+        keys = [texts[i] for i in members]
+        classes = list(dict.fromkeys(keys))
+        support = {k: keys.count(k) for k in classes}
+        order = sorted(classes, key=lambda k: (-support[k], -len(k.splitlines()), keys.index(k)))
+        similar = {(p, q): similarity(p, q) >= threshold - 1e-12 for p in classes for q in classes if p != q}
+        n_similar += sum(similar.values()) // 2
+        founder = {}
+        for c in order:
+            if c not in founder:
+                founder[c] = c
+                founder.update({x: c for x in order if x not in founder and similar[c, x]})
+        expected |= {frozenset(members[i] for i, k in enumerate(keys) if founder[k] == rep)
+                     for rep in set(founder.values())}
+    labels = clusters.labels.tolist()
+    assert {frozenset(i for i, lab in enumerate(labels) if lab == c) for c in set(labels)} == expected
+    assert clusters.n_candidate_pairs == n_similar
+
+
+def test_sorted_keys_unique_ints_and_count_at_most_agree_with_numpy_on_both_paths():
+    rng = np.random.default_rng(0)
+    for bound in (50, 1 << 20, 1 << 40):
+        keys = rng.integers(0, bound, 1000)
+        assert np.array_equal(sorted_keys(keys, bound), np.sort(keys))
+        got, want = unique_ints(keys, bound), np.unique(keys, return_inverse=True, return_counts=True)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+        values, queries = np.sort(keys[:300]), rng.integers(0, bound, 200)
+        assert np.array_equal(count_at_most(values, queries, bound), np.searchsorted(values, queries, side="right"))
+    assert sorted_keys(np.array([5, 1]), 10).dtype == np.uint32
+
+
+def test_ranges_skips_empty_and_reversed_ranges():
+    assert ranges(np.array([3, 7, 0, 10]), np.array([5, 7, 2, 9])).tolist() == [3, 4, 0, 1]
+    assert ranges(np.array([4]), np.array([4])).tolist() == []
