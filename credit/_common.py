@@ -74,7 +74,18 @@ def row_returns(table: StepTable, gamma: float) -> np.ndarray:
 
 
 def tokens(table: StepTable, base: np.ndarray, extra: Optional[dict[int, np.ndarray]] = None) -> list[list[Any]]:
-    """Per-trajectory lists of per-step token arrays: base[row] plus extra[row] where given."""
+    """Per-trajectory lists of per-step token arrays: base[row] plus extra[row] where given.
+
+    One flat array holds every token of the batch; each step gets its slice of it.
+    """
+    steps = table.steps
+    sizes = np.fromiter((0 if s.token_offsets is None else len(s.token_offsets) for s in steps), np.int64, len(steps))
+    flat = np.repeat(np.asarray(base, np.float64), sizes)
+    starts = np.zeros(len(steps) + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    for r, values in (extra or {}).items():
+        flat[starts[r]:starts[r + 1]] += values
+    bounds = starts.tolist()
     out: list[list[Any]] = []
     for i, traj in enumerate(table.trajectories):
         row0 = int(table.first_row[i])
@@ -84,14 +95,11 @@ def tokens(table: StepTable, base: np.ndarray, extra: Optional[dict[int, np.ndar
             if offsets is None:
                 per_step.append(None)
                 continue
-            n_tokens = step.offsets.shape[0]
-            values = np.full(n_tokens, base[row0 + t])
-            if extra is not None and row0 + t in extra:
-                values += extra[row0 + t]
+            values = flat[bounds[row0 + t]:bounds[row0 + t + 1]]
             if is_torch(offsets):
                 import torch
 
-                values = torch.from_numpy(values).to(offsets.device)
+                values = torch.from_numpy(values.copy()).to(offsets.device)
             per_step.append(values)
         out.append(per_step)
     return out

@@ -209,6 +209,8 @@ class _Units:
     content: np.ndarray
     indent: np.ndarray
     contents: Contents
+    batch: DiffBatch
+    diff_of_row: np.ndarray
     prepared: Mapping[int, _Prepared]
     line_base: np.ndarray
     n_lines: int
@@ -261,7 +263,8 @@ def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
         bucket=table.task[table.traj[row]] * 2 + (kind == ADDED),
         line_ptr=_ptr(hi - lo), lines=batch.unit_lines[ranges(lo, hi)] + np.repeat(shift, hi - lo),
         compared_ptr=_ptr(c_hi - c_lo), content=content[ranges(c_lo, c_hi)], indent=indent[ranges(c_lo, c_hi)],
-        contents=compared.contents, prepared=_SubsByRow(batch, diff_of), line_base=line_base,
+        contents=compared.contents, batch=batch, diff_of_row=diff_of, prepared=_SubsByRow(batch, diff_of),
+        line_base=line_base,
         n_lines=int(n_lines.sum()), n_rows_with_diff=int(rows.shape[0]),
     )
 
@@ -319,27 +322,33 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     members = np.concatenate(selection.members) if selection.members else np.zeros(0, np.int64)
     anchor = np.repeat(np.arange(len(selection.members)), [m.shape[0] for m in selection.members])
     value = lambda_ * (np.concatenate(advantages) if advantages else np.zeros(0))
-    with_tokens = np.fromiter((s.token_offsets is not None for s in table.steps), bool, len(table.steps))
+    token_offsets = [s.token_offsets for s in table.steps]
+    with_tokens = np.array([o is not None for o in token_offsets], bool)
     occ = np.flatnonzero(with_tokens[units.row[members]])
     occ_units = members[occ]
-    rows = np.unique(units.row[occ_units])
+    rows = np.flatnonzero(np.bincount(units.row[occ_units], minlength=len(table.steps)))
     steps = [table.steps[r] for r in rows.tolist()]
-    line_spans, line_step, line_block = _line_spans(steps, units.prepared._batch, units.prepared._diff_of_row[rows])
+    # the batch's flat arrays, not one SubDiffs per row (building those costs more than the search)
+    batch, diff_of_row = units.batch, units.diff_of_row
+    line_spans, line_step, line_block = _line_spans(steps, batch, diff_of_row[rows])
     lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
     member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
     member_line = units.lines[ranges(lo, hi)] - units.line_base[rows[member_step]] + first_line[member_step]
     spans, owner, span_step = occurrence_spans([s.action for s in steps], line_spans, line_step, member_line,
                                                np.repeat(np.arange(occ.shape[0]), hi - lo), line_block)
-    offsets = [s.offsets for s in steps]
+    # validated offsets are int64 arrays or tensors; `Step.offsets` converts the tensors
+    offsets = [token_offsets[r] if isinstance(token_offsets[r], np.ndarray) else table.steps[r].offsets
+               for r in rows.tolist()]
     token_extra, covered = project_steps(offsets, spans, span_step, value[occ[owner]],
                                          selection.gs[anchor[occ[owner]]].astype(np.float64))
-    cut = np.cumsum([o.shape[0] for o in offsets], dtype=np.int64)
-    extra = dict(zip(rows.tolist(), np.split(token_extra, cut[:-1])))
-    n_tokens = sum(len(s.token_offsets) for s in table.steps if s.token_offsets is not None)
+    cut = np.cumsum([0] + [o.shape[0] for o in offsets]).tolist()
+    extra = {r: token_extra[a:b] for r, a, b in zip(rows.tolist(), cut[:-1], cut[1:])}
+    n_tokens = sum(map(len, [o for o in token_offsets if o is not None]))
+    n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
     return extra, {
         "tokens": int(covered.sum()) / n_tokens if n_tokens else 0.0,
-        "occurrences_located": np.unique(owner).shape[0] / occ.shape[0] if occ.shape[0] else 0.0,
+        "occurrences_located": n_located / occ.shape[0] if occ.shape[0] else 0.0,
     }
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import chain
+from itertools import chain, repeat
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -41,9 +41,14 @@ _GAP = re.compile(r"(?:\s|\\[nrt])*")
 _OTHER, _SPACE, _BACKSLASH, _LETTER, _WIDE = range(5)
 _GAP_CLASS = np.array([_SPACE if re.fullmatch(r"\s", chr(c)) else _BACKSLASH if chr(c) == "\\"
                        else _LETTER if chr(c) in "nrt" else _OTHER for c in range(128)] + [_WIDE], np.int8)
+# last characters that str.rstrip may remove: ASCII whitespace, and any non-ASCII one (to be checked)
+_MAY_STRIP = np.array([chr(c).isspace() for c in range(128)] + [True])
+# characters JSON escapes, but for the line break (which joins the lines): control characters, quote, backslash
+_ESCAPED = np.array([(c < 32 and c != 10) or chr(c) in '"\\' for c in range(129)])
+_HEAD = 48  # characters of a long text that str.find looks for before comparing the rest
 _MAX_GAP = 64  # longer gaps between lines are checked with _GAP itself (few, and mostly not whitespace)
 
-Form = tuple[str, Optional[Callable[[str], str]]]
+_Form = tuple[str, int]  # a text and the index in _ESCAPES of what made it from the line (0: as written)
 _ESCAPES = (None, _JSON, _JSON_ASCII)
 
 
@@ -57,73 +62,93 @@ def locate_lines(action: str, lines: Sequence[str]) -> np.ndarray:
     Returns:
       (n, 2) int64 (start, end) spans, (-1, -1) for blank lines and lines not found.
     """
-    return locate_blocks([action], [lines], np.zeros(len(lines), bool))
+    n = len(lines)
+    return locate_blocks([action], list(lines), np.arange(n), np.zeros(n, np.int64), np.zeros(n, bool))[0]
 
 
 def locate_blocks(
     actions: Sequence[str],
-    lines: Sequence[Sequence[str]],
+    texts: Sequence[str],
+    line: np.ndarray,
+    step: np.ndarray,
     new_block: np.ndarray,
     searched: Optional[np.ndarray] = None,
-) -> np.ndarray:
+    skip: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """`locate_lines` for the changed lines of many steps, cut into blocks.
 
-    A block found in a form that keeps each line's length (as written, or escaped with nothing to
-    escape but the line breaks) places line j of the block at
+    A block found at `pos` places its line j at
 
-      start_j = pos + sum_{i < j} (len(line_i) + len(break)),  end_j = start_j + len(line_j.rstrip())
+      start_j = pos + sum_{i < j} (len(f(line_i)) + len(f(break))),  end_j = start_j + len(f(line_j.rstrip()))
 
-    with the lengths taken in the found form otherwise.
+    with f the form it was found in (as written, or a JSON escape).
 
     Args:
       actions: (S,) the steps' response texts.
-      lines: (S,) per step, its line texts (without line breaks) in diff order; n lines in all.
-      new_block: (n,) True where a line starts a block (a step's first line always does).
+      texts: line texts without line breaks (a batch's, say); a line's text is texts[i][skip:].
+      line: (n,) the lines to locate, as indices into `texts`, in diff order inside each step.
+      step: (n,) step of each, non-decreasing.
+      new_block: (n,) True where a line starts a block; a step's first line, and a line that does
+        not follow the previous one in `texts`, always do.
       searched: (n,) the lines to search (default: all); the others are left out of the blocks.
+      skip: characters in front of each text that are not part of the line (a diff's +/- marker).
 
     Returns:
-      (n, 2) int64 spans, (-1, -1) for blank, unsearched and unfound lines.
+      (spans (n, 2) int64, (-1, -1) for blank, unsearched and unfound lines; block (n,) id of the
+      block a line was found in as one text with nothing escaped but line breaks, else -1).
     """
-    texts = list(chain.from_iterable(lines))
-    n = len(texts)
+    n = line.shape[0]
     out = np.full((n, 2), -1, np.int64)
     if n == 0:
-        return out
-    step = np.repeat(np.arange(len(lines)), np.fromiter(map(len, lines), np.int64, len(lines)))
-    size = np.fromiter(map(len, texts), np.int64, n)
-    kept = np.fromiter(map(len, map(str.rstrip, texts)), np.int64, n)
-    lo, hi = _blocks(step, new_block, np.ones(n, bool) if searched is None else searched, kept > 0)
+        return out, np.full(n, -1, np.int64)
+    searched = np.ones(n, bool) if searched is None else searched
+    look = np.flatnonzero(searched)
+    at, size, kept = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    joined, at[look], size[look], kept[look], escaped_at = _joined_lines(
+        list(map(texts.__getitem__, line[look].tolist())), skip)
+    new_block = new_block | np.concatenate([[True], line[1:] != line[:-1] + 1])
+    lo, hi = _blocks(step, new_block, searched, kept > 0)
+    c0, c1 = at[lo], at[hi - 1] + kept[hi - 1]
+    plain = np.searchsorted(escaped_at, c0) == np.searchsorted(escaped_at, c1)  # nothing to escape but breaks
+    found, alone = _search_blocks(actions, joined, lo, hi, step[lo], c0, c1, plain, at, kept)
+    if alone:
+        where, start, end = np.asarray(alone, np.int64).T
+        out[where, 0], out[where, 1] = start, end
+    return out, _place_blocks(out, found, size, kept)
+
+
+def _joined_lines(texts: Sequence[str], skip: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The lines texts[i][skip:] joined by line breaks, each line's start in it, length and length
+    without trailing whitespace, and where the joined text holds characters that JSON escapes
+    (other than the line breaks).
+
+    Read off the code points of the joined texts, with the skipped characters cut out there; only
+    lines that end in whitespace or a non-ASCII character are stripped one by one.
+    """
     joined = "\n".join(texts)
-    at, kept_list = segment_starts(size + 1).tolist(), kept.tolist()
-    found: list[tuple[int, int, int, int, bool]] = []  # blocks found whole: lo, hi, position, escape, recount
-    form_size = size.copy()  # each line's length in the form its block was found in
-    forms_of: dict[str, list[Form]] = {}
-    cursor, current = 0, -1
-    for a, e, s in zip(lo.tolist(), hi.tolist(), step[lo].tolist()):
-        if s != current:
-            cursor, current = 0, s
-        action = actions[s]
-        text = joined[at[a]:at[e - 1] + kept_list[e - 1]]
-        forms = _forms(text)
-        pos, k = _search(action, forms, cursor)
-        if pos >= 0:
-            form, escape = forms[k]
-            cursor = pos + len(form)
-            recount = escape is not None and len(form) != len(text) + e - a - 1  # more escaped than breaks
-            if recount:
-                form_size[a:e] = _escaped_sizes(texts[a:e], text, form, escape)
-            found.append((a, e, pos, _ESCAPES.index(escape), recount))
-            continue
-        for j in range(a, e) if e - a > 1 else ():
-            if kept_list[j]:
-                line = joined[at[j]:at[j] + kept_list[j]]
-                forms = forms_of.get(line) or forms_of.setdefault(line, _forms(line))
-                pos, k = _search(action, forms, cursor)
-                if pos >= 0:
-                    cursor = pos + len(forms[k][0])
-                    out[j] = pos, cursor
-    _place_blocks(out, found, texts, size, kept, form_size)
-    return out
+    codes = _code_points(joined)
+    breaks = np.flatnonzero(codes == 10)
+    if breaks.shape[0] != len(texts) - 1:  # some text holds a line break itself: join the lines one by one
+        lines = [t[skip:] for t in texts]
+        size = np.fromiter(map(len, lines), np.int64, len(lines))
+        kept = np.fromiter(map(len, map(str.rstrip, lines)), np.int64, len(lines))
+        joined = "\n".join(lines)
+        return joined, segment_starts(size + 1), size, kept, np.arange(len(joined))
+    start = np.concatenate([[0], breaks + 1])
+    size = np.diff(np.concatenate([start, [codes.shape[0] + 1]])) - 1
+    if skip:
+        cut = np.minimum(size, skip)
+        keep = np.ones(codes.shape[0], bool)
+        keep[ranges(start, start + cut)] = False
+        codes = codes[keep]
+        joined = codes.tobytes().decode("ascii" if codes.dtype == np.uint8 else "utf-32-le", "surrogatepass")
+        start, size = start - segment_starts(cut), size - cut
+    kept = size.copy()
+    filled = np.flatnonzero(size > 0)
+    for k in filled[_MAY_STRIP[np.minimum(codes[start[filled] + size[filled] - 1], 128)]].tolist():
+        kept[k] = len(joined[start[k]:start[k] + size[k]].rstrip())
+    escaped_at = np.flatnonzero(_ESCAPED[np.minimum(codes, 128)])
+    return joined, start, size, kept, escaped_at
 
 
 def _blocks(step: np.ndarray, new_block: np.ndarray, searched: np.ndarray,
@@ -141,77 +166,129 @@ def _blocks(step: np.ndarray, new_block: np.ndarray, searched: np.ndarray,
     return line[first], line[last] + 1
 
 
-def _forms(text: str) -> list[Form]:
+def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.ndarray, step: np.ndarray,
+                   c0: np.ndarray, c1: np.ndarray, plain: np.ndarray, at: np.ndarray,
+                   kept: np.ndarray) -> tuple[list, list]:
+    """Search the blocks (lines lo..hi-1, text joined[c0:c1]) in order, each from the end of the
+    previous match of its step, then from the start; line by line where the block is not found.
+
+    Returns:
+      (blocks found whole: (lo, hi, position, escape index, None or the lines' (sizes, kept sizes)
+      in an escaped form that escapes more than the line breaks), lines found alone: (line, start, end)).
+    """
+    found, alone = [], []
+    forms_of: dict[str, list[_Form]] = {}
+    cursor, current = 0, -1
+    for a, e, s, start, end, p in zip(lo.tolist(), hi.tolist(), step.tolist(), c0.tolist(), c1.tolist(),
+                                      plain.tolist()):
+        if s != current:
+            cursor, current = 0, s
+        action, text = actions[s], joined[start:end]
+        forms = _forms(text, p)
+        pos, k = _search(action, forms, cursor)
+        if pos >= 0:
+            form, escape = forms[k]
+            cursor = pos + len(form)
+            recount = escape > 0 and len(form) != len(text) + e - a - 1  # more escaped than the breaks
+            found.append((a, e, pos, escape, _escaped_sizes(text, form, _ESCAPES[escape]) if recount else None))
+            continue
+        for j in range(a, e) if e - a > 1 else ():
+            if kept[j]:
+                one = joined[int(at[j]):int(at[j] + kept[j])]
+                forms = forms_of.get(one) or forms_of.setdefault(one, _forms(one))
+                pos, k = _search(action, forms, cursor)
+                if pos >= 0:
+                    cursor = pos + len(forms[k][0])
+                    alone.append((j, pos, cursor))
+    return found, alone
+
+
+def _forms(text: str, plain: bool = False) -> list[_Form]:
     """The text as written and as it reads inside a JSON string (with and without ASCII escapes),
-    each with the escape function that makes it (None: as written)."""
-    forms: list[Form] = [(text, None)]
-    escaped = _JSON(text)[1:-1]
-    if escaped != text:
-        forms.append((escaped, _JSON))
+    each with the index in _ESCAPES of the function that makes it. plain: the text holds nothing
+    JSON escapes but line breaks, so its escaped form is a replace (a few times faster)."""
+    escaped = text.replace("\n", "\\n") if plain else _JSON(text)[1:-1]
+    forms: list[_Form] = [(text, 0), (escaped, 1)] if escaped != text else [(text, 0)]
     if not text.isascii():
-        forms.append((_JSON_ASCII(text)[1:-1], _JSON_ASCII))
+        forms.append((_JSON_ASCII(text)[1:-1], 2))
     return forms
 
 
-def _search(action: str, forms: list[Form], cursor: int) -> tuple[int, int]:
+def _search(action: str, forms: list[_Form], cursor: int) -> tuple[int, int]:
     """(position, form index) of the first form found in action[cursor:], else in action; (-1, -1)."""
     for start in (cursor, 0) if cursor else (0,):
         for k, (form, _) in enumerate(forms):
-            pos = action.find(form, start)
+            pos = _find(action, form, start)
             if pos >= 0:
                 return pos, k
     return -1, -1
 
 
-def _escaped_sizes(lines: list[str], text: str, form: str, escape: Callable[[str], str]) -> list[int]:
-    """Length of each line of a block inside its escaped form (the last line without trailing whitespace)."""
-    if "\\" not in text:  # then the form's only backslash-n pairs are the escaped line breaks
-        return list(map(len, form.split("\\n")))
-    return [len(escape(line)) - 2 for line in lines[:-1]] + [len(escape(lines[-1].rstrip())) - 2]
+def _find(action: str, form: str, start: int) -> int:
+    """action.find(form, start), for a long form by finding its head and comparing the rest
+    (str.find prepares a table the size of its pattern on every call)."""
+    if len(form) <= _HEAD:
+        return action.find(form, start)
+    head = form[:_HEAD]
+    pos = action.find(head, start)
+    while pos >= 0 and not action.startswith(form, pos):
+        pos = action.find(head, pos + 1)
+    return pos
 
 
-def _place_blocks(out: np.ndarray, found: list[tuple[int, int, int, int, bool]], texts: list[str],
-                  size: np.ndarray, kept: np.ndarray, form_size: np.ndarray) -> None:
-    """Write the spans of the lines of the blocks found whole (formula in `locate_blocks`).
+def _escaped_sizes(text: str, form: str, escape: Callable[[str], str]) -> tuple[list[int], list[int]]:
+    """Length of each line of a block's text in its escaped form `form`, with and without trailing
+    whitespace (the text's last line has none)."""
+    lines = text.split("\n")
+    if "\\" in text:
+        sizes = [len(escape(x)) - 2 for x in lines]
+    else:  # then the form's only backslash-n pairs are the escaped line breaks
+        sizes = list(map(len, form.split("\\n")))
+    return sizes, [len(escape(x.rstrip())) - 2 if x[-1:].isspace() else n for x, n in zip(lines, sizes)]
 
-    found: (lo, hi, position, escape index in _ESCAPES, recount) per block; recount: some line
-    changed length when escaped, so form_size holds its escaped length (the last line's without
-    trailing whitespace).
-    """
+
+def _place_blocks(out: np.ndarray, found: list, size: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Write the spans of the lines of the blocks found whole (`_search_blocks`, formula in
+    `locate_blocks`); return each line's block id where nothing but line breaks was escaped in it,
+    else -1."""
+    block_of = np.full(out.shape[0], -1, np.int64)
     if not found:
-        return
-    lo, hi, pos, escape, recount = np.asarray(found, np.int64).T
-    line = ranges(lo, hi)
+        return block_of
+    lo, hi, pos, escape = np.asarray([f[:4] for f in found], np.int64).T
+    form_size, form_kept, recount = size.copy(), kept.copy(), np.zeros(lo.shape[0], bool)
+    for b, (a, e, _, _, sizes) in enumerate(found):
+        if sizes is not None:
+            form_size[a:e], form_kept[a:e], recount[b] = sizes[0], sizes[1], True
+    k = ranges(lo, hi)
     block = np.repeat(np.arange(lo.shape[0]), hi - lo)
-    stride = form_size[line] + np.where(escape[block] == 0, 1, 2)
+    stride = form_size[k] + np.where(escape[block] == 0, 1, 2)
     before = np.cumsum(stride) - stride
     start = pos[block] + before - before[segment_starts(hi - lo)][block]
-    last = np.zeros(line.shape[0], bool)
-    last[np.cumsum(hi - lo) - 1] = True
-    counted = recount[block].astype(bool)
-    end = start + np.where(counted, form_size[line], kept[line])
-    trailing = np.flatnonzero(counted & ~last & (kept[line] < size[line]))
-    for k in trailing.tolist():  # trailing whitespace of a line of an escaped block (tabs escape, say)
-        end[k] = start[k] + len(_ESCAPES[escape[block[k]]](texts[line[k]].rstrip())) - 2
-    keep = kept[line] > 0
-    out[line[keep], 0] = start[keep]
-    out[line[keep], 1] = end[keep]
+    keep = kept[k] > 0
+    out[k[keep], 0] = start[keep]
+    out[k[keep], 1] = start[keep] + form_kept[k[keep]]
+    block_of[k] = np.where(recount[block], -1, block)
+    return block_of
 
 
 def provenance_spans(
     provenance: Sequence[Optional[Sequence[tuple]]],
-    paths: Sequence[Sequence[str]],
+    step: np.ndarray,
+    path: np.ndarray,
+    path_names: Sequence[str],
     line_numbers: np.ndarray,
 ) -> np.ndarray:
     """Spans of lines from the environment's provenance, (-1, -1) where none is given.
 
     Entry (path, line, start, end) of step s gives the span of the line of that path and number in
-    step s; of repeated entries the last counts. One sorted key (step, path id, line) for the batch.
+    step s; of repeated entries the last counts. One sorted key (step, path, line) for the batch.
 
     Args:
       provenance: (S,) per step, its (path, line, start, end) tuples (None or empty: none).
-      paths: (S,) per step, the file path of each of its lines; n lines in all.
-      line_numbers: (n,) each line's number in the new file.
+      step: (n,) step of each line.
+      path: (n,) its file, an index into path_names.
+      path_names: the distinct file paths.
+      line_numbers: (n,) its line number in the new file.
 
     Returns:
       (n, 2) int64 spans.
@@ -220,28 +297,21 @@ def provenance_spans(
     given = [s for s, entries in enumerate(provenance) if entries]
     if not given or not line_numbers.shape[0]:
         return out
-    entry_path, entry_line, entry_start, entry_end = zip(*chain.from_iterable(provenance[s] for s in given))
+    fields = list(chain.from_iterable(chain.from_iterable(provenance[s] for s in given)))  # path, line, start, end, ...
+    n = len(fields) // 4
     entry_step = np.repeat(given, [len(provenance[s]) for s in given])
-    n_lines = np.fromiter(map(len, paths), np.int64, len(paths))
-    line_step = np.repeat(np.arange(len(paths)), n_lines)
-    asked = np.flatnonzero(np.isin(line_step, given))
-    asked_paths = list(chain.from_iterable(paths[s] for s in given))
-    ids = {p: k for k, p in enumerate(dict.fromkeys(chain(entry_path, asked_paths)))}
-    entry_line = np.asarray(entry_line, np.int64)
-    numbers = line_numbers[asked]
-    dims = (len(provenance), len(ids), int(max(entry_line.max(), numbers.max(initial=0))) + 1)
-    key = np.ravel_multi_index((entry_step, _ids(ids, entry_path), entry_line), dims)
-    query = np.ravel_multi_index((line_step[asked], _ids(ids, asked_paths), numbers), dims, mode="clip")
+    ids = {p: k for k, p in enumerate(path_names)}
+    entry_id = np.fromiter(map(ids.get, fields[0::4], repeat(len(ids))), np.int64, n)
+    entry_line, entry_start, entry_end = (np.fromiter(fields[k::4], np.int64, n) for k in (1, 2, 3))
+    dims = (len(provenance), len(ids) + 1, int(max(entry_line.max(), line_numbers.max())) + 1)
+    key = np.ravel_multi_index((entry_step, entry_id, entry_line), dims)
+    query = np.ravel_multi_index((step, path, line_numbers), dims, mode="clip")
     order = np.argsort(key, kind="stable")
     at = np.searchsorted(key[order], query, side="right") - 1
-    hit = np.flatnonzero((at >= 0) & (key[order][np.maximum(at, 0)] == query) & (numbers >= 0))
-    out[asked[hit], 0] = np.asarray(entry_start, np.int64)[order[at[hit]]]
-    out[asked[hit], 1] = np.asarray(entry_end, np.int64)[order[at[hit]]]
+    hit = np.flatnonzero((at >= 0) & (key[order][np.maximum(at, 0)] == query) & (line_numbers >= 0))
+    out[hit, 0] = entry_start[order[at[hit]]]
+    out[hit, 1] = entry_end[order[at[hit]]]
     return out
-
-
-def _ids(ids: dict[str, int], paths: Sequence[str]) -> np.ndarray:
-    return np.fromiter(map(ids.__getitem__, paths), np.int64, len(paths))
 
 
 def merge_spans(action: str, spans: np.ndarray) -> np.ndarray:
@@ -266,6 +336,7 @@ def occurrence_spans(
     line_step: np.ndarray,
     member_line: np.ndarray,
     member_occurrence: np.ndarray,
+    line_block: Optional[np.ndarray] = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Merged spans of many occurrences in many steps, with one vectorized pass.
 
@@ -275,26 +346,37 @@ def occurrence_spans(
       line_step: (L,) step of each line.
       member_line: (n,) line (row of line_spans) of each (occurrence, line) membership.
       member_occurrence: (n,) occurrence id of each membership (an occurrence lies in one step).
+      line_block: (L,) the block each line was found in as one text (`locate_blocks`), -1 for none;
+        neighbours from one block join without a look at the text between them.
 
     Returns:
       (spans (k, 2) in each step's own coordinates, occurrence of each span (k,), step of each span (k,)).
     """
     located = np.flatnonzero(line_spans[:, 0] >= 0)
-    ordered = located[np.lexsort((line_spans[located, 0], line_step[located]))]
+    ordered = located[_order(line_step[located], line_spans[located, 0])]
     rank = np.full(line_spans.shape[0], -1, np.int64)
     rank[ordered] = np.arange(ordered.shape[0])
     keep = rank[member_line] >= 0
     occ, r = member_occurrence[keep], rank[member_line[keep]]
-    by = np.lexsort((r, occ))
+    by = _order(occ, r)
     occ, r = occ[by], r[by]
     follows = (occ[1:] == occ[:-1]) & (r[1:] == r[:-1] + 1)
     pair = np.flatnonzero(follows)
     before, after = ordered[r[pair]], ordered[r[pair + 1]]
+    if line_block is not None:
+        unknown = (line_block[before] < 0) | (line_block[before] != line_block[after])
+        pair, before, after = pair[unknown], before[unknown], after[unknown]
     follows[pair] = _joins(actions, line_step[after], line_spans[before, 1], line_spans[after, 0])
     first = np.flatnonzero(np.concatenate([[True], ~follows])) if r.shape[0] else np.zeros(0, np.int64)
     ends = np.maximum.reduceat(line_spans[ordered[r], 1], first) if first.shape[0] else np.zeros(0, np.int64)
     spans = np.stack([line_spans[ordered[r[first]], 0], ends], axis=1).reshape(-1, 2)
     return spans, occ[first], line_step[ordered[r[first]]]
+
+
+def _order(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """Stable order by (major, minor), both non-negative: one sort of major * (1 + max minor) + minor
+    (mostly sorted runs already, which the stable sort takes in linear time)."""
+    return np.argsort(major * (int(minor.max(initial=0)) + 1) + minor, kind="stable")
 
 
 def _joins(actions: Sequence[str], step: np.ndarray, end: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -312,9 +394,14 @@ def _joins(actions: Sequence[str], step: np.ndarray, end: np.ndarray, start: np.
     slow = gap[width > _MAX_GAP].tolist()
     short, width = gap[width <= _MAX_GAP], width[width <= _MAX_GAP]
     if short.shape[0]:
-        base = segment_starts(np.fromiter(map(len, actions), np.int64, len(actions)))[step[short]]
-        chars = _code_points("".join(actions))
-        at = ranges(base + end[short], base + start[short])
+        read = np.zeros(len(actions), bool)
+        read[step[short]] = True
+        read = np.flatnonzero(read).tolist()  # the actions with gaps to read, joined into one text
+        texts = [actions[s] for s in read]
+        base = np.zeros(len(actions), np.int64)
+        base[read] = segment_starts(np.fromiter(map(len, texts), np.int64, len(texts)))
+        chars = _code_points("".join(texts))
+        at = ranges(base[step[short]] + end[short], base[step[short]] + start[short])
         kind = _GAP_CLASS[np.minimum(chars[at], 128)]
         first = np.zeros(kind.shape[0] + 1, bool)
         first[segment_starts(width)] = True
@@ -371,11 +458,10 @@ def project_steps(
 ) -> tuple[np.ndarray, np.ndarray]:
     """`project_tokens` for many steps at once, with work per span and one pass over the tokens.
 
-    The steps share one character axis, step s at [s W, (s + 1) W) with W = 1 + the largest token
-    or span end, so one sorted array of token bounds serves every step: span [a, b) covers the
-    non-empty tokens first..last-1 with first = #{tokens ending <= a}, last = #{tokens starting < b}.
-    The span bounds cut the tokens into intervals that every span covers whole or not at all, so the
-    winner is found per interval and the values are repeated over each interval's tokens.
+    With its step's non-empty tokens in order, span [a, b) covers tokens first..last-1, first =
+    #{tokens ending <= a}, last = #{tokens starting < b} (a binary search per span). The span bounds
+    cut the tokens into intervals that every span covers whole or not at all, so the winner is
+    found per interval and its value repeated over the interval's tokens.
 
     Args:
       offsets: (S,) arrays (T_s, 2) of token offsets.
@@ -391,25 +477,54 @@ def project_steps(
         raise ValueError(f"span_step, values and priority must have shape ({m},)")
     n_tokens = np.fromiter(map(len, offsets), np.int64, len(offsets))
     tokens = np.concatenate(offsets).reshape(-1, 2) if offsets else np.zeros((0, 2), np.int64)
-    width = max(int(tokens[:, 1].max(initial=0)), int(spans[:, 1].max(initial=0))) + 1
-    shift = np.repeat(np.arange(len(offsets)) * width, n_tokens)
+    n_all = tokens.shape[0]
     real = None if (tokens[:, 1] > tokens[:, 0]).all() else np.flatnonzero(tokens[:, 1] > tokens[:, 0])
-    if real is not None:
-        tokens, shift = tokens[real], shift[real]
-    first = np.searchsorted(tokens[:, 1] + shift, spans[:, 0] + span_step * width, side="right")
-    last = np.maximum(np.searchsorted(tokens[:, 0] + shift, spans[:, 1] + span_step * width, side="left"), first)
-    bounds = np.unique(np.concatenate([first, last, [0, tokens.shape[0]]]))
-    lo, hi = np.searchsorted(bounds, first), np.searchsorted(bounds, last)
-    by_rank = np.lexsort((np.arange(m), priority))  # lowest priority first; of equal ones the later span last
-    rank = np.empty(m, np.int64)
-    rank[by_rank] = np.arange(m)
-    best = np.full(bounds.shape[0] - 1, -1, np.int64)
-    np.maximum.at(best, ranges(lo, hi), np.repeat(rank, hi - lo))
-    size = np.diff(bounds)
-    value = np.repeat(np.where(best >= 0, values[by_rank[best]], 0.0), size)
-    covered = np.repeat(best >= 0, size)
+    if real is not None:  # zero-width tokens cover nothing and may stand anywhere: leave them out
+        tokens = tokens[real]
+        n_tokens = np.bincount(np.repeat(np.arange(len(offsets)), n_tokens)[real], minlength=len(offsets))
+    bounds = np.concatenate([[0], np.cumsum(n_tokens)])
+    lo, hi = bounds[span_step], bounds[span_step + 1]
+    first = _count_sorted(tokens[:, 1], lo, hi, spans[:, 0], below=False)
+    last = np.maximum(_count_sorted(tokens[:, 0], lo, hi, spans[:, 1], below=True), first)
+    value, covered = _paint(tokens.shape[0], first, last, values, priority)
     if real is None:
         return value, covered
-    all_values, all_covered = np.zeros(n_tokens.sum()), np.zeros(n_tokens.sum(), bool)
+    all_values, all_covered = np.zeros(n_all), np.zeros(n_all, bool)
     all_values[real], all_covered[real] = value, covered
     return all_values, all_covered
+
+
+def _count_sorted(sorted_values: np.ndarray, lo: np.ndarray, hi: np.ndarray, x: np.ndarray, below: bool) -> np.ndarray:
+    """lo + #{i in [lo, hi): sorted_values[i] < x} (below) or <= x, per query, where each range
+    of sorted_values is sorted: a binary search on all queries at once."""
+    lo, hi = lo.copy(), hi.copy()
+    last = max(sorted_values.shape[0] - 1, 0)
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo
+        mid = (lo + hi) // 2
+        v = sorted_values[np.minimum(mid, last)]
+        right = open_ & ((v < x) if below else (v <= x))
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(open_ & ~right, mid, hi)
+
+
+def _paint(n: int, first: np.ndarray, last: np.ndarray, values: np.ndarray,
+           priority: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per item of 0..n-1, the value of the highest-priority range [first, last) holding it (ties
+    to the later range), and whether any does; found per interval between range bounds."""
+    m = first.shape[0]
+    cuts = np.sort(np.concatenate([first, last, [0, n]]))
+    cuts = cuts[np.concatenate([[True], cuts[1:] != cuts[:-1]])]
+    lo, hi = np.searchsorted(cuts, first), np.searchsorted(cuts, last)
+    by_rank = np.lexsort((np.arange(m), priority))  # lowest priority first; of equal ones the later range last
+    rank = np.empty(m, np.int64)
+    rank[by_rank] = np.arange(m)
+    best = np.full(cuts.shape[0] - 1, -1, np.int64)
+    np.maximum.at(best, ranges(lo, hi), np.repeat(rank, hi - lo))
+    won = best >= 0
+    interval_value = np.zeros(best.shape[0])
+    interval_value[won] = values[by_rank[best[won]]]
+    size = np.diff(cuts)
+    return np.repeat(interval_value, size), np.repeat(won, size)

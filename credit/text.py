@@ -318,15 +318,26 @@ def _tokenize_bytes(data: np.ndarray, n_lines: int) -> "Contents":
 
 def _prefix_hash(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """H[i] = sum_{j < i} c_j P^j and the powers P^-i, modulo 2^64."""
-    powers = np.empty(codes.shape[0] + 1, np.uint64)
-    powers[0] = 1
-    np.cumprod(np.full(codes.shape[0], _POWER, np.uint64), out=powers[1:])
-    inverse = np.empty(codes.shape[0] + 1, np.uint64)
-    inverse[0] = 1
-    np.cumprod(np.full(codes.shape[0], _POWER_INVERSE, np.uint64), out=inverse[1:])
-    prefix = np.zeros(codes.shape[0] + 1, np.uint64)
-    np.cumsum(codes * powers[:-1], out=prefix[1:])
-    return prefix, inverse
+    n = codes.shape[0]
+    powers, inverse = _powers(n + 1)
+    prefix = np.zeros(n + 1, np.uint64)
+    np.cumsum(codes * powers[:n], out=prefix[1:])
+    return prefix, inverse[:n + 1]
+
+
+_POWERS = [np.ones(1, np.uint64), np.ones(1, np.uint64)]  # P^i and P^-i, grown as needed
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """P^i and P^-i for i < n (at least), modulo 2^64: constants, computed once per size doubling."""
+    if _POWERS[0].shape[0] < n:
+        size = max(n, 2 * _POWERS[0].shape[0], 1 << 16)
+        for k, base in enumerate((_POWER, _POWER_INVERSE)):
+            table = np.empty(size, np.uint64)
+            table[0] = 1
+            np.cumprod(np.full(size - 1, base, np.uint64), out=table[1:])
+            _POWERS[k] = table
+    return _POWERS[0], _POWERS[1]
 
 
 def _span_hash(prefix: np.ndarray, inverse: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 
@@ -53,5 +54,95 @@ def test_many_steps_at_once_match_one_at_a_time():
 
 def test_provenance_spans():
     prov = (("a.py", 3, 10, 20), ("b.py", 3, 30, 40))
-    out = provenance_spans([prov], [["a.py", "a.py", "b.py"]], np.array([3, 4, 3]))
+    out = provenance_spans([prov], np.zeros(3, np.int64), np.array([0, 0, 1]), ("a.py", "b.py"), np.array([3, 4, 3]))
     assert out.tolist() == [[10, 20], [-1, -1], [30, 40]]
+
+
+def test_block_found_as_written():
+    code = ["def f(x):", "", "    return x  "]
+    action = "Here it is:\n" + "\n".join(code) + "\n"
+    start = action.index("def")
+    last = start + len(code[0]) + 2  # a line break, the blank line and its break
+    spans = locate_lines(action, code).tolist()
+    assert spans == [[start, start + len(code[0])], [-1, -1], [last, last + len("    return x")]]
+
+
+def test_block_found_as_json_escaped_text():
+    # quotes, a backslash, a tab, trailing whitespace, a blank line and non-ASCII: each escapes differently
+    code = ['def f(s):', '    """Say "hi"."""  ', '', '\treturn s + "\\\\n"', "    return 'café'"]
+    for ensure_ascii in (False, True):
+        call = json.dumps({"name": "edit", "arguments": {"new_str": "\n".join(code)}}, ensure_ascii=ensure_ascii)
+        action = "I will add f.\n<tool_call>" + call + "</tool_call>"
+        spans = locate_lines(action, code)
+        assert spans[2].tolist() == [-1, -1]  # blank
+        inside = action.index("<tool_call>")
+        for (s, e), line in zip(spans.tolist(), code):
+            if line.strip():
+                assert s > inside and json.loads('"' + action[s:e] + '"') == line.rstrip()
+
+
+def test_block_is_placed_whole_even_where_a_line_appears_earlier():
+    code = ["    return total", "total = 0"]
+    call = json.dumps({"new_str": "\n".join(code)})
+    action = "The bug: `    return total` comes too early.\n" + call
+    spans = locate_lines(action, code)
+    # line by line, the first line would match the quote in the thought; as a block, both lines sit
+    # in the call, one escaped line break (2 characters) apart
+    start = action.index(json.dumps("\n".join(code))[1:-1])
+    second = start + len(code[0]) + 2
+    assert spans.tolist() == [[start, start + len(code[0])], [second, second + len(code[1])]]
+
+
+def test_block_not_found_whole_is_searched_line_by_line():
+    action = "x = 1\nsomething else\ny = 2\n"
+    spans = locate_lines(action, ["x = 1", "y = 2"])
+    y = action.index("y = 2")
+    assert spans.tolist() == [[0, 5], [y, y + 5]]
+
+
+def test_locate_blocks_skips_markers_and_unsearched_lines():
+    # a diff's marked lines; step 0 searches its deleted block only, step 1 everything
+    texts = ["-a = 1", "-b = 2", "+a = 10", "+b = 20", "+c = 3"]
+    actions = ['{"old_str": "a = 1\\nb = 2", "new_str": "a = 10\\nb = 20"}', "c = 3"]
+    line, step = np.array([0, 1, 2, 3, 4]), np.array([0, 0, 0, 0, 1])
+    new_block = np.array([True, False, True, False, True])
+    searched = np.array([True, True, False, False, True])
+    spans, block = locate_blocks(actions, texts, line, step, new_block, searched, skip=1)
+    a = actions[0].index("a = 1")
+    assert spans.tolist() == [[a, a + 5], [a + 7, a + 12], [-1, -1], [-1, -1], [0, 5]]
+    assert block[0] == block[1] >= 0 and block[2] == block[3] == -1 and block[4] >= 0
+
+
+def test_provenance_last_entry_wins_and_other_steps_or_paths_do_not_count():
+    prov = [(("a.py", 3, 1, 2), ("a.py", 3, 5, 9), ("c.py", 4, 7, 8)), None]
+    out = provenance_spans(prov, np.array([0, 0, 1]), np.array([0, 1, 0]), ("a.py", "b.py"), np.array([3, 3, 3]))
+    assert out.tolist() == [[5, 9], [-1, -1], [-1, -1]]
+
+
+def test_zero_width_tokens_anywhere_cover_nothing():
+    # (0, 0) special tokens at both ends and a zero-width token inside the span
+    offsets = np.array([[0, 0], [0, 3], [3, 3], [3, 6], [6, 9], [0, 0]])
+    values, covered = project_tokens(offsets, np.array([[2, 5]]), np.array([1.5]), np.array([1.0]))
+    assert values.tolist() == [0.0, 1.5, 0.0, 1.5, 0.0, 0.0]
+    assert covered.tolist() == [False, True, False, True, False, False]
+
+
+def test_gaps_that_merge_are_exactly_whitespace_and_its_escapes():
+    rng = np.random.default_rng(0)
+    alphabet = [" ", "\t", "\n", "\\", "n", "r", "t", "x", '"', "\u00a0", "\u2003", "é"]
+    for _ in range(400):
+        gap = "".join(rng.choice(alphabet, size=int(rng.integers(0, 80))))
+        action = "a" + gap + "b"
+        merged = merge_spans(action, np.array([[0, 1], [len(action) - 1, len(action)]]))
+        expected = re.fullmatch(r"(?:\s|\\[nrt])*", gap) is not None
+        assert (merged.shape[0] == 1) == expected, repr(gap)
+
+
+def test_lines_of_one_block_join_without_reading_the_gap():
+    spans = np.array([[0, 5], [7, 12], [14, 19]])
+    step, member, occurrence = np.zeros(3, np.int64), np.arange(3), np.zeros(3, np.int64)
+    action = "a = 1\\nb = 2XXc = 3"  # the gap before "c = 3" is no whitespace
+    assert occurrence_spans([action], spans, step, member, occurrence)[0].tolist() == [[0, 12], [14, 19]]
+    # told that the last two lines were found as one block, the text between them is not read
+    block = np.array([-1, 0, 0])
+    assert occurrence_spans([action], spans, step, member, occurrence, block)[0].tolist() == [[0, 19]]
