@@ -33,6 +33,7 @@ import numpy as np
 import unidiff
 
 from credit._util import ranges, segment_starts
+from credit.pyspans import python_spans
 from credit.text import _WHITESPACE, skip_spaces
 
 LEVELS = ("file", "hunk", "syntax", "block")
@@ -456,22 +457,32 @@ def _syntax_units(body: _Body, cid: np.ndarray, side: np.ndarray, tree_sitter: b
     if tree_sitter:
         is_py = np.fromiter((p.endswith((".py", ".pyi")) for p in body.file_paths), bool, len(body.file_paths))
         python = is_py[body.file[lo[sides]]]
+    # Python sides: read in vectorized passes where indentation decides (`credit.pyspans`), else
+    # parsed by tree-sitter (memoised per text); the rest, and Python that does not parse, by
+    # indentation in one vectorized pass
+    by_indent = ~python
+    py_sides = np.flatnonzero(python)
     py_rows = np.flatnonzero(python[row_side])
-    texts = body.texts(rows[py_rows])
+    answered, first, last = python_spans(body.data, body.start[rows[py_rows]], body.end[rows[py_rows]],
+                                         np.searchsorted(py_sides, row_side[py_rows]), py_sides.shape[0])
+    span_lo, span_hi = [py_rows[first]], [py_rows[last] + 1]
+    parse = py_sides[~answered]
+    parse_rows = np.flatnonzero(np.isin(row_side, parse))
+    texts = body.texts(rows[parse_rows])
     text_at = np.full(rows.shape[0], -1, np.int64)
-    text_at[py_rows] = np.arange(py_rows.shape[0])
-    # Python sides through tree-sitter (memoised per text); the rest, and Python that does not
-    # parse, by indentation in one vectorized pass
-    span_lo, span_hi, by_indent = [], [], np.ones(sides.shape[0], bool)
-    for k in np.flatnonzero(python).tolist():
+    text_at[parse_rows] = np.arange(parse_rows.shape[0])
+    found_lo, found_hi = [], []
+    for k in parse.tolist():
         b = int(base[k])
         t = int(text_at[b])
         spans = _python_block_spans(tuple(texts[t:t + int(n_rows[k])]))
-        if spans is not None:
-            by_indent[k] = False
-            span_lo.extend(b + first for first, _ in spans)
-            span_hi.extend(b + last + 1 for _, last in spans)
-    lo_arr, hi_arr = np.asarray(span_lo, np.int64), np.asarray(span_hi, np.int64)
+        if spans is None:
+            by_indent[k] = True
+        else:
+            found_lo.extend(b + first for first, _ in spans)
+            found_hi.extend(b + last + 1 for _, last in spans)
+    lo_arr = np.concatenate(span_lo + [np.asarray(found_lo, np.int64)])
+    hi_arr = np.concatenate(span_hi + [np.asarray(found_hi, np.int64)])
     span_side = np.searchsorted(base, lo_arr, side="right") - 1
     if by_indent.any():
         at = np.flatnonzero(by_indent[row_side])

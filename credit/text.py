@@ -250,18 +250,23 @@ def _marker_positions(data: np.ndarray, marker: str) -> np.ndarray:
     return np.flatnonzero(hit)
 
 
-def skip_spaces(data: np.ndarray, starts: np.ndarray, limits: np.ndarray, step: int = 1) -> np.ndarray:
+def skip_spaces(data: np.ndarray, starts: np.ndarray, limits: np.ndarray, step: int = 1,
+                only: str | None = None) -> np.ndarray:
     """Per row, the first position from its start on (step -1: backwards) that is not ASCII
-    whitespace, or its limit when every byte up to the limit is.
+    whitespace (`only`: none of these characters), or its limit when every byte up to the limit is.
 
     Steps all rows one byte at a time, keeping only the rows still on whitespace: the cost is the
     total indentation (or trailing whitespace), not the size of the buffer.
     """
     pos = np.asarray(starts, np.int64).copy()
     limits = np.asarray(limits, np.int64)
+    space = _IS_SPACE
+    if only is not None:
+        space = np.zeros(256, bool)
+        space[[ord(c) for c in only]] = True
     active = np.flatnonzero(pos != limits)
     while active.shape[0]:
-        on_space = _IS_SPACE[data[pos[active]]]
+        on_space = space[data[pos[active]]]
         active = active[on_space]
         pos[active] += step
         active = active[pos[active] != limits[active]]

@@ -1,0 +1,117 @@
+"""credit.pyspans answers exactly what tree-sitter (with split's indentation fallback) gives, or not at all.
+
+The proof is by oracle: hand-written snippets of each construct, windows cut like hunk sides from a
+fixed sample of the standard library (starting and ending anywhere: mid-block, mid-bracket, inside
+docstrings), and the benchmark's generated code. Whenever `python_spans` answers a group, its
+spans must equal `split._block_spans(rows, python=True)`.
+"""
+
+import importlib.util
+import random
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+
+from credit import pyspans, split
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "credit_bench.py"
+
+
+def answers(windows):
+    """python_spans on the windows as one batch: per window, its spans or None when unsure."""
+    rows = [row for w in windows for row in w]
+    data, starts, ends = split._encode_rows(rows)
+    group = np.repeat(np.arange(len(windows)), [len(w) for w in windows])
+    answered, first, last = pyspans.python_spans(data, starts, ends, group, len(windows))
+    base = np.concatenate([[0], np.cumsum([len(w) for w in windows])])
+    out = [[] if ok else None for ok in answered.tolist()]
+    for f, l in zip(first.tolist(), last.tolist()):
+        g = int(np.searchsorted(base, f, side="right") - 1)
+        out[g].append((f - int(base[g]), l - int(base[g])))
+    return [None if o is None else tuple(o) for o in out]
+
+
+def check(windows):
+    """The answers, after asserting each one equals the oracle's."""
+    got = answers(windows)
+    for w, spans in zip(windows, got):
+        if spans is not None:
+            assert spans == split._block_spans(tuple(w), True), "\n".join(w)
+    return got
+
+
+def test_constructs_inside_the_subset_are_answered_as_tree_sitter_does():
+    cases = [
+        "if a:\n    x = 1\n    # note\ny = 2",  # a comment as deep as the body is in the block
+        "if a:\n    x = 1\n  # note\ny = 2",  # one indented less is not
+        "if a:\n    x = 1\n\n\ny = 2",
+        "if a:\n    if b:\n        x\n    # c\ny",
+        "if a:\n    x\nelif b:\n    y\nelif c:\n    z\nelse:\n    w\nv",
+        "try:\n    x\nexcept E as e:\n    y\nelse:\n    z\nfinally:\n    w",
+        "for i in range(3):\n    x\nelse:\n    y\nwhile a:\n    b",
+        "@dec(1)\n@other\ndef f(a, *, b: int = 2) -> int:\n    return a",
+        "class C(B, metaclass=M):\n    x: int = 1\n    def f(self):\n        pass",
+        "d = {1: 2, 3: [x[1:2] for x in y]}\nif d:\n    pass",
+        "f = lambda x, y=1: x + y\nx: int = 1\ns = a[1:2, ::3]\nif s:\n    t = x  # 'a' # b: c",
+        "while (n := f()):\n    g(n)\n        # deeper comment\nh()",
+        "def f():\n    return [\n        1]\n",
+    ]
+    windows = [tuple(c.split("\n")) for c in cases]
+    got = check(windows)
+    # the plain ones must not fall back to tree-sitter, or the fast path would be vacuous
+    assert all(got[k] is not None for k in (0, 2, 3, 4, 5, 6, 7, 8, 9, 11))
+    assert got[4] == ((0, 7),) and got[7] == ((0, 3), (2, 3)) and got[8] == ((0, 3), (2, 3))
+
+
+def test_what_indentation_cannot_decide_goes_to_tree_sitter():
+    unsure = [
+        'def f():\n    """doc\n    string"""\n    return 1',  # strings
+        "if a: x = 1\nelse: y = 2",  # one-line bodies
+        "def f(a,\n      b):\n    pass",  # a bracket open at a line's end
+        "x = 1 + \\\n    2\nif x:\n    y",  # a continuation
+        "if a:\n\tx = 1",  # a tab
+        "match x:\n    case 1:\n        pass",  # match statements
+        "async def f():\n    pass",
+        "def f():\n    x = 1\n# comment less indented than what follows\n    y = 2",
+        "if a:\n    x\n# trailing comment",
+        "x = 1\nelse:\n    y",  # a clause with nothing to continue
+        "def f():\n    pass\n  y = 1",  # a dedent to no open level
+        "def f():",  # a header without a body
+        "chosen to make the minimum: and maximum elements coincide with the\nendpoints of it",  # prose
+        "x = (1]\nif x:\n    y",  # brackets that do not nest
+    ]
+    assert all(spans is None for spans in check([tuple(c.split("\n")) for c in unsure]))
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("credit_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmark_code_is_answered_and_agrees():
+    bench = _bench()
+    rng = np.random.default_rng(0)
+    windows = []
+    for _ in range(150):
+        fn = bench.function(rng, int(rng.integers(5, 41)))
+        windows += [tuple(fn), tuple(bench.near_duplicate(rng, fn)), tuple(fn + ["", "", "def keep():", "    pass"])]
+    got = check(windows)
+    assert sum(g is not None for g in got) == len(windows)
+
+
+def test_windows_of_the_standard_library_agree_with_tree_sitter():
+    rng = random.Random(0)
+    files = sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))[::2]
+    windows = []
+    for path in files:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for _ in range(len(lines) // 15):
+            at = rng.randrange(len(lines))
+            window = tuple(lines[at:at + rng.randint(3, 60)])
+            if not any("\r" in row or "\x0c" in row for row in window):
+                windows.append(window)
+    got = check(windows)
+    assert len(windows) > 2000 and sum(g is not None for g in got) > 100
