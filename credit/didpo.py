@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from credit.grouping import cluster_units
 from credit.text import Contents, line_table, marker_code
 from credit.project import locate_blocks, occurrence_spans, project_steps, provenance_spans
 from credit.groupability import check_options as check_score_options
-from credit.split import ADDED, LEVELS, DiffBatch, DiffError, SubDiffs, split_diffs
+from credit.split import ADDED, LEVELS, DiffBatch, DiffError, split_diffs
 from credit.split import check_options as check_split_options
 from credit.types import Anchor, Result
 
@@ -173,29 +173,6 @@ def _stats(clock, units, clusters, selection, occurrence_rows, coverage) -> dict
 
 
 @dataclass(frozen=True, eq=False)
-class _Prepared:
-    """One step's split diff."""
-
-    sub: SubDiffs
-
-
-class _SubsByRow(dict):
-    """row -> _Prepared, built on first access from the batch (most rows are never looked at)."""
-
-    def __init__(self, batch: DiffBatch, diff_of_row: np.ndarray):
-        super().__init__()
-        self._batch, self._diff_of_row, self._by_diff = batch, diff_of_row, {}
-
-    def __missing__(self, row: int) -> _Prepared:
-        d = int(self._diff_of_row[row])
-        prep = self._by_diff.get(d)
-        if prep is None:
-            prep = self._by_diff[d] = _Prepared(self._batch.sub(d))
-        self[row] = prep
-        return prep
-
-
-@dataclass(frozen=True, eq=False)
 class _Units:
     """All units of a batch. Lines get global ids: line_base[row] + the line's index in its diff."""
 
@@ -211,7 +188,6 @@ class _Units:
     contents: Contents
     batch: DiffBatch
     diff_of_row: np.ndarray
-    prepared: Mapping[int, _Prepared]
     line_base: np.ndarray
     n_lines: int
     n_rows_with_diff: int
@@ -263,7 +239,7 @@ def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
         bucket=table.task[table.traj[row]] * 2 + (kind == ADDED),
         line_ptr=_ptr(hi - lo), lines=batch.unit_lines[ranges(lo, hi)] + np.repeat(shift, hi - lo),
         compared_ptr=_ptr(c_hi - c_lo), content=content[ranges(c_lo, c_hi)], indent=indent[ranges(c_lo, c_hi)],
-        contents=compared.contents, batch=batch, diff_of_row=diff_of, prepared=_SubsByRow(batch, diff_of),
+        contents=compared.contents, batch=batch, diff_of_row=diff_of,
         line_base=line_base,
         n_lines=int(n_lines.sum()), n_rows_with_diff=int(rows.shape[0]),
     )
@@ -303,10 +279,11 @@ def _contrast_advantage(members: list[np.ndarray], unit_row: np.ndarray, table: 
 
 def _anchors(selection, advantages, units: _Units, table: StepTable) -> list[Anchor]:
     out = []
+    batch = units.batch
     for k, m in enumerate(selection.members):
         rows = units.row[m]
-        first = units.prepared[int(rows[0])].sub
-        preview = first.unit_text(int(units.local[m[0]]))
+        u = int(batch.diff_units[units.diff_of_row[rows[0]]] + units.local[m[0]])  # the unit in the batch
+        preview = "\n".join(batch.texts_of(batch.unit_lines[batch.unit_ptr[u]:batch.unit_ptr[u + 1]]))
         traj = table.traj[rows]
         out.append(Anchor(
             task_id=table.trajectories[int(traj[0])].task_id,
@@ -378,7 +355,9 @@ def _line_coverage(units: _Units, selection) -> float:
         return 0.0
     m = np.concatenate(selection.members)
     lo, hi = units.line_ptr[m], units.line_ptr[m + 1]
-    return float(np.unique(units.lines[ranges(lo, hi)]).shape[0] / units.n_lines)
+    covered = np.zeros(units.n_lines, bool)
+    covered[units.lines[ranges(lo, hi)]] = True
+    return float(covered.sum() / units.n_lines)
 
 
 

@@ -176,20 +176,32 @@ def _adjacent_names(buf: np.ndarray, s: np.ndarray, code_end: np.ndarray, n: int
     """Rows where two names or numbers follow each other with only spaces between and neither is
     a keyword: not Python (prose, say, which tree-sitter still reads as code in its own way)."""
     ident = _IDENT[buf]
-    edge = np.flatnonzero(np.diff(ident.view(np.int8), prepend=0, append=0))
-    starts, ends = edge[0::2], edge[1::2]
-    row = np.searchsorted(s, starts, side="right") - 1
-    keep = (row >= 0) & (ends <= code_end[np.maximum(row, 0)])
-    starts, ends, row = starts[keep], ends[keep], row[keep]
-    pair = np.flatnonzero(row[1:] == row[:-1])
-    if pair.shape[0] == 0:
+    gap = np.flatnonzero(ident[:-1] & (buf[1:] == 32)) + 1  # a space right after a name
+    nxt = skip_spaces(buf, gap, np.full(gap.shape[0], buf.shape[0] - 1), only=" ")
+    pair = ident[nxt]
+    gap, nxt = gap[pair], nxt[pair]
+    row = np.searchsorted(s, gap, side="right") - 1
+    inside = (row >= 0) & (nxt < code_end[np.maximum(row, 0)])
+    gap, nxt, row = gap[inside], nxt[inside], row[inside]
+    if gap.shape[0] == 0:
         return np.zeros(n, bool)
-    spaced = skip_spaces(buf, ends[pair], starts[pair + 1], only=" ") == starts[pair + 1]
-    pair = pair[spaced]
-    keyword = _is_keyword(buf, starts, ends)
+    before_start = _skip_name(ident, gap - 1, s[row] - 1, step=-1) + 1
+    after_end = _skip_name(ident, nxt, code_end[row], step=1)
+    plain = ~_is_keyword(buf, before_start, gap) & ~_is_keyword(buf, nxt, after_end)
     bad = np.zeros(n, bool)
-    bad[row[pair[~keyword[pair] & ~keyword[pair + 1]]]] = True
+    bad[row[plain]] = True
     return bad
+
+
+def _skip_name(ident: np.ndarray, starts: np.ndarray, limits: np.ndarray, step: int) -> np.ndarray:
+    """Per position, the first one from it on (step -1: backwards) that is not a name byte."""
+    pos = starts.copy()
+    active = np.flatnonzero(pos != limits)
+    while active.shape[0]:
+        active = active[ident[pos[active]]]
+        pos[active] += step
+        active = active[pos[active] != limits[active]]
+    return pos
 
 
 def _is_keyword(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
