@@ -6,20 +6,24 @@ about as much as everything else in DiDPO together, so `python_spans` first read
 few vectorized passes over their bytes and answers for the sides in a subset where the nodes follow
 from the lines alone; tree-sitter parses the rest (`answered` is False for them).
 
-The subset: no string quotes, backslashes or tabs in the indentation; brackets balanced and
-properly nested on each line (so every line is one logical line, and a `#` always starts a
-comment); every line starting with a compound keyword ends with its one colon (no one-line
-bodies, no `async`, no `match` / `case` headers); indentation that only deepens right after a
-header and only returns to an open level; each clause (elif / else / except / finally) right
-after a header of a statement that takes it; decorators directly above a definition; no comment
-less indented than the code after it, and none after the last code line.
+The subset: every line is one logical line: string literals end on their line (no triple-quoted
+text across lines, no f-string replacement fields), brackets balance and nest on it, no backslash
+outside strings; no tabs in the indentation; lines look like Python (they start with what can
+start a statement, two names never follow each other without a keyword between them, and colons
+outside brackets stand only where an annotation or a lambda puts them); every line starting with
+a compound keyword ends with its one colon (no one-line bodies, no `async`, no `match` / `case`
+headers) and the line after it is indented deeper; each clause (elif / else / except / finally)
+closes the block of a statement that takes it, at that statement's indent; decorators sit
+directly above a definition; no comment after the last code line.
 
-Inside it, as tree-sitter-python's scanner builds them (checked against tree-sitter on the
-standard library and on the benchmark's code: tests/credit/test_credit_pyspans.py): a header's
-block holds the lines below it up to the first non-blank line indented less than the block's first
-line; the node spans the header, its block and the clauses that follow at the header's indent
-with their blocks. A decorated definition spans its decorators and the definition, which is a node
-of its own.
+Inside it, nodes are what tree-sitter-python's scanner (src/scanner.c) builds from INDENT and
+DEDENT tokens (checked against tree-sitter on windows of the standard library and on the
+benchmark's code: tests/credit/test_credit_pyspans.py). A header's block begins at the line below
+it and ends before the first line that closes it: a code line indented less than the block, or a
+comment indented less when the code line after it is too (the scanner's DEDENT waits for such a
+comment); lines indented otherwise are ordinary statements, as are windows that start inside a
+block. The node spans the header, its block, and the clauses that follow with their blocks. A
+decorated definition spans its decorators and the definition, which is a node of its own.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ _PATTERNS = [(np.uint64(int.from_bytes(w.encode(), "little")), np.uint64((1 << (
              for w in _WORDS]  # every keyword fits in eight bytes
 _KEYWORD_VALUES = np.array(sorted(int.from_bytes(w.encode(), "little") for w in keyword.kwlist + keyword.softkwlist),
                            np.uint64)
+_STARTS = _IDENT.copy()  # bytes a statement may start with (a name, number, string, bracket, operator)
+_STARTS[[ord(c) for c in "\"'([{@*-+~"]] = True
 _SPECIAL = np.zeros(256, bool)
 _SPECIAL[[ord(c) for c in "\"'\\#()[]{}:"]] = True
 
@@ -107,27 +113,32 @@ def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray) -> _Lines:
     byte = buf[pos]
     inside = (row >= 0) & (pos < e[np.maximum(row, 0)])  # bytes between the rows do not count
     pos, row, byte = pos[inside], row[inside], byte[inside]
-    unsure[row[(byte == 34) | (byte == 39) | (byte == 92)]] = True
-    hashes = np.flatnonzero(byte == 35)
-    code_end = e.copy()
-    at = np.searchsorted(row[hashes], np.arange(n))  # each row's first '#', if any
-    has_hash = (at < hashes.shape[0]) & (row[hashes[np.minimum(at, max(hashes.shape[0] - 1, 0))]] == np.arange(n)
-                                         if hashes.shape[0] else np.zeros(n, bool))
-    code_end[has_hash] = pos[hashes[at[has_hash]]]
-    live = pos < code_end[row]
+    code_end, span_lo, span_hi, bad_strings = _strings(buf, pos, row, byte, s, e, n)
+    unsure |= bad_strings
+    k = np.searchsorted(span_lo, pos, side="right") - 1
+    in_string = (k >= 0) & (pos < span_hi[np.maximum(k, 0)]) if span_lo.shape[0] else np.zeros(pos.shape[0], bool)
+    live = ~in_string & (pos < code_end[row])
     pos, row, byte = pos[live], row[live], byte[live]
+    unsure[row[byte == 92]] = True  # a backslash outside strings: a continuation
     last = skip_spaces(buf, code_end - 1, first - 1, step=-1)
     ends_colon = code & (buf[np.clip(last, 0, buf.shape[0] - 1)] == 58)
     word = _keywords(buf, first, code)
     bracket = (_OPEN[byte] > 0) | (_CLOSE[byte] > 0)
     unsure |= _brackets_unsure(pos[bracket], row[bracket], byte[bracket], n) & code
     colon0 = _top_level_colons(buf, pos, row, byte, n)
-    unsure |= _adjacent_names(buf, s, code_end, n) & code
+    unsure |= _adjacent_names(buf, s, code_end, n, span_lo, span_hi) & code
     header = np.isin(word, _COMPOUND + _CLAUSES + (MATCH, CASE)) & ends_colon & (colon0 == 1)
     unsure |= code & (word == ASYNC)
     unsure |= code & np.isin(word, (MATCH, CASE)) & ends_colon
     unsure |= code & np.isin(word, _COMPOUND + _CLAUSES) & ~header
     unsure |= code & ((word == NONE) | (word == DECORATOR)) & ends_colon
+    # what cannot start a statement, and colons outside brackets where only an annotation or a
+    # lambda may have one: tree-sitter reads prose and dict items cut from their braces as code
+    nxt = buf[np.minimum(first + 1, buf.shape[0] - 1)]
+    dots = (head == 46) & ((nxt == 46) | ((nxt >= 48) & (nxt <= 57)))  # ... or .5
+    unsure |= code & ~(_STARTS[head] | dots)
+    plain = code & (word == NONE)
+    unsure |= plain & ((colon0 > 1) | ((colon0 == 1) & ~_IDENT[head]))
     return _Lines(blank, comment, indent, word, header & ~np.isin(word, (MATCH, CASE)), unsure)
 
 
@@ -172,11 +183,16 @@ def _brackets_unsure(pos: np.ndarray, row: np.ndarray, byte: np.ndarray, n: int)
     return bad
 
 
-def _adjacent_names(buf: np.ndarray, s: np.ndarray, code_end: np.ndarray, n: int) -> np.ndarray:
-    """Rows where two names or numbers follow each other with only spaces between and neither is
-    a keyword: not Python (prose, say, which tree-sitter still reads as code in its own way)."""
+def _adjacent_names(buf: np.ndarray, s: np.ndarray, code_end: np.ndarray, n: int,
+                    span_lo: np.ndarray, span_hi: np.ndarray) -> np.ndarray:
+    """Rows where two names, numbers or strings follow each other with only spaces between and
+    neither is a keyword: not Python (prose, say, which tree-sitter still reads as code in its own
+    way). A string literal counts as one name (its prefix letters with it)."""
     ident = _IDENT[buf]
-    gap = np.flatnonzero(ident[:-1] & (buf[1:] == 32)) + 1  # a space right after a name
+    quoted = np.zeros(buf.shape[0], bool)
+    quoted[ranges(span_lo, span_hi)] = True
+    ident |= quoted
+    gap = np.flatnonzero(ident[:-1] & (buf[1:] == 32) & ~quoted[1:]) + 1  # a space right after a name
     nxt = skip_spaces(buf, gap, np.full(gap.shape[0], buf.shape[0] - 1), only=" ")
     pair = ident[nxt]
     gap, nxt = gap[pair], nxt[pair]
@@ -193,8 +209,89 @@ def _adjacent_names(buf: np.ndarray, s: np.ndarray, code_end: np.ndarray, n: int
     return bad
 
 
+def _strings(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: np.ndarray, s: np.ndarray, e: np.ndarray,
+             n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """String literals and comments of each row, read left to right as Python's tokenizer does.
+
+    All rows advance together, one literal per pass: from the cursor, a '#' before the next quote
+    starts the comment; a quote opens a literal (three of them a triple-quoted one) that ends at the
+    next unescaped same quote (three). A literal that does not end on its row, or an f-string with
+    a replacement field, leaves the row unsure.
+
+    Returns:
+      (code end per row: its comment's '#' or its end; literal spans (lo, hi) sorted; unsure rows).
+    """
+    quote = np.flatnonzero((byte == 34) | (byte == 39))
+    hashes = pos[byte == 35]
+    code_end = e.copy()
+    bad = np.zeros(n, bool)
+    first_hash = np.searchsorted(hashes, s)
+    has_hash = first_hash < hashes.shape[0]
+    at = hashes[np.minimum(first_hash, max(hashes.shape[0] - 1, 0))] if hashes.shape[0] else e
+    code_end = np.where(has_hash & (at < e), at, e)
+    if quote.shape[0] == 0:
+        return code_end, np.zeros(0, np.int64), np.zeros(0, np.int64), bad
+    qpos = pos[quote]
+    backslashes = qpos - 1 - _skip_name(buf == 92, qpos - 1, s[row[quote]] - 1, step=-1)
+    unescaped = backslashes % 2 == 0
+    braces = pos[byte == 123]
+    closers = {}
+    for c in (34, 39):
+        mine = qpos[unescaped & (buf[qpos] == c)]
+        nxt = buf[np.minimum(mine + 1, buf.shape[0] - 1)], buf[np.minimum(mine + 2, buf.shape[0] - 1)]
+        closers[c] = (mine, mine[(nxt[0] == c) & (nxt[1] == c)])
+    lo_parts, hi_parts = [], []
+    active = np.unique(row[quote])
+    cursor = s[active].copy()
+    inf = np.iinfo(np.int64).max
+    while active.shape[0]:
+        end = e[active]
+        k = np.searchsorted(qpos, cursor)
+        q = np.where(k < qpos.shape[0], qpos[np.minimum(k, qpos.shape[0] - 1)], inf)
+        q = np.where(q < end, q, inf)
+        k = np.searchsorted(hashes, cursor)
+        h = np.where(k < hashes.shape[0], hashes[np.minimum(k, max(hashes.shape[0] - 1, 0))] if hashes.shape[0]
+                     else inf, inf)
+        h = np.where(h < end, h, inf)
+        done = q == inf
+        code_end[active[done]] = np.minimum(h[done], end[done])
+        comment = ~done & (h < q)
+        code_end[active[comment]] = h[comment]
+        go = ~done & ~comment
+        active, cursor, q, end = active[go], cursor[go], q[go], end[go]
+        c = buf[q]
+        triple = (q + 2 < end) & (buf[np.minimum(q + 1, buf.shape[0] - 1)] == c) & (buf[np.minimum(q + 2, buf.shape[0] - 1)] == c)
+        close = np.full(q.shape[0], inf)
+        for ch in (34, 39):
+            singles, triples = closers[ch]
+            for is_triple, table, skip, width in ((False, singles, 1, 1), (True, triples, 3, 3)):
+                sel = np.flatnonzero((c == ch) & (triple == is_triple))
+                if sel.shape[0] == 0:
+                    continue
+                k = np.searchsorted(table, q[sel] + skip)
+                found = table[np.minimum(k, max(table.shape[0] - 1, 0))] if table.shape[0] else np.full(sel.shape[0], inf)
+                ok = (k < table.shape[0]) & (found + width <= end[sel])
+                close[sel[ok]] = found[ok] + width
+        open_ = close == inf
+        prefix = buf[np.maximum(q - 1, 0)], buf[np.maximum(q - 2, 0)]
+        fstring = (prefix[0] | 32) == ord("f")
+        fstring |= ((prefix[1] | 32) == ord("f")) & _IDENT[prefix[0]]
+        kb = np.searchsorted(braces, q)
+        field = fstring & (kb < braces.shape[0]) & (
+            (braces[np.minimum(kb, max(braces.shape[0] - 1, 0))] if braces.shape[0] else close) < close)
+        bad[active[open_ | field]] = True
+        keep = ~open_ & ~field
+        lo_parts.append(q[keep])
+        hi_parts.append(close[keep])
+        active, cursor = active[keep], close[keep]
+    lo, hi = np.concatenate(lo_parts), np.concatenate(hi_parts)
+    order = np.argsort(lo)
+    return code_end, lo[order], hi[order], bad
+
+
 def _skip_name(ident: np.ndarray, starts: np.ndarray, limits: np.ndarray, step: int) -> np.ndarray:
-    """Per position, the first one from it on (step -1: backwards) that is not a name byte."""
+    """Per position, the first one from it on (step -1: backwards) where the mask `ident` is False,
+    or its limit."""
     pos = starts.copy()
     active = np.flatnonzero(pos != limits)
     while active.shape[0]:
@@ -228,11 +325,8 @@ def _top_level_colons(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: n
 
 
 def _structure_unsure(lines: _Lines, code: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
-    """Groups whose indentation, clauses, decorators or comments leave the subset."""
+    """Groups whose headers, clauses, decorators or comments leave the subset."""
     bad = np.zeros(n_groups, bool)
-    nonblank = np.flatnonzero(~lines.blank)
-    base = np.full(n_groups, np.iinfo(np.int64).max)
-    np.minimum.at(base, group[nonblank], lines.indent[nonblank])
     g, d, word, header = group[code], lines.indent[code], lines.word[code], lines.header[code]
     m = code.shape[0]
     if m == 0:
@@ -240,23 +334,19 @@ def _structure_unsure(lines: _Lines, code: np.ndarray, group: np.ndarray, n_grou
     first_in_group = np.ones(m, bool)
     first_in_group[1:] = g[1:] != g[:-1]
     last_in_group = np.append(first_in_group[1:], True)
-    bad[g[first_in_group & (d != base[g])]] = True
     bad[g[last_in_group & header]] = True  # a header without a body
-    prev = np.arange(m) - 1
+    p = np.maximum(np.arange(m) - 1, 0)
     has_prev = ~first_in_group
-    p = np.maximum(prev, 0)
-    deeper = has_prev & (d > d[p])
-    bad[g[deeper & ~header[p]]] = True
-    bad[g[has_prev & header[p] & ~deeper]] = True
+    bad[g[has_prev & header[p] & (d <= d[p])]] = True  # an empty block
     decorated = has_prev & (word[p] == DECORATOR)
     bad[g[decorated & ((d != d[p]) | ~np.isin(word, (DEF, CLASS, DECORATOR)))]] = True
     bad[g[last_in_group & (word == DECORATOR)]] = True
+    # a clause continues the statement whose block the clause's own line closes
+    closes = _closing_code(d, g, header)
     before = _previous_at_most(d, g)  # last code row at or below one's indent, -1 if none
     b = np.maximum(before, 0)
-    dedent = has_prev & (d < d[p])
-    bad[g[dedent & ((before < 0) | (d[b] != d))]] = True
     clause = np.isin(word, _CLAUSES)
-    prev_ok = (before >= 0) & (d[b] == d) & header[b]
+    prev_ok = (before >= 0) & (d[b] == d) & header[b] & (closes[b] == np.arange(m))
     bad[g[clause & ~prev_ok]] = True
     root = _roots(word, clause & prev_ok, before)
     pw, r = word[b], root[b]
@@ -267,15 +357,23 @@ def _structure_unsure(lines: _Lines, code: np.ndarray, group: np.ndarray, n_grou
          (r == TRY) & np.isin(pw, (TRY, EXCEPT)),
          (r == TRY) & np.isin(pw, (TRY, EXCEPT, ELSE))], True)
     bad[g[clause & ~allowed]] = True
-    # comments: never less indented than the code after them, never after the last code line
+    # comments after the last code line: where the blocks close is the scanner's end-of-file rule
     comments = np.flatnonzero(lines.comment)
     after = np.searchsorted(code, comments)
-    has_after = after < m
     a = np.minimum(after, m - 1)
-    same = has_after & (group[code[a]] == group[comments])
+    same = (after < m) & (group[code[a]] == group[comments])
     bad[group[comments[~same]]] = True
-    bad[group[comments[same & (lines.indent[comments] < d[a])]]] = True
     return bad
+
+
+def _closing_code(d: np.ndarray, g: np.ndarray, header: np.ndarray) -> np.ndarray:
+    """For each header among code rows, the first later code row of its group indented less than
+    its block (the row below it); m when none."""
+    m = d.shape[0]
+    level = np.full(m, -1, np.int64)
+    heads = np.flatnonzero(header)
+    level[heads] = d[np.minimum(heads + 1, m - 1)]
+    return _next_below(d, g, level, strict=True)
 
 
 def _previous_at_most(d: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -329,23 +427,23 @@ def _spans(lines: _Lines, code: np.ndarray, group: np.ndarray, answered: np.ndar
     g, d, word, header = group[code], lines.indent[code], lines.word[code], lines.header[code]
     m = code.shape[0]
     heads = np.flatnonzero(header)
-    # a header's block: up to the first non-blank row indented less than its first line
-    body = np.minimum(heads + 1, m - 1)
-    level = np.zeros(m, np.int64)
-    level[heads] = d[body]
+    # a header's block runs up to the first non-blank row that closes it: a code row indented less
+    # than the block, or a comment indented less when the code after it is too (the scanner's
+    # DEDENT waits for a comment indented at least as deep as the block)
     nb_pos = np.searchsorted(nonblank, code)  # position of each code row among the non-blank rows
-    nb_group, nb_indent = group[nonblank], lines.indent[nonblank]
+    nb_group, nb_indent = group[nonblank], lines.indent[nonblank].copy()
+    next_code = np.minimum(np.searchsorted(code, nonblank), m - 1)
+    nb_indent = np.maximum(nb_indent, d[next_code])
     limit = np.full(nonblank.shape[0], -1, np.int64)
-    limit[nb_pos[heads]] = level[heads]
+    limit[nb_pos[heads]] = d[heads + 1]
     closing = _next_below(nb_indent, nb_group, limit, strict=True)
     block_end = np.zeros(m, np.int64)
     block_end[heads] = nonblank[closing[nb_pos[heads]] - 1]
     # a node runs on through the clauses that follow at its header's indent
-    nxt = _next_below(d, g, d, strict=False)
-    has_next = nxt < np.searchsorted(g, g, side="right")
-    n_ = np.minimum(nxt, m - 1)
-    chained = header & has_next & np.isin(word[n_], _CLAUSES) & (d[n_] == d)
-    link = np.where(chained, nxt, -1)
+    closes = _closing_code(d, g, header)
+    c = np.minimum(closes, m - 1)
+    chained = header & (closes < m) & np.isin(word[c], _CLAUSES) & (d[c] == d) & (g[c] == g)
+    link = np.where(chained, closes, -1)
     end = block_end.copy()
     while True:
         new = np.where(link >= 0, end[np.maximum(link, 0)], block_end)

@@ -56,11 +56,15 @@ def test_constructs_inside_the_subset_are_answered_as_tree_sitter_does():
         "f = lambda x, y=1: x + y\nx: int = 1\ns = a[1:2, ::3]\nif s:\n    t = x  # 'a' # b: c",
         "while (n := f()):\n    g(n)\n        # deeper comment\nh()",
         "def f():\n    return [\n        1]\n",
+        "def f():\n    x = 1\n# a comment less indented than the code after it\n    y = 2\nz",
+        "def f():\n    pass\n  y = 1",  # a dedent to no open level: an ordinary line for the scanner
+        "        x = 1\n    if a:\n        b\nc",  # a window that starts inside a block
+        "def f():\n    x = \"a: b # c\" + 'd'  # a comment: 'quoted'\n    return x + r'\\\\'",
     ]
     windows = [tuple(c.split("\n")) for c in cases]
     got = check(windows)
     # the plain ones must not fall back to tree-sitter, or the fast path would be vacuous
-    assert all(got[k] is not None for k in (0, 2, 3, 4, 5, 6, 7, 8, 9, 11))
+    assert all(got[k] is not None for k in (0, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 14, 15, 16))
     assert got[4] == ((0, 7),) and got[7] == ((0, 3), (2, 3)) and got[8] == ((0, 3), (2, 3))
 
 
@@ -72,13 +76,16 @@ def test_what_indentation_cannot_decide_goes_to_tree_sitter():
         "x = 1 + \\\n    2\nif x:\n    y",  # a continuation
         "if a:\n\tx = 1",  # a tab
         "match x:\n    case 1:\n        pass",  # match statements
+        "def f():\n    return f'{x}'",  # an f-string with a replacement field
         "async def f():\n    pass",
-        "def f():\n    x = 1\n# comment less indented than what follows\n    y = 2",
         "if a:\n    x\n# trailing comment",
         "x = 1\nelse:\n    y",  # a clause with nothing to continue
-        "def f():\n    pass\n  y = 1",  # a dedent to no open level
+        "if a:\n    x\n  y\nelse:\n    z",  # a clause after a line that closed the block
         "def f():",  # a header without a body
+        "if a:\nb",  # an empty block
         "chosen to make the minimum: and maximum elements coincide with the\nendpoints of it",  # prose
+        ".. sourcecode:: html\nif a:\n    b",  # reStructuredText
+        "    'key': 'value',\n    'other': 1,\n}\nif a:\n    b",  # dict items cut from their braces
         "x = (1]\nif x:\n    y",  # brackets that do not nest
     ]
     assert all(spans is None for spans in check([tuple(c.split("\n")) for c in unsure]))
