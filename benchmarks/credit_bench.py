@@ -53,12 +53,12 @@ everything else, so the default meets the target only if most sides skip tree-si
 
 
 def function(rng: np.random.Generator, n_lines: int, docstring: bool = False) -> list[str]:
-    """A syntactically valid Python function of about n_lines lines (with a one-line docstring)."""
+    """A syntactically valid Python function of about n_lines lines (with a docstring of four)."""
     args = list(rng.choice(NAMES, size=int(rng.integers(1, 4)), replace=False))
     verb = rng.choice(["get", "build", "parse", "merge", "scan", "fold"])
     lines = [f"def {verb}_{rng.integers(1000)}({', '.join(args)}):"]
     if docstring:
-        lines.append(f'    """{verb.capitalize()} the {args[0]}."""')
+        lines += [f'    """{verb.capitalize()} the {args[0]}.', "", f"    Returns the {args[-1]}.", '    """']
     depth, need_body, names = 1, True, list(args)
     while len(lines) < n_lines - 1:
         pad = "    " * depth

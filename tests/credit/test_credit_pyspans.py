@@ -60,11 +60,12 @@ def test_constructs_inside_the_subset_are_answered_as_tree_sitter_does():
         "def f():\n    pass\n  y = 1",  # a dedent to no open level: an ordinary line for the scanner
         "        x = 1\n    if a:\n        b\nc",  # a window that starts inside a block
         "def f():\n    x = \"a: b # c\" + 'd'  # a comment: 'quoted'\n    return x + r'\\\\'",
+        "@dec(\n  1)\ndef f(a,\n      b: int = {1: 2},\n) -> X:\n    return g(\n  a,  # c\n b)\nz",
     ]
     windows = [tuple(c.split("\n")) for c in cases]
     got = check(windows)
     # the plain ones must not fall back to tree-sitter, or the fast path would be vacuous
-    assert all(got[k] is not None for k in (0, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 14, 15, 16))
+    assert all(got[k] is not None for k in (0, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 14, 15, 16, 17))
     assert got[4] == ((0, 7),) and got[7] == ((0, 3), (2, 3)) and got[8] == ((0, 3), (2, 3))
 
 
@@ -72,7 +73,8 @@ def test_what_indentation_cannot_decide_goes_to_tree_sitter():
     unsure = [
         'def f():\n    """doc\n    string"""\n    return 1',  # strings
         "if a: x = 1\nelse: y = 2",  # one-line bodies
-        "def f(a,\n      b):\n    pass",  # a bracket open at a line's end
+        "    b)\nif a:\n    c",  # a bracket opened before the window
+        "x = f(a,\nif a:\n    c",  # one still open at its end
         "x = 1 + \\\n    2\nif x:\n    y",  # a continuation
         "if a:\n\tx = 1",  # a tab
         "match x:\n    case 1:\n        pass",  # match statements
