@@ -322,8 +322,9 @@ shape's 20k rows) instead of the parse.
 Code outside that subset goes to tree-sitter. In the last row every function has a docstring, so no
 Python side is in the subset: didpo takes about 150 ms, over the target, of which the split with
 tree-sitter is 130 ms against 29 ms with indentation blocks; `syntax="indent"` (66 ms) is then the
-choice that meets it. On windows of the standard library (strings everywhere) about one side in ten
-is in the subset, so real code is closer to the last row than to the others.
+choice that meets it. Of windows cut from the standard library (docstrings and calls spread over
+lines everywhere) about a quarter are in the subset, so real code lies between the last row and the
+others.
 
 Where the time goes at the paper shape (phases table): the split (scan, units, Python block spans,
 comparing lines on their bytes) is about two thirds; projection (block search in the actions, one

@@ -7,19 +7,19 @@ few vectorized passes over their bytes and answers for the sides in a subset whe
 from the lines alone; tree-sitter parses the rest (`answered` is False for them).
 
 The subset: string literals end on their line (no triple-quoted text across lines, no f-string
-replacement fields) and no backslash stands outside them, so a logical line ends where its
-brackets close; brackets nest and close within the side; no tabs in the indentation; lines look
-like Python 3: they start with what can start a statement (not `and`, `or`, `in`, `is`, `as`),
-two names never follow each other without a keyword between them, no binary operator follows an
-opening bracket or a comma or ends a line, no `$ ? ` or lone `!`, colons stand only where a
+replacement fields) and no backslash stands outside them, so a logical line ends where its brackets
+close; brackets nest and close within the side; no tabs in the indentation; lines look like Python
+3: they start with what can start a statement (not `and`, `or`, `in`, `is`, `as`), two names never
+follow each other without a keyword between them, no binary operator follows an opening bracket or
+a comma or ends a line, no line ends with a comma, no `$ ? ` or lone `!`, colons stand only where a
 header, an annotation (one line, no trailing comma), a lambda, a slice or a dict puts them; every
 line starting with a compound keyword ends with its one colon (no one-line bodies, no `async`, no
-`match` / `case` headers) and the next line is indented deeper, and no other line has a deeper
-line after it; each clause (elif / else / except / finally) closes the block of a statement that
-takes it, at that statement's indent; decorators sit directly above a definition; no comment
+`match` / `case` headers, no `elif:`) and the next line is indented deeper, and no other line has a
+deeper line after it; each clause (elif / else / except / finally) closes the block of a statement
+that takes it, at that statement's indent; decorators sit directly above a definition; no comment
 after the last code line. These rules keep out what tree-sitter reads in its own way without
-reporting an error (prose from docstrings, code inside string templates); the oracle test found
-no disagreement in the fixed sample it checks, and one in about 30k answered windows of a larger
+reporting an error (prose from docstrings, code inside string templates); the oracle test found no
+disagreement in the fixed sample it checks, and one in about 30k answered windows of a larger
 sample at the time of writing (broken code, where the reference is split's indentation fallback).
 
 Inside it, nodes are what tree-sitter-python's scanner (src/scanner.c) builds from INDENT and
@@ -39,7 +39,7 @@ import keyword
 import numpy as np
 
 from credit._util import ranges
-from credit.text import skip_spaces
+from credit.text import _IS_SPACE, find_bytes, skip_spaces, skip_while
 
 _WORDS = ("def", "class", "if", "for", "while", "try", "with", "elif", "else", "except", "finally", "async",
           "match", "case")
@@ -53,10 +53,14 @@ _IDENT[128:] = True
 _OPEN, _CLOSE = np.zeros(256, np.int64), np.zeros(256, np.int64)
 for _k, (_o, _c) in enumerate(("()", "[]", "{}")):
     _OPEN[ord(_o)], _CLOSE[ord(_c)] = _k + 1, _k + 1
-_PATTERNS = [(np.uint64(int.from_bytes(w.encode(), "little")), np.uint64((1 << (8 * len(w))) - 1), len(w))
-             for w in _WORDS]  # every keyword fits in eight bytes
 _KEYWORD_VALUES = np.array(sorted(int.from_bytes(w.encode(), "little") for w in keyword.kwlist + keyword.softkwlist),
                            np.uint64)
+_OPERATOR_WORD = -2  # `and`, `or`, `in`, `is`, `as`: no statement starts with one
+_BY_LENGTH: dict = {}
+for _k, _w in [(k, w) for k, w in enumerate(_WORDS)] + [(_OPERATOR_WORD, w) for w in ("and", "or", "in", "is", "as")]:
+    _BY_LENGTH.setdefault(len(_w), []).append((int.from_bytes(_w.encode(), "little"), _k))
+_BY_LENGTH = {size: (np.array([v for v, _ in sorted(items)], np.uint64), np.array([k for _, k in sorted(items)], np.int64))
+              for size, items in _BY_LENGTH.items()}
 _STARTS = _IDENT.copy()  # bytes a statement may start with (a name, number, string, bracket, operator)
 _STARTS[[ord(c) for c in "\"'([{@*-+~"]] = True
 _SPECIAL = np.zeros(256, bool)
@@ -93,9 +97,10 @@ def python_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     unsure = np.zeros(n_groups, bool)
     unsure[group[lines.unsure]] = True
     code = np.flatnonzero(lines.code)
-    unsure |= _structure_unsure(lines, code, group, n_groups)
+    closes = _closing_code(lines.indent[code], group[code], lines.header[code])
+    unsure |= _structure_unsure(lines, code, group, n_groups, closes)
     answered = ~unsure
-    first, last = _spans(lines, code, group, answered)
+    first, last = _spans(lines, code, group, answered, closes)
     return answered, first, last
 
 
@@ -111,11 +116,16 @@ class _Lines:
 
 def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> _Lines:
     n = s.shape[0]
-    first = skip_spaces(buf, s, e)
+    first = skip_spaces(buf, s, e, only=" ")
+    other = np.flatnonzero((first < e) & _IS_SPACE[buf[np.minimum(first, buf.shape[0] - 1)]])
+    unsure = np.zeros(n, bool)
+    if other.shape[0]:  # a tab or form feed in the indentation
+        first[other] = skip_spaces(buf, first[other], e[other])
+        unsure[other] = True
     blank = first >= e
     head = buf[np.minimum(first, buf.shape[0] - 1)]
     indent = first - s
-    unsure = ~blank & (skip_spaces(buf, s, e, only=" ") != first)  # a tab or form feed in the indentation
+    unsure &= ~blank
     # the few bytes that matter, found in one pass: quotes, backslash, '#', brackets, ':'
     pos = np.flatnonzero(_SPECIAL[buf])
     row = np.searchsorted(s, pos, side="right") - 1
@@ -153,7 +163,7 @@ def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> 
     last = skip_spaces(buf, code_end - 1, first - 1, step=-1)
     end_row = line_end[np.arange(n)]
     ends_colon = code & (buf[np.clip(last[end_row], 0, buf.shape[0] - 1)] == 58)
-    word = _keywords(buf, first, code)
+    word, operator_word = _first_words(buf, first, code)
     colon0 = _top_level_colons(buf, pos, row, byte, depth, line, n)
     unsure |= _colons_in_parentheses(buf, pos, row, byte, line, word, s, e, n)
     unsure |= _adjacent_names(buf, s, code_end, n, span_lo, span_hi) & ~blank
@@ -167,10 +177,17 @@ def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> 
     nxt, nxt2 = buf[np.minimum(first + 1, buf.shape[0] - 1)], buf[np.minimum(first + 2, buf.shape[0] - 1)]
     dots = (head == 46) & (((nxt == 46) & (nxt2 == 46)) | ((nxt >= 48) & (nxt <= 57)))  # ... or .5
     unsure |= code & ~(_STARTS[head] | dots)
-    unsure |= code & _starts_with_operator(buf, first, code)
+    unsure |= code & operator_word
     dangling = np.zeros(256, bool)  # an operator that needs a right operand
     dangling[[ord(c) for c in "+-*/%&|^<>=.@~"]] = True
     unsure |= code & dangling[buf[np.clip(last[end_row], 0, buf.shape[0] - 1)]]
+    # a header with nothing between its keyword and colon where one is needed (`elif:`)
+    needs = np.isin(word, (DEF, CLASS, IF, ELIF, WHILE, FOR, WITH))
+    size = np.array([len(w) for w in _WORDS] + [1], np.int64)[np.where(word >= 0, word, len(_WORDS))]
+    after_word = skip_spaces(buf, first + size, e, only=" ")
+    unsure |= code & needs & (buf[np.minimum(after_word, buf.shape[0] - 1)] == 58)
+    # a line that ends with a comma outside brackets: arguments or items cut from their brackets
+    unsure |= code & (buf[np.clip(last[end_row], 0, buf.shape[0] - 1)] == 44)
     plain = code & (word == NONE)
     ends_comma = buf[np.clip(last[end_row], 0, buf.shape[0] - 1)] == 44
     annotation = (colon0 == 1) & _IDENT[head] & (end_row == np.arange(n)) & ~ends_comma
@@ -178,18 +195,11 @@ def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> 
     return _Lines(blank, comment, code, continued, indent, word, header & ~np.isin(word, (MATCH, CASE)), unsure)
 
 
-def _starts_with_operator(buf: np.ndarray, first: np.ndarray, code: np.ndarray) -> np.ndarray:
-    """Rows that start with a keyword no statement starts with (`and`, `or`, `in`, `is`, `as`)."""
-    rows = np.flatnonzero(code)
-    window = np.ascontiguousarray(buf[np.minimum(first[rows, None] + np.arange(8), buf.shape[0] - 1)])
-    value = window.view("<u8").reshape(-1)
-    after = buf[np.minimum(first[rows, None] + np.arange(1, 4), buf.shape[0] - 1)]
-    out = np.zeros(first.shape[0], bool)
-    for w in ("and", "or", "in", "is", "as"):
-        mask = np.uint64((1 << (8 * len(w))) - 1)
-        hit = ((value & mask) == np.uint64(int.from_bytes(w.encode(), "little"))) & ~_IDENT[after[:, len(w) - 1]]
-        out[rows[hit]] = True
-    return out
+def _eight_bytes(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The nine bytes from each position on: the first eight as one little-endian integer, and all
+    nine as rows (every keyword fits in eight; the ninth tells whether a name goes on)."""
+    window = np.ascontiguousarray(buf[np.minimum(at[:, None] + np.arange(9), buf.shape[0] - 1)])
+    return np.ascontiguousarray(window[:, :8]).view("<u8").reshape(-1), window
 
 
 def _colons_in_parentheses(buf, pos, row, byte, line, word, s, e, n) -> np.ndarray:
@@ -212,22 +222,13 @@ def _colons_in_parentheses(buf, pos, row, byte, line, word, s, e, n) -> np.ndarr
         # the enclosing bracket: the last one opened at the colon's depth, on the colon's logical line
         inside = (k >= 0) & (row[found] >= line[row[mine]])
         out[row[mine[inside & (byte[found] == 40)]]] = True
-    lam = _find(buf, b"lambda")
+    lam = find_bytes(buf, b"lambda")
     lam_row = np.searchsorted(s, lam, side="right") - 1
     has_lambda = np.zeros(n, bool)
     has_lambda[line[lam_row[(lam_row >= 0) & (lam < e[np.maximum(lam_row, 0)])]]] = True
     flagged = np.zeros(n, bool)
     flagged[line[out]] = True
     return flagged[line] & ~has_lambda[line] & (word[line] != DEF)
-
-
-def _find(buf: np.ndarray, pattern: bytes) -> np.ndarray:
-    """Start positions of `pattern` in the buffer."""
-    code = np.frombuffer(pattern, np.uint8)
-    at = np.flatnonzero(buf[:max(buf.shape[0] - code.shape[0] + 1, 0)] == code[0])
-    for k in range(1, code.shape[0]):
-        at = at[buf[at + k] == code[k]]
-    return at
 
 
 def _bracket_depth(pos: np.ndarray, row: np.ndarray, byte: np.ndarray, group: np.ndarray,
@@ -255,22 +256,27 @@ def _bracket_depth(pos: np.ndarray, row: np.ndarray, byte: np.ndarray, group: np
     return start, bad_group[group]
 
 
-def _keywords(buf: np.ndarray, first: np.ndarray, code: np.ndarray) -> np.ndarray:
-    """Index into _WORDS of the keyword a row starts with, DECORATOR for '@', NONE otherwise.
+def _first_words(buf: np.ndarray, first: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the index into _WORDS of the keyword it starts with (DECORATOR for '@', NONE
+    otherwise), and whether it starts with a keyword no statement starts with (`and`, `or`, `in`,
+    `is`, `as`).
 
-    A row's first eight bytes, read as one little-endian integer, are compared with each keyword
-    under a mask of its length; the byte after it must not continue a name.
+    A row's first eight bytes, read as one little-endian integer and masked to a length, are looked
+    up among the keywords of that length; the byte after the word must not continue a name.
     """
     word = np.full(first.shape[0], NONE, np.int64)
+    operator = np.zeros(first.shape[0], bool)
     rows = np.flatnonzero(code)
-    window = np.ascontiguousarray(buf[np.minimum(first[rows, None] + np.arange(8), buf.shape[0] - 1)])
-    value = window.view("<u8").reshape(-1)
-    after = buf[np.minimum(first[rows, None] + np.arange(1, 9), buf.shape[0] - 1)]
-    for k, (pattern, mask, size) in enumerate(_PATTERNS):
-        hit = ((value & mask) == pattern) & ~_IDENT[after[:, size - 1]]
-        word[rows[hit]] = k
+    value, window = _eight_bytes(buf, first[rows])
+    for size, (keys, ids) in _BY_LENGTH.items():
+        masked = value & np.uint64((1 << (8 * size)) - 1)
+        k = np.minimum(np.searchsorted(keys, masked), keys.shape[0] - 1)
+        hit = (keys[k] == masked) & ~_IDENT[window[:, size]]
+        word[rows[hit]] = ids[k[hit]]
+    operator[rows[word[rows] == _OPERATOR_WORD]] = True
+    word[operator] = NONE
     word[rows[window[:, 0] == 64]] = DECORATOR
-    return word
+    return word, operator
 
 
 def _adjacent_names(buf: np.ndarray, s: np.ndarray, code_end: np.ndarray, n: int,
@@ -278,11 +284,10 @@ def _adjacent_names(buf: np.ndarray, s: np.ndarray, code_end: np.ndarray, n: int
     """Rows where two names, numbers or strings follow each other with only spaces between and
     neither is a keyword: not Python (prose, say, which tree-sitter still reads as code in its own
     way). A string literal counts as one name (its prefix letters with it)."""
-    ident = _IDENT[buf]
     quoted = np.zeros(buf.shape[0], bool)
     quoted[ranges(span_lo, span_hi)] = True
-    ident |= quoted
-    gap = np.flatnonzero(ident[:-1] & (buf[1:] == 32) & ~quoted[1:]) + 1  # a space right after a name
+    ident = _IDENT[buf] | quoted
+    gap = np.flatnonzero(ident[:-1] & (buf[1:] == 32) & ~quoted[1:]) + 1  # the first space after a name
     nxt = skip_spaces(buf, gap, np.full(gap.shape[0], buf.shape[0] - 1), only=" ")
     pair = ident[nxt]
     gap, nxt = gap[pair], nxt[pair]
@@ -291,8 +296,8 @@ def _adjacent_names(buf: np.ndarray, s: np.ndarray, code_end: np.ndarray, n: int
     gap, nxt, row = gap[inside], nxt[inside], row[inside]
     if gap.shape[0] == 0:
         return np.zeros(n, bool)
-    before_start = _skip_name(ident, gap - 1, s[row] - 1, step=-1) + 1
-    after_end = _skip_name(ident, nxt, code_end[row], step=1)
+    before_start = skip_while(ident.__getitem__, gap - 1, s[row] - 1, step=-1) + 1
+    after_end = skip_while(ident.__getitem__, nxt, code_end[row])
     plain = ~_is_keyword(buf, before_start, gap) & ~_is_keyword(buf, nxt, after_end)
     bad = np.zeros(n, bool)
     bad[row[plain]] = True
@@ -322,7 +327,7 @@ def _strings(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: np.ndarray
     if quote.shape[0] == 0:
         return code_end, np.zeros(0, np.int64), np.zeros(0, np.int64), bad
     qpos = pos[quote]
-    backslashes = qpos - 1 - _skip_name(buf == 92, qpos - 1, s[row[quote]] - 1, step=-1)
+    backslashes = qpos - 1 - skip_while(lambda at: buf[at] == 92, qpos - 1, s[row[quote]] - 1, step=-1)
     unescaped = backslashes % 2 == 0
     braces = pos[byte == 123]
     closers = {}
@@ -379,27 +384,15 @@ def _strings(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: np.ndarray
     return code_end, lo[order], hi[order], bad
 
 
-def _skip_name(ident: np.ndarray, starts: np.ndarray, limits: np.ndarray, step: int) -> np.ndarray:
-    """Per position, the first one from it on (step -1: backwards) where the mask `ident` is False,
-    or its limit."""
-    pos = starts.copy()
-    active = np.flatnonzero(pos != limits)
-    while active.shape[0]:
-        active = active[ident[pos[active]]]
-        pos[active] += step
-        active = active[pos[active] != limits[active]]
-    return pos
-
-
 def _is_keyword(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Whether each name buf[start:end] is a Python keyword (all fit in eight bytes)."""
     size = ends - starts
     short = np.flatnonzero(size <= 8)
-    window = np.ascontiguousarray(buf[np.minimum(starts[short, None] + np.arange(8), buf.shape[0] - 1)])
+    value, _ = _eight_bytes(buf, starts[short])
     mask = np.where(size[short] == 8, np.uint64(0xFFFFFFFFFFFFFFFF),
                     (np.uint64(1) << (np.uint64(8) * size[short].astype(np.uint64))) - np.uint64(1))
     out = np.zeros(starts.shape[0], bool)
-    out[short] = np.isin(window.view("<u8").reshape(-1) & mask, _KEYWORD_VALUES)
+    out[short] = np.isin(value & mask, _KEYWORD_VALUES)
     return out
 
 
@@ -416,8 +409,10 @@ def _top_level_colons(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: n
     return np.bincount(line[row[top]], minlength=n)
 
 
-def _structure_unsure(lines: _Lines, code: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
-    """Groups whose headers, clauses, decorators or comments leave the subset."""
+def _structure_unsure(lines: _Lines, code: np.ndarray, group: np.ndarray, n_groups: int,
+                      closes: np.ndarray) -> np.ndarray:
+    """Groups whose headers, clauses, decorators or comments leave the subset (`closes`: from
+    `_closing_code` on the code rows)."""
     bad = np.zeros(n_groups, bool)
     g, d, word, header = group[code], lines.indent[code], lines.word[code], lines.header[code]
     m = code.shape[0]
@@ -435,7 +430,6 @@ def _structure_unsure(lines: _Lines, code: np.ndarray, group: np.ndarray, n_grou
     bad[g[decorated & ((d != d[p]) | ~np.isin(word, (DEF, CLASS, DECORATOR)))]] = True
     bad[g[last_in_group & (word == DECORATOR)]] = True
     # a clause continues the statement whose block the clause's own line closes
-    closes = _closing_code(d, g, header)
     before = _previous_at_most(d, g)  # last code row at or below one's indent, -1 if none
     b = np.maximum(before, 0)
     clause = np.isin(word, _CLAUSES)
@@ -511,8 +505,11 @@ def _roots(word: np.ndarray, linked: np.ndarray, before: np.ndarray) -> np.ndarr
         root = new
 
 
-def _spans(lines: _Lines, code: np.ndarray, group: np.ndarray, answered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _spans(lines: _Lines, code: np.ndarray, group: np.ndarray, answered: np.ndarray,
+           closes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keep = answered[group[code]]
+    rank = np.append(np.cumsum(keep) - 1, keep.sum())  # positions among the kept code rows
+    closes = rank[closes[keep]]
     code = code[keep]
     nonblank = np.flatnonzero(~lines.blank & answered[group])
     if code.shape[0] == 0:
@@ -535,7 +532,6 @@ def _spans(lines: _Lines, code: np.ndarray, group: np.ndarray, answered: np.ndar
     block_end = np.zeros(m, np.int64)
     block_end[heads] = nonblank[closing[nb_pos[heads]] - 1]
     # a node runs on through the clauses that follow at its header's indent
-    closes = _closing_code(d, g, header)
     c = np.minimum(closes, m - 1)
     chained = header & (closes < m) & np.isin(word[c], _CLAUSES) & (d[c] == d) & (g[c] == g)
     link = np.where(chained, closes, -1)

@@ -224,7 +224,7 @@ def _content_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         rows = np.flatnonzero(markers == code)
         if marker is None or rows.shape[0] == 0:
             continue
-        at = _marker_positions(data, marker)
+        at = find_bytes(data, marker.encode())
         pos = _first_at_or_after(at, starts[rows], ends[rows])
         quote = _first_at_or_after(quotes, starts[rows], ends[rows])
         comment = pos < ends[rows]
@@ -242,32 +242,38 @@ def _content_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     return first, last
 
 
-def _marker_positions(data: np.ndarray, marker: str) -> np.ndarray:
-    code = np.frombuffer(marker.encode(), np.uint8)
-    hit = data[:data.shape[0] - code.shape[0] + 1] == code[0]
+def find_bytes(data: np.ndarray, pattern: bytes) -> np.ndarray:
+    """Start positions of `pattern` in a uint8 buffer (candidates by first byte, then narrowed)."""
+    code = np.frombuffer(pattern, np.uint8)
+    at = np.flatnonzero(data[:max(data.shape[0] - code.shape[0] + 1, 0)] == code[0])
     for k in range(1, code.shape[0]):
-        hit &= data[k:data.shape[0] - code.shape[0] + 1 + k] == code[k]
-    return np.flatnonzero(hit)
+        at = at[data[at + k] == code[k]]
+    return at
 
 
 def skip_spaces(data: np.ndarray, starts: np.ndarray, limits: np.ndarray, step: int = 1,
                 only: str | None = None) -> np.ndarray:
     """Per row, the first position from its start on (step -1: backwards) that is not ASCII
-    whitespace (`only`: none of these characters), or its limit when every byte up to the limit is.
-
-    Steps all rows one byte at a time, keeping only the rows still on whitespace: the cost is the
-    total indentation (or trailing whitespace), not the size of the buffer.
-    """
-    pos = np.asarray(starts, np.int64).copy()
-    limits = np.asarray(limits, np.int64)
+    whitespace (`only`: none of these characters), or its limit when every byte up to the limit is."""
     space = _IS_SPACE
     if only is not None:
         space = np.zeros(256, bool)
         space[[ord(c) for c in only]] = True
+    return skip_while(lambda at: space[data[at]], starts, limits, step)
+
+
+def skip_while(test, starts: np.ndarray, limits: np.ndarray, step: int = 1) -> np.ndarray:
+    """Per row, the first position from its start on (step -1: backwards) where `test` (positions
+    -> bools) is False, or its limit.
+
+    Steps all rows one position at a time, keeping only the rows still passing: the cost is the
+    total distance walked (an indentation, a name), not the size of the buffer.
+    """
+    pos = np.asarray(starts, np.int64).copy()
+    limits = np.asarray(limits, np.int64)
     active = np.flatnonzero(pos != limits)
     while active.shape[0]:
-        on_space = space[data[pos[active]]]
-        active = active[on_space]
+        active = active[test(pos[active])]
         pos[active] += step
         active = active[pos[active] != limits[active]]
     return pos
