@@ -184,7 +184,7 @@ def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> 
     # a header with nothing between its keyword and colon where one is needed (`elif:`)
     needs = np.isin(word, (DEF, CLASS, IF, ELIF, WHILE, FOR, WITH))
     size = np.array([len(w) for w in _WORDS] + [1], np.int64)[np.where(word >= 0, word, len(_WORDS))]
-    after_word = skip_spaces(buf, first + size, e, only=" ")
+    after_word = skip_spaces(buf, np.minimum(first + size, e), e, only=" ")
     unsure |= code & needs & (buf[np.minimum(after_word, buf.shape[0] - 1)] == 58)
     # a line that ends with a comma outside brackets: arguments or items cut from their brackets
     unsure |= code & (buf[np.clip(last[end_row], 0, buf.shape[0] - 1)] == 44)

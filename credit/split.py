@@ -461,29 +461,8 @@ def _syntax_units(body: _Body, cid: np.ndarray, side: np.ndarray, tree_sitter: b
     # parsed by tree-sitter (memoised per text); the rest, and Python that does not parse, by
     # indentation in one vectorized pass
     by_indent = ~python
-    py_sides = np.flatnonzero(python)
-    py_rows = np.flatnonzero(python[row_side])
-    answered, first, last = python_spans(body.data, body.start[rows[py_rows]], body.end[rows[py_rows]],
-                                         np.searchsorted(py_sides, row_side[py_rows]), py_sides.shape[0])
-    span_lo, span_hi = [py_rows[first]], [py_rows[last] + 1]
-    parse = py_sides[~answered]
-    parse_rows = np.flatnonzero(np.isin(row_side, parse))
-    texts = body.texts(rows[parse_rows])
-    text_at = np.full(rows.shape[0], -1, np.int64)
-    text_at[parse_rows] = np.arange(parse_rows.shape[0])
-    found_lo, found_hi = [], []
-    for k in parse.tolist():
-        b = int(base[k])
-        t = int(text_at[b])
-        spans = _python_block_spans(tuple(texts[t:t + int(n_rows[k])]))
-        if spans is None:
-            by_indent[k] = True
-        else:
-            found_lo.extend(b + first for first, _ in spans)
-            found_hi.extend(b + last + 1 for _, last in spans)
-    lo_arr = np.concatenate(span_lo + [np.asarray(found_lo, np.int64)])
-    hi_arr = np.concatenate(span_hi + [np.asarray(found_hi, np.int64)])
-    span_side = np.searchsorted(base, lo_arr, side="right") - 1
+    lo_arr, hi_arr, span_side, parsed = _python_side_spans(body, rows, row_side, base, n_rows, np.flatnonzero(python))
+    by_indent[np.flatnonzero(python)[~parsed]] = True
     if by_indent.any():
         at = np.flatnonzero(by_indent[row_side])
         first, last = _indent_blocks(*body.shapes(rows[at]), row_side[at])
@@ -498,6 +477,60 @@ def _syntax_units(body: _Body, cid: np.ndarray, side: np.ndarray, tree_sitter: b
     owner = np.repeat(np.arange(lo_arr.shape[0]), hi_arr - lo_arr)
     keep = members >= 0
     return 2, body.file[lo[sides[span_side]]], owner[keep], members[keep]
+
+
+def _python_side_spans(body: _Body, rows: np.ndarray, row_side: np.ndarray, base: np.ndarray, n_rows: np.ndarray,
+                       py_sides: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Block spans of the Python sides, each distinct side text read once: by `credit.pyspans`
+    where it answers, else by tree-sitter (memoised per text).
+
+    Returns:
+      (lo, hi) row spans (hi exclusive) and their side, and per Python side whether it parsed
+      (False: tree-sitter reported an error, indentation blocks apply).
+    """
+    empty = np.zeros(0, np.int64)
+    if py_sides.shape[0] == 0:
+        return empty, empty, empty, np.zeros(0, bool)
+    sizes = n_rows[py_sides]
+    marked = list(map(body.source.__getitem__, body.at[rows[ranges(base[py_sides], base[py_sides] + sizes)]].tolist()))
+    keys: dict[tuple[str, ...], int] = {}
+    starts = segment_starts(sizes).tolist()
+    uid = np.fromiter((keys.setdefault(tuple(marked[b:b + m]), len(keys)) for b, m in zip(starts, sizes.tolist())),
+                      np.int64, py_sides.shape[0])
+    _, first_of = np.unique(uid, return_index=True)
+    rep = py_sides[first_of]  # one side per distinct text, in id order
+    rep_rows = ranges(base[rep], base[rep] + n_rows[rep])
+    rep_base = segment_starts(n_rows[rep])
+    answered, first, last = python_spans(body.data, body.start[rows[rep_rows]], body.end[rows[rep_rows]],
+                                         np.repeat(np.arange(rep.shape[0]), n_rows[rep]), rep.shape[0])
+    span_u = np.searchsorted(rep_base, first, side="right") - 1
+    rel_lo, rel_hi = [first - rep_base[span_u]], [last + 1 - rep_base[span_u]]
+    owners = [span_u]
+    parsed = np.ones(rep.shape[0], bool)
+    unanswered = np.flatnonzero(~answered)
+    texts = body.texts(rows[ranges(base[rep[unanswered]], base[rep[unanswered]] + n_rows[rep[unanswered]])])
+    at = 0
+    found_u, found_lo, found_hi = [], [], []
+    for u, m in zip(unanswered.tolist(), n_rows[rep[unanswered]].tolist()):
+        spans = _python_block_spans(tuple(texts[at:at + m]))
+        at += m
+        if spans is None:
+            parsed[u] = False
+            continue
+        found_u.extend([u] * len(spans))
+        found_lo.extend(f for f, _ in spans)
+        found_hi.extend(l + 1 for _, l in spans)
+    owners.append(np.asarray(found_u, np.int64))
+    rel_lo.append(np.asarray(found_lo, np.int64))
+    rel_hi.append(np.asarray(found_hi, np.int64))
+    owner, rel_lo, rel_hi = np.concatenate(owners), np.concatenate(rel_lo), np.concatenate(rel_hi)
+    order = np.argsort(owner, kind="stable")
+    owner, rel_lo, rel_hi = owner[order], rel_lo[order], rel_hi[order]
+    ptr = np.searchsorted(owner, np.arange(rep.shape[0] + 1))
+    # every side gets the spans of its text, moved to its rows
+    take = ranges(ptr[uid], ptr[uid + 1])
+    side_of = np.repeat(py_sides, ptr[uid + 1] - ptr[uid])
+    return base[side_of] + rel_lo[take], base[side_of] + rel_hi[take], side_of, parsed[uid]
 
 
 def indent_spans(rows: Sequence[str], group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

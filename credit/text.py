@@ -271,7 +271,7 @@ def skip_while(test, starts: np.ndarray, limits: np.ndarray, step: int = 1) -> n
     """
     pos = np.asarray(starts, np.int64).copy()
     limits = np.asarray(limits, np.int64)
-    active = np.flatnonzero(pos != limits)
+    active = np.flatnonzero((limits - pos) * step > 0)  # a start at or past its limit stays put
     while active.shape[0]:
         active = active[test(pos[active])]
         pos[active] += step

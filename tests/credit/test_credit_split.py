@@ -220,7 +220,7 @@ def _parses(diff):
 
 
 def test_a_batch_splits_each_diff_as_alone_and_names_a_bad_one():
-    diffs = [d for d in _random_diffs(1, 40) if _parses(d)] + ["", "not a diff"]
+    diffs = [d for d in _random_diffs(1, 300) if _parses(d)] + ["", "not a diff"]
     batch = split_diffs(diffs[:-1])
     for d, diff in enumerate(diffs[:-1]):
         assert _same(batch.sub(d), split_diff(diff))
