@@ -267,7 +267,8 @@ def report(rows, breakdown) -> str:
         out.append(f"| {r['label']} | " + " | ".join(f"{r['phases'][k]:.0f}" for k in phases)
                    + f" | {r['phases']['total']:.0f} |")
     out += ["", "Splitting the distinct diffs of a batch (CPU ms):", "",
-            "| rollouts | unidiff, parse only | split_diffs, syntax=indent | split_diffs, syntax=tree-sitter |", "|---|---|---|---|"]
+            "| rollouts | unidiff, parse only | split_diffs, syntax=indent | split_diffs, syntax=tree-sitter |",
+            "|---|---|---|---|"]
     for label, b in breakdown.items():
         out.append(f"| {label} | {b['unidiff']:.0f} | {b['split[indent]']:.0f} | {b['split[tree-sitter]']:.0f} |")
     return "\n".join(out)

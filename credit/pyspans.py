@@ -11,16 +11,16 @@ replacement fields) and no backslash stands outside them, so a logical line ends
 close; brackets nest and close within the side; no tabs in the indentation; lines look like Python
 3: they start with what can start a statement (not `and`, `or`, `in`, `is`, `as`), two names never
 follow each other without a keyword between them, no binary operator follows an opening bracket or
-a comma or ends a line, no line ends with a comma, no `$ ? ` or lone `!`, colons stand only where a
-header, an annotation (one line, no trailing comma), a lambda, a slice or a dict puts them; every
-line starting with a compound keyword ends with its one colon (no one-line bodies, no `async`, no
-`match` / `case` headers, no `elif:`) and the next line is indented deeper, and no other line has a
-deeper line after it; each clause (elif / else / except / finally) closes the block of a statement
-that takes it, at that statement's indent; decorators sit directly above a definition; no comment
-after the last code line. These rules keep out what tree-sitter reads in its own way without
-reporting an error (prose from docstrings, code inside string templates). Each came from a
-disagreement the oracle found; with all of them, five samples of windows from every file of the
-standard library and site-packages (about 150k answered windows) gave none.
+a comma or ends a line, no line ends with a comma, no `$ ? ` or lone `!` or `..`, colons stand only
+where a header, an annotation (one line, no comma outside brackets), a lambda, a slice or a dict
+puts them; every line starting with a compound keyword ends with its one colon (no one-line bodies,
+no `async`, no `match` / `case` headers, no `elif:`) and the next line is indented deeper, and no
+other line has a deeper line after it; each clause (elif / else / except / finally) closes the
+block of a statement that takes it, at that statement's indent; decorators sit directly above a
+definition; no comment after the last code line. These rules keep out what tree-sitter reads in its
+own way without reporting an error (prose from docstrings, code inside string templates). Each came
+from a disagreement the oracle found; with all of them, five samples of windows from every file of
+the standard library and site-packages (about 150k answered windows) gave none.
 
 Inside it, nodes are what tree-sitter-python's scanner (src/scanner.c) builds from INDENT and
 DEDENT tokens (checked against tree-sitter on windows of the standard library and on the
@@ -39,7 +39,7 @@ import keyword
 import numpy as np
 
 from credit._util import ranges
-from credit.text import _IS_SPACE, find_bytes, skip_spaces, skip_while
+from credit.text import _IS_SPACE, find_bytes, first_at_or_after, skip_spaces, skip_while
 
 _WORDS = ("def", "class", "if", "for", "while", "try", "with", "elif", "else", "except", "finally", "async",
           "match", "case")
@@ -59,8 +59,8 @@ _OPERATOR_WORD = -2  # `and`, `or`, `in`, `is`, `as`: no statement starts with o
 _BY_LENGTH: dict = {}
 for _k, _w in [(k, w) for k, w in enumerate(_WORDS)] + [(_OPERATOR_WORD, w) for w in ("and", "or", "in", "is", "as")]:
     _BY_LENGTH.setdefault(len(_w), []).append((int.from_bytes(_w.encode(), "little"), _k))
-_BY_LENGTH = {size: (np.array([v for v, _ in sorted(items)], np.uint64), np.array([k for _, k in sorted(items)], np.int64))
-              for size, items in _BY_LENGTH.items()}
+_BY_LENGTH = {size: (np.array([v for v, _ in sorted(items)], np.uint64),
+                     np.array([k for _, k in sorted(items)], np.int64)) for size, items in _BY_LENGTH.items()}
 _STARTS = _IDENT.copy()  # bytes a statement may start with (a name, number, string, bracket, operator)
 _STARTS[[ord(c) for c in "\"'([{@*-+~"]] = True
 _SPECIAL = np.zeros(256, bool)
@@ -68,7 +68,7 @@ _BINARY = np.zeros(256, bool)  # operators that need a left operand
 _BINARY[[ord(c) for c in "%/|&^<>@"]] = True
 _AFTER_OPEN = np.zeros(256, bool)
 _AFTER_OPEN[[ord(c) for c in "([{,"]] = True
-_SPECIAL[[ord(c) for c in "\"'\\#()[]{}:$?`!%/|&^<>@"]] = True
+_SPECIAL[[ord(c) for c in "\"'\\#()[]{}:,$?`!%/|&^<>@"]] = True
 
 
 def python_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -144,6 +144,7 @@ def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> 
     invalid = (byte == 36) | (byte == 63) | (byte == 96) | (
         (byte == 33) & (buf[np.minimum(pos + 1, buf.shape[0] - 1)] != 61))
     unsure[row[invalid]] = True
+    unsure[_double_dots(buf, s, code_end, span_lo, span_hi)] = True
     # a binary operator right after an opening bracket or a comma (template fields like (%a, ...))
     operator = np.flatnonzero(_BINARY[byte])
     before = skip_spaces(buf, pos[operator] - 1, s[row[operator]] - 1, step=-1, only=" ")
@@ -164,7 +165,7 @@ def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> 
     end_row = line_end[np.arange(n)]
     ends_colon = code & (buf[np.clip(last[end_row], 0, buf.shape[0] - 1)] == 58)
     word, operator_word = _first_words(buf, first, code)
-    colon0 = _top_level_colons(buf, pos, row, byte, depth, line, n)
+    colon0, comma0 = _top_level(buf, pos, row, byte, depth, line, n)
     unsure |= _colons_in_parentheses(buf, pos, row, byte, line, word, s, e, n)
     unsure |= _adjacent_names(buf, s, code_end, n, span_lo, span_hi) & ~blank
     header = np.isin(word, _COMPOUND + _CLAUSES + (MATCH, CASE)) & ends_colon & (colon0 == 1)
@@ -190,7 +191,7 @@ def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> 
     unsure |= code & (buf[np.clip(last[end_row], 0, buf.shape[0] - 1)] == 44)
     plain = code & (word == NONE)
     ends_comma = buf[np.clip(last[end_row], 0, buf.shape[0] - 1)] == 44
-    annotation = (colon0 == 1) & _IDENT[head] & (end_row == np.arange(n)) & ~ends_comma
+    annotation = (colon0 == 1) & _IDENT[head] & (end_row == np.arange(n)) & ~ends_comma & (comma0 == 0)
     unsure |= plain & ((colon0 > 1) | ((colon0 == 1) & ~annotation))
     return _Lines(blank, comment, code, continued, indent, word, header & ~np.isin(word, (MATCH, CASE)), unsure)
 
@@ -229,6 +230,18 @@ def _colons_in_parentheses(buf, pos, row, byte, line, word, s, e, n) -> np.ndarr
     flagged = np.zeros(n, bool)
     flagged[line[out]] = True
     return flagged[line] & ~has_lambda[line] & (word[line] != DEF)
+
+
+def _double_dots(buf: np.ndarray, s: np.ndarray, code_end: np.ndarray, span_lo: np.ndarray,
+                 span_hi: np.ndarray) -> np.ndarray:
+    """Rows with '..' (not part of '...') in their code: elisions in examples, not Python."""
+    at = find_bytes(buf, b"..")
+    at = at[(buf[np.minimum(at + 2, buf.shape[0] - 1)] != 46) & (buf[np.maximum(at - 1, 0)] != 46)]
+    row = np.searchsorted(s, at, side="right") - 1
+    k = np.searchsorted(span_lo, at, side="right") - 1
+    quoted = (k >= 0) & (at < span_hi[np.maximum(k, 0)]) if span_lo.shape[0] else np.zeros(at.shape[0], bool)
+    keep = (row >= 0) & (at < code_end[np.maximum(row, 0)]) & ~quoted
+    return row[keep]
 
 
 def _bracket_depth(pos: np.ndarray, row: np.ndarray, byte: np.ndarray, group: np.ndarray,
@@ -320,10 +333,7 @@ def _strings(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: np.ndarray
     hashes = pos[byte == 35]
     code_end = e.copy()
     bad = np.zeros(n, bool)
-    first_hash = np.searchsorted(hashes, s)
-    has_hash = first_hash < hashes.shape[0]
-    at = hashes[np.minimum(first_hash, max(hashes.shape[0] - 1, 0))] if hashes.shape[0] else e
-    code_end = np.where(has_hash & (at < e), at, e)
+    code_end = first_at_or_after(hashes, s, e)
     if quote.shape[0] == 0:
         return code_end, np.zeros(0, np.int64), np.zeros(0, np.int64), bad
     qpos = pos[quote]
@@ -341,21 +351,17 @@ def _strings(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: np.ndarray
     inf = np.iinfo(np.int64).max
     while active.shape[0]:
         end = e[active]
-        k = np.searchsorted(qpos, cursor)
-        q = np.where(k < qpos.shape[0], qpos[np.minimum(k, qpos.shape[0] - 1)], inf)
-        q = np.where(q < end, q, inf)
-        k = np.searchsorted(hashes, cursor)
-        h = np.where(k < hashes.shape[0], hashes[np.minimum(k, max(hashes.shape[0] - 1, 0))] if hashes.shape[0]
-                     else inf, inf)
-        h = np.where(h < end, h, inf)
-        done = q == inf
-        code_end[active[done]] = np.minimum(h[done], end[done])
+        q = first_at_or_after(qpos, cursor, end)  # the next quote, or the row's end
+        h = first_at_or_after(hashes, cursor, end)
+        done = q == end
+        code_end[active[done]] = h[done]
         comment = ~done & (h < q)
         code_end[active[comment]] = h[comment]
         go = ~done & ~comment
         active, cursor, q, end = active[go], cursor[go], q[go], end[go]
         c = buf[q]
-        triple = (q + 2 < end) & (buf[np.minimum(q + 1, buf.shape[0] - 1)] == c) & (buf[np.minimum(q + 2, buf.shape[0] - 1)] == c)
+        last = buf.shape[0] - 1
+        triple = (q + 2 < end) & (buf[np.minimum(q + 1, last)] == c) & (buf[np.minimum(q + 2, last)] == c)
         close = np.full(q.shape[0], inf)
         for ch in (34, 39):
             singles, triples = closers[ch]
@@ -363,17 +369,14 @@ def _strings(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: np.ndarray
                 sel = np.flatnonzero((c == ch) & (triple == is_triple))
                 if sel.shape[0] == 0:
                     continue
-                k = np.searchsorted(table, q[sel] + skip)
-                found = table[np.minimum(k, max(table.shape[0] - 1, 0))] if table.shape[0] else np.full(sel.shape[0], inf)
-                ok = (k < table.shape[0]) & (found + width <= end[sel])
+                found = first_at_or_after(table, q[sel] + skip, end[sel])
+                ok = found + width <= end[sel]
                 close[sel[ok]] = found[ok] + width
         open_ = close == inf
         prefix = buf[np.maximum(q - 1, 0)], buf[np.maximum(q - 2, 0)]
         fstring = (prefix[0] | 32) == ord("f")
         fstring |= ((prefix[1] | 32) == ord("f")) & _IDENT[prefix[0]]
-        kb = np.searchsorted(braces, q)
-        field = fstring & (kb < braces.shape[0]) & (
-            (braces[np.minimum(kb, max(braces.shape[0] - 1, 0))] if braces.shape[0] else close) < close)
+        field = fstring & (first_at_or_after(braces, q, close) < close)
         bad[active[open_ | field]] = True
         keep = ~open_ & ~field
         lo_parts.append(q[keep])
@@ -396,17 +399,18 @@ def _is_keyword(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nda
     return out
 
 
-def _top_level_colons(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: np.ndarray, depth: np.ndarray,
-                      line: np.ndarray, n: int) -> np.ndarray:
-    """Per logical line (at its first row), the colons outside brackets (comments and strings left
-    out), ':=' not counted."""
+def _top_level(buf: np.ndarray, pos: np.ndarray, row: np.ndarray, byte: np.ndarray, depth: np.ndarray,
+               line: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per logical line (at its first row), the colons (':=' not counted) and the commas outside
+    brackets, comments and strings."""
     delta = (_OPEN[byte] > 0).astype(np.int64) - (_CLOSE[byte] > 0)
     inner = np.cumsum(delta) - delta  # bracket depth before each special byte, from the first row
     start = np.searchsorted(row, np.arange(n))
     row_base = np.append(inner, 0)[start] - depth  # what `inner` reads at depth 0 of each row's group
     colon = (byte == 58) & (buf[np.minimum(pos + 1, buf.shape[0] - 1)] != 61)
-    top = colon & (inner == row_base[row])
-    return np.bincount(line[row[top]], minlength=n)
+    top = inner == row_base[row]
+    return (np.bincount(line[row[colon & top]], minlength=n),
+            np.bincount(line[row[(byte == 44) & top]], minlength=n))
 
 
 def _structure_unsure(lines: _Lines, code: np.ndarray, group: np.ndarray, n_groups: int,

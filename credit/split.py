@@ -142,7 +142,8 @@ class DiffBatch:
         ptr = self.unit_ptr[u0:u1 + 1]
         return SubDiffs(
             paths=tuple(self.path_names[i] for i in self.path_ids[lo:hi].tolist()),
-            kinds=self.kinds[lo:hi], line_numbers=self.line_numbers[lo:hi], texts=tuple(self.texts_of(np.arange(lo, hi))),
+            kinds=self.kinds[lo:hi], line_numbers=self.line_numbers[lo:hi],
+            texts=tuple(self.texts_of(np.arange(lo, hi))),
             unit_levels=self.unit_levels[u0:u1], unit_ptr=ptr - ptr[0],
             unit_lines=self.unit_lines[ptr[0]:ptr[-1]] - lo)
 
@@ -366,7 +367,8 @@ def _merge(parts: list[_Body]) -> _Body:
         return parts[0]
     if not parts:
         empty = np.zeros(0, np.int64)
-        return _Body(empty, empty, empty, np.zeros(0, np.int8), empty, empty, [], np.zeros(0, np.uint8), empty, empty, [])
+        return _Body(empty, empty, empty, np.zeros(0, np.int8), empty, empty, [], np.zeros(0, np.uint8), empty, empty,
+                     [])
     file_base = segment_starts(np.asarray([len(p.file_paths) for p in parts], np.int64))
     hunk_base = segment_starts(np.asarray([int(p.hunk.max(initial=-1)) + 1 for p in parts], np.int64))
     order = np.argsort(np.concatenate([p.diff for p in parts]), kind="stable")
@@ -641,7 +643,8 @@ def _assemble(pieces: list, body: _Body, changed: np.ndarray, n_diffs: int, file
         path_ids=path_of_file[file], kinds=body.type[changed], line_numbers=body.number[changed],
         source=body.source, line_source=body.at[changed], carriage_returns=body.carriage_returns,
         diff_units=np.searchsorted(file_diff[unit_file[order]], np.arange(n_diffs + 1), side="left"),
-        unit_levels=level[order].astype(np.int8), unit_ptr=unit_ptr, unit_lines=line[ranges(ptr[order], ptr[order + 1])])
+        unit_levels=level[order].astype(np.int8), unit_ptr=unit_ptr,
+        unit_lines=line[ranges(ptr[order], ptr[order + 1])])
 
 
 def _cat(arrays: list[np.ndarray]) -> np.ndarray:

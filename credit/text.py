@@ -225,8 +225,8 @@ def _content_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         if marker is None or rows.shape[0] == 0:
             continue
         at = find_bytes(data, marker.encode())
-        pos = _first_at_or_after(at, starts[rows], ends[rows])
-        quote = _first_at_or_after(quotes, starts[rows], ends[rows])
+        pos = first_at_or_after(at, starts[rows], ends[rows])
+        quote = first_at_or_after(quotes, starts[rows], ends[rows])
         comment = pos < ends[rows]
         cut[rows[comment & (quote >= pos)]] = pos[comment & (quote >= pos)]
     first = skip_spaces(data, starts, cut)
@@ -279,7 +279,7 @@ def skip_while(test, starts: np.ndarray, limits: np.ndarray, step: int = 1) -> n
     return pos
 
 
-def _first_at_or_after(positions: np.ndarray, starts: np.ndarray, limits: np.ndarray) -> np.ndarray:
+def first_at_or_after(positions: np.ndarray, starts: np.ndarray, limits: np.ndarray) -> np.ndarray:
     """The first of the sorted `positions` at or after each start, or the limit when it is past it."""
     k = np.searchsorted(positions, starts)
     pos = positions[np.minimum(k, positions.shape[0] - 1)] if positions.shape[0] else np.zeros_like(starts)

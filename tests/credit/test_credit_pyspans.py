@@ -89,6 +89,15 @@ def test_what_indentation_cannot_decide_goes_to_tree_sitter():
         ".. sourcecode:: html\nif a:\n    b",  # reStructuredText
         "    'key': 'value',\n    'other': 1,\n}\nif a:\n    b",  # dict items cut from their braces
         "x = (1]\nif x:\n    y",  # brackets that do not nest
+        "x : array_like\n    Real-valued\nif a:\n    b",  # numpydoc prose, an annotation to the eye
+        "show : bool, optional\nif a:\n    b",
+        "T(\n    dt: 0.1\n)\nif a:\n    b",  # a colon directly inside parentheses
+        "f = open(%a, mode='rb')\nif a:\n    b",  # template code: an operator after a bracket
+        "x = {name!r}\nif a:\n    b",
+        "if a:\n    b\nelif:\n    c",
+        "'a', 'b', c=d,\nif a:\n    b",  # arguments cut from their call
+        ".. [1] Reference\nif a:\n    b",
+        "and self.x == y\nif a:\n    b",
     ]
     assert all(spans is None for spans in check([tuple(c.split("\n")) for c in unsure]))
 
