@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from credit._util import count_at_most, ranges, segment_starts, sorted_keys, unique_ints
-from credit.text import MAX_COPIES, Contents, LineVocabulary
+from credit.text import MARKERS, MAX_COPIES, Contents, line_table
 
 _MIX_INDENT = np.uint64(0x9E3779B97F4A7C15)
 _MIX_LENGTH = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -71,7 +71,7 @@ def cluster_units(
       unit_ptr: (U + 1,) CSR pointers into `content` / `indent`.
       content: (M,) content id (into `contents`) of each compared line, in unit order.
       indent: (M,) leading whitespace of each compared line.
-      contents: the distinct contents (`LineVocabulary.arrays()`).
+      contents: the distinct contents (`credit.text.line_table(...).contents`).
       threshold: Dice similarity for near-duplicates in (0, 1]; 1 keeps exact groups only.
 
     Returns:
@@ -119,20 +119,23 @@ def group_texts(
       texts: U code texts (one unit each).
       buckets: optional (U,) ints; texts in different buckets never group.
       threshold: Dice similarity for near-duplicates.
-      comment: line-comment marker of the language.
+      comment: line-comment marker of the language, one of `credit.text.MARKERS`.
 
     Returns:
       (U,) labels; -1 for a text with no compared line.
     """
-    vocab = LineVocabulary()
+    if comment not in MARKERS:
+        raise ValueError(f"comment must be one of {MARKERS}, got {comment!r}")
     lines = [text.splitlines() for text in texts]
-    content, indent = vocab.lines([line for ls in lines for line in ls], comment)
+    flat = [line for ls in lines for line in ls]
+    table = line_table(flat, np.full(len(flat), MARKERS.index(comment), np.int64))
+    content, indent = table.content, table.indent
     unit = np.repeat(np.arange(len(texts)), [len(ls) for ls in lines])
     keep = content >= 0
     ptr = np.zeros(len(texts) + 1, np.int64)
     np.cumsum(np.bincount(unit[keep], minlength=len(texts)), out=ptr[1:])
     bucket = np.zeros(len(texts), np.int64) if buckets is None else np.asarray(buckets, np.int64)
-    return cluster_units(bucket, ptr, content[keep], indent[keep], vocab.arrays(), threshold=threshold).labels
+    return cluster_units(bucket, ptr, content[keep], indent[keep], table.contents, threshold=threshold).labels
 
 
 def _exact_classes(bucket, unit_ptr, content, indent, hashes):

@@ -88,40 +88,6 @@ def _token_counts(text: str, comment: Optional[str]) -> dict[str, int]:
     return counts
 
 
-class LineVocabulary:
-    """Distinct compared-line contents of a batch, each normalised once.
-
-    `lines(texts, comment)` gives each line's content id (-1 for a line that is not compared: blank
-    or comment) and its indentation; `arrays()` hashes and tokenises all distinct contents at once.
-    """
-
-    def __init__(self) -> None:
-        self._codes: dict[Optional[str], dict[str, int]] = {}
-        self._contents: dict[str, int] = {}
-
-    def lines(self, texts: Sequence[str], comment: Optional[str]) -> tuple[np.ndarray, np.ndarray]:
-        cache = self._codes.setdefault(comment, {})
-        codes = [cache.get(t) for t in texts]
-        if None in codes:
-            for k, code in enumerate(codes):
-                if code is None:
-                    codes[k] = cache[texts[k]] = self._code(texts[k], comment)
-        packed = np.fromiter(codes, np.int64, len(codes))
-        return np.where(packed >= 0, packed >> 16, -1), packed & 0xFFFF
-
-    def _code(self, line: str, comment: Optional[str]) -> int:
-        """content id * 2^16 + indent, or -1."""
-        norm = normalize_line(line, comment)
-        if not norm:
-            return -1
-        content = norm.lstrip(_WHITESPACE)
-        cid = self._contents.setdefault(content, len(self._contents))
-        return (cid << 16) | min(len(norm) - len(content), 0xFFFF)
-
-    def arrays(self) -> "Contents":
-        return tokenize(list(self._contents))
-
-
 def marker_code(path: str) -> int:
     """Index into MARKERS of the file's line-comment marker."""
     return MARKERS.index(comment_marker(path))
@@ -130,10 +96,10 @@ def marker_code(path: str) -> int:
 def line_table(texts: Sequence[str], markers: np.ndarray, *, skip: int = 0) -> "LineTable":
     """Content ids, indentation and distinct contents of many lines, computed on their bytes.
 
-    The vectorized equivalent of `LineVocabulary` (content ids in order of first appearance, the
-    same normalisation, hashes and tokens) for a whole batch: each distinct (text, marker) is
-    normalised once, with searches over the positions of comment markers, quotes and non-space
-    bytes instead of per-line string operations.
+    Each line is compared as `normalize_line` gives it, without its indentation; content ids are
+    numbered in order of first appearance, and `contents` is `tokenize` of the distinct contents
+    in id order. Each distinct (text, marker) is normalised once, with searches over the positions
+    of comment markers, quotes and non-space bytes instead of per-line string operations.
 
     Args:
       texts: (L,) line texts without line breaks.

@@ -3,7 +3,7 @@ import pytest
 
 from credit._util import count_at_most, ranges, sorted_keys, unique_ints
 from credit.grouping import cluster_units, group_texts
-from credit.text import LineVocabulary, similarity
+from credit.text import line_table, similarity
 
 TOTAL = """def total_price(items, tax):
     total = 0
@@ -118,10 +118,10 @@ def _family_texts(rng, n_families, copies, words):
 
 
 def _clusters(texts, buckets, threshold):
-    vocab = LineVocabulary()
-    content, indent = vocab.lines([line for t in texts for line in t.splitlines()], "#")
+    lines = [line for t in texts for line in t.splitlines()]
+    table = line_table(lines, np.ones(len(lines), np.int64))
     ptr = np.concatenate([[0], np.cumsum([len(t.splitlines()) for t in texts])])
-    return cluster_units(np.asarray(buckets), ptr, content, indent, vocab.arrays(), threshold=threshold)
+    return cluster_units(np.asarray(buckets), ptr, table.content, table.indent, table.contents, threshold=threshold)
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.95])

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from credit.text import (MARKERS, TOKEN, LineVocabulary, comment_marker, line_table, normalize_line, similarity,
-                         tokenize)
+from credit.text import MARKERS, TOKEN, comment_marker, line_table, normalize_line, similarity, tokenize
 
 
 def test_normalize_line():
@@ -33,8 +32,8 @@ def test_similarity_is_the_dice_of_token_multisets():
 def test_hashes_do_not_depend_on_the_hash_seed():
     code = (
         "import sys; sys.path.insert(0, {root!r})\n"
-        "from credit.text import LineVocabulary\n"
-        "v = LineVocabulary(); v.lines(['x = 1', 'y = 2'], '#'); c = v.arrays(); print(c.hashes, c.tokens)\n"
+        "import numpy as np; from credit.text import line_table\n"
+        "c = line_table(['x = 1', 'y = 2'], np.ones(2, int)).contents; print(c.hashes, c.tokens)\n"
     ).format(root=str(Path(__file__).resolve().parents[2]))
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
@@ -56,13 +55,11 @@ def test_vectorized_tokenizer_matches_the_regex_tokenizer():
     assert again.hashes[0] == got.hashes[2] and again.hashes[1] == got.hashes[0] != again.hashes[2]
 
 
-def test_vocabulary_gives_content_ids_and_indents():
-    vocab = LineVocabulary()
-    content, indent = vocab.lines(["    x = 1", "# note", "x = 1  # same content", "", "\ty = 2"], "#")
-    assert content.tolist() == [0, -1, 0, -1, 1]
-    assert indent[[0, 2, 4]].tolist() == [4, 0, 1]
-    arrays = vocab.arrays()
-    assert arrays.hashes.shape == (2,) and arrays.token_ptr.tolist() == [0, 3, 6]
+def test_line_table_gives_content_ids_and_indents():
+    table = line_table(["    x = 1", "# note", "x = 1  # same content", "", "\ty = 2"], np.ones(5, np.int64))
+    assert table.content.tolist() == [0, -1, 0, -1, 1]
+    assert table.indent[[0, 2, 4]].tolist() == [4, 0, 1]
+    assert table.contents.hashes.shape == (2,) and table.contents.token_ptr.tolist() == [0, 3, 6]
 
 
 LINES = st.text(alphabet=st.sampled_from(list("ab_1 \t#/-*'\"é\u00a0xy=:(")), max_size=14)
@@ -70,15 +67,17 @@ LINES = st.text(alphabet=st.sampled_from(list("ab_1 \t#/-*'\"é\u00a0xy=:(")), m
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(LINES, st.integers(0, len(MARKERS) - 1)), max_size=25))
-def test_line_table_is_the_vocabulary_vectorized(lines):
+def test_line_table_is_normalize_line_and_tokenize_vectorized(lines):
     texts, markers = [t for t, _ in lines], np.array([m for _, m in lines], np.int64)
     table = line_table(texts, markers)
-    vocab = LineVocabulary()
-    expected = [vocab.lines([t], MARKERS[m]) for t, m in lines]
-    assert table.content.tolist() == [int(c[0]) for c, _ in expected]
-    compared = table.content >= 0
-    assert table.indent[compared].tolist() == [int(i[0]) for c, i in expected if c[0] >= 0]
-    ref = vocab.arrays()
+    ids: dict[str, int] = {}
+    for k, (text, marker) in enumerate(lines):
+        norm = normalize_line(text, MARKERS[marker])
+        content = norm.lstrip(" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
+        assert table.content[k] == (ids.setdefault(content, len(ids)) if norm else -1)
+        if norm:
+            assert table.indent[k] == len(norm) - len(content)
+    ref = tokenize(list(ids))
     assert table.contents.hashes.tolist() == ref.hashes.tolist()
     assert table.contents.token_ptr.tolist() == ref.token_ptr.tolist()
     assert table.contents.tokens.tolist() == ref.tokens.tolist()
