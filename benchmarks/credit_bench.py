@@ -312,24 +312,23 @@ def write_docs(text: str, cores: int) -> None:
 FIRST = """Before optimizing (wall time): 752 ms for 6x32x8 and 11.5 s for 64x16x20. Before the second round
 (CPU): 421 ms and 7.9 s."""
 ANALYSIS = """Result (written after measuring): both targets are met on one core with the tree-sitter
-default, at about 75-85 ms for the paper shape and 1.1-1.3 s for 64x16x20 over the last runs (the
-least of the repeats; the machine was shared with other jobs, see the calibration). Cost per
-changed line stays in one band (about 3-5 us) over a 20x range of sizes. The prediction was right
-about the scan (the split without Python blocks takes 17 ms where unidiff's parse alone takes
-50-60 ms) and about tree-sitter: the default meets the target only because every Python side of
+default: 69 ms for the paper shape and 1.03 s for 64x16x20 in this run (the least of the repeats;
+runs while other jobs shared the machine gave up to 85 ms and 1.3 s). Cost per changed line stays
+in one band (3-4 us) over a 20x range of sizes. The prediction was right about the scan (the split
+without Python blocks takes 14 ms where unidiff's parse alone takes 51 ms) and about tree-sitter: the default meets the target only because every Python side of
 this benchmark is in `credit.pyspans`' subset, whose block spans come from vectorized passes over
 each distinct side text instead of a parse.
 
 Code outside that subset goes to tree-sitter. In the last row every function has a docstring of
-four lines, so no Python side is in the subset: didpo takes about 145 ms, over the target, of which
-the split with tree-sitter is 123 ms against 17 ms with indentation blocks; `syntax="indent"` (70
-ms) is then the choice that meets it. Of windows cut from the standard library (docstrings and
+four lines, so no Python side is in the subset: didpo takes 118 ms, over the target (the split
+with tree-sitter takes 75 ms against 13 ms with indentation blocks); `syntax="indent"` (56 ms) is
+then the choice that meets it. Of windows cut from the standard library (docstrings and
 calls spread over lines everywhere) about a quarter are in the subset, so real code lies between
 the last row and the others.
 
 Where the time goes at the paper shape (phases table): the split (scan, units, Python block spans,
-comparing lines on their bytes) is a little over half; projection (block search in the actions,
-one pass over the tokens) about a quarter; grouping a tenth; episode advantages, anchors and A^D a
+comparing lines on their bytes) is about 60%; projection (block search in the actions, one pass
+over the tokens) about a fifth; grouping a tenth; episode advantages, anchors and A^D a
 few percent. At 64x16x20 projection and grouping grow a little faster than the changed lines (more
 tokens per changed line, near-duplicate families with more members); the split stays linear.
 
