@@ -11,16 +11,17 @@ replacement fields) and no backslash stands outside them, so a logical line ends
 close; brackets nest and close within the side; no tabs in the indentation; lines look like Python
 3: they start with what can start a statement (not `and`, `or`, `in`, `is`, `as`), two names never
 follow each other without a keyword between them, no binary operator follows an opening bracket or
-a comma or ends a line, no line ends with a comma, no `$ ? ` or lone `!` or `..`, colons stand only
-where a header, an annotation (one line, no comma outside brackets), a lambda, a slice or a dict
-puts them; every line starting with a compound keyword ends with its one colon (no one-line bodies,
-no `async`, no `match` / `case` headers, no `elif:`) and the next line is indented deeper, and no
-other line has a deeper line after it; each clause (elif / else / except / finally) closes the
-block of a statement that takes it, at that statement's indent; decorators sit directly above a
-definition; no comment after the last code line. These rules keep out what tree-sitter reads in its
-own way without reporting an error (prose from docstrings, code inside string templates). Each came
-from a disagreement the oracle found; with all of them, five samples of windows from every file of
-the standard library and site-packages (about 150k answered windows) gave none.
+a comma or ends a line, no line ends with a comma, no `$ ? ` or lone `!` or `..` or name glued to a
+string, colons stand only where a header, an annotation (one line, no comma outside brackets), a
+lambda, a slice or a dict puts them; every line starting with a compound keyword ends with its one
+colon (no one-line bodies, no `async`, no `match` / `case` headers, no `elif:`) and the next line
+is indented deeper, and no other line has a deeper line after it; each clause (elif / else / except
+/ finally) closes the block of a statement that takes it, at that statement's indent; decorators
+sit directly above a definition; no comment after the last code line. These rules keep out what
+tree-sitter reads in its own way without reporting an error (prose from docstrings, code inside
+string templates). Each came from a disagreement the oracle found; with all of them, five samples
+of windows from every file of the standard library and site-packages (about 150k answered windows)
+gave none.
 
 Inside it, nodes are what tree-sitter-python's scanner (src/scanner.c) builds from INDENT and
 DEDENT tokens (checked against tree-sitter on windows of the standard library and on the
@@ -63,6 +64,8 @@ _BY_LENGTH = {size: (np.array([v for v, _ in sorted(items)], np.uint64),
                      np.array([k for _, k in sorted(items)], np.int64)) for size, items in _BY_LENGTH.items()}
 _STARTS = _IDENT.copy()  # bytes a statement may start with (a name, number, string, bracket, operator)
 _STARTS[[ord(c) for c in "\"'([{@*-+~"]] = True
+_PREFIX = np.zeros(256, bool)  # string prefix letters, lower case: r b f u (two only with an r: rb, fr, ...)
+_PREFIX[[ord(c) for c in "rbfu"]] = True
 _SPECIAL = np.zeros(256, bool)
 _BINARY = np.zeros(256, bool)  # operators that need a left operand
 _BINARY[[ord(c) for c in "%/|&^<>@"]] = True
@@ -145,6 +148,7 @@ def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> 
         (byte == 33) & (buf[np.minimum(pos + 1, buf.shape[0] - 1)] != 61))
     unsure[row[invalid]] = True
     unsure[_double_dots(buf, s, code_end, span_lo, span_hi)] = True
+    unsure[_glued_to_names(buf, span_lo, s)] = True
     # a binary operator right after an opening bracket or a comma (template fields like (%a, ...))
     operator = np.flatnonzero(_BINARY[byte])
     before = skip_spaces(buf, pos[operator] - 1, s[row[operator]] - 1, step=-1, only=" ")
@@ -242,6 +246,17 @@ def _double_dots(buf: np.ndarray, s: np.ndarray, code_end: np.ndarray, span_lo: 
     quoted = (k >= 0) & (at < span_hi[np.maximum(k, 0)]) if span_lo.shape[0] else np.zeros(at.shape[0], bool)
     keep = (row >= 0) & (at < code_end[np.maximum(row, 0)]) & ~quoted
     return row[keep]
+
+
+def _glued_to_names(buf: np.ndarray, span_lo: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Rows with a string literal right after a name that is not a string prefix (`pass"x"`)."""
+    row = np.searchsorted(s, span_lo, side="right") - 1
+    start = skip_while(lambda at: _IDENT[buf[at]], span_lo - 1, s[row] - 1, step=-1) + 1
+    size = span_lo - start
+    first, second = buf[np.minimum(start, buf.shape[0] - 1)] | 32, buf[np.minimum(start + 1, buf.shape[0] - 1)] | 32
+    prefix = _PREFIX[first] & ((size == 1) | ((size == 2) & _PREFIX[second] & (first != second)
+                                               & ((first == ord("r")) | (second == ord("r")))))
+    return row[(size > 0) & ~prefix]
 
 
 def _bracket_depth(pos: np.ndarray, row: np.ndarray, byte: np.ndarray, group: np.ndarray,

@@ -98,6 +98,7 @@ def test_what_indentation_cannot_decide_goes_to_tree_sitter():
         "'a', 'b', c=d,\nif a:\n    b",  # arguments cut from their call
         ".. [1] Reference\nif a:\n    b",
         "and self.x == y\nif a:\n    b",
+        "if a:\n    pass'x'\nb",  # a name glued to a string
     ]
     assert all(spans is None for spans in check([tuple(c.split("\n")) for c in unsure]))
 
