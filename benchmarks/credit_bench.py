@@ -312,16 +312,17 @@ def write_docs(text: str, cores: int) -> None:
 FIRST = """Before optimizing (wall time): 752 ms for 6x32x8 and 11.5 s for 64x16x20. Before the second round
 (CPU): 421 ms and 7.9 s."""
 ANALYSIS = """Result (written after measuring): both targets are met on one core with the tree-sitter
-default: 69 ms for the paper shape and 1.03 s for 64x16x20 in this run (the least of the repeats;
-runs while other jobs shared the machine gave up to 85 ms and 1.3 s). Cost per changed line stays
-in one band (3-4 us) over a 20x range of sizes. The prediction was right about the scan (the split
-without Python blocks takes 14 ms where unidiff's parse alone takes 51 ms) and about tree-sitter: the default meets the target only because every Python side of
+default: 76 ms for the paper shape and 1.30 s for 64x16x20 in this run (the least of the repeats;
+runs of the same code on the shared machine gave 69-85 ms and 1.0-1.3 s). Cost per changed line
+stays in one band (3-5 us) over a 20x range of sizes. The prediction was right about the scan (the split
+without Python blocks takes 15 ms where unidiff's parse alone takes 49 ms) and about tree-sitter:
+the default meets the target only because every Python side of
 this benchmark is in `credit.pyspans`' subset, whose block spans come from vectorized passes over
 each distinct side text instead of a parse.
 
 Code outside that subset goes to tree-sitter. In the last row every function has a docstring of
-four lines, so no Python side is in the subset: didpo takes 118 ms, over the target (the split
-with tree-sitter takes 75 ms against 13 ms with indentation blocks); `syntax="indent"` (56 ms) is
+four lines, so no Python side is in the subset: didpo takes 126 ms, over the target (the split
+with tree-sitter takes 82 ms against 14 ms with indentation blocks); `syntax="indent"` (60 ms) is
 then the choice that meets it. Of windows cut from the standard library (docstrings and
 calls spread over lines everywhere) about a quarter are in the subset, so real code lies between
 the last row and the others.
