@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -42,3 +44,14 @@ def token_mask(action: str, span: tuple[int, int]) -> np.ndarray:
     """Tokens overlapping a character span."""
     off = offsets(action)
     return (off[:, 0] < span[1]) & (off[:, 1] > span[0])
+
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "credit_bench.py"
+
+
+def load_bench():
+    """benchmarks/credit_bench.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("credit_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

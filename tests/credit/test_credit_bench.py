@@ -1,18 +1,7 @@
 """The benchmark's rollout generator makes valid, groupable data (so the benchmark measures real work)."""
 
-import importlib.util
-from pathlib import Path
-
 import credit
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "credit_bench.py"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("credit_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from credit_testlib import load_bench
 
 
 def test_synthetic_rollouts_feed_didpo_and_form_anchors():

@@ -6,7 +6,6 @@ docstrings), and the benchmark's generated code. Whenever `python_spans` answers
 spans must equal `split._block_spans(rows, python=True)`.
 """
 
-import importlib.util
 import random
 import sysconfig
 from pathlib import Path
@@ -14,8 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from credit import pyspans, split
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "credit_bench.py"
+from credit_testlib import load_bench
 
 
 def answers(windows):
@@ -103,15 +101,8 @@ def test_what_indentation_cannot_decide_goes_to_tree_sitter():
     assert all(spans is None for spans in check([tuple(c.split("\n")) for c in unsure]))
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("credit_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_benchmark_code_is_answered_and_agrees():
-    bench = _bench()
+    bench = load_bench()
     rng = np.random.default_rng(0)
     windows = []
     for _ in range(150):
