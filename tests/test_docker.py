@@ -84,6 +84,31 @@ def test_warm_pool_reuses_a_clean_container_for_the_next_workspace(docker_ok, tm
     assert not docker_ok.client().containers.list(all=True, filters={"id": container})
 
 
+def test_a_forked_child_leaves_the_parents_idle_containers_alone(docker_ok, tmp_path):
+    """AsyncVectorEnv forks workers: a child that inherited a backend must not remove the parent's
+    idle containers when it exits."""
+    import os
+
+    backend = docker_ok.DockerBackend(pool=True)
+    try:
+        box = backend.sandbox(tmp_path, LIMITS)
+        container = box._box.id
+        box.close()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                docker_ok._close_backends()  # what the child's exit runs
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        assert docker_ok.client().containers.list(filters={"id": container})
+        box = backend.sandbox(tmp_path, LIMITS)
+        assert box._box.id == container and box.exec("echo hi").output == "hi\n"
+        box.close()
+    finally:
+        backend.close()
+
+
 def test_fresh_mode_removes_the_container_at_close(docker_ok, tmp_path):
     box = make_sandbox("docker-fresh", tmp_path, LIMITS)
     container = box._box.id

@@ -76,3 +76,30 @@ def test_warm_runner_timeout_and_leftovers(tmp_path):
     r = box.exec("python -m pytest -q -p no:cacheprovider test_slow.py")
     assert r.exit_code == 0 and "1 passed" in r.output
     shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)
+
+
+def test_a_forked_child_leaves_the_parents_warm_runners_alone(tmp_path, monkeypatch):
+    """AsyncVectorEnv forks workers: a child that inherited the idle runners must not stop them
+    (at exit, or when it finds them 'dead' because it cannot wait on its parent's children)."""
+    import os
+
+    from code_gym.sandbox.runner import LOCAL_RUNNERS
+
+    require("bwrap")
+    monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "1")
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    assert True\n")
+    box = make_sandbox("bwrap", tmp_path, Limits(timeout=30))
+    assert "1 passed" in box.exec("python -m pytest -q").output
+    idle = [zygote for _, zygote in LOCAL_RUNNERS.idle]
+    assert idle and all(z.alive() and z.slot.is_dir() for z in idle)
+    pid = os.fork()
+    if pid == 0:  # the child: use the pool and exit through atexit, as a vector-env worker does
+        try:
+            LOCAL_RUNNERS.acquire(("no such key",), lambda counter: None)
+            LOCAL_RUNNERS.close()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert all(z.alive() and z.slot.is_dir() for z in idle)
+    assert "1 passed" in box.exec("python -m pytest -q").output
+    box.close()

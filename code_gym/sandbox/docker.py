@@ -182,6 +182,16 @@ def _close_backends() -> None:
         backend.close()
 
 
+def _forget_pools() -> None:
+    """In a forked child (an AsyncVectorEnv worker) the idle containers are the parent's: start
+    with empty pools, so the child neither hands them out twice nor removes them at exit."""
+    for backend in list(_BACKENDS):
+        backend._pool = _Pool()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
+
+
 def _create(key: tuple, image: str, limits: Limits) -> _Container:
     from docker.types import Mount, Ulimit
 

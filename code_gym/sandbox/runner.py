@@ -301,5 +301,13 @@ class LocalRunners:
             zygote.stop()
 
 
+    def forget(self) -> None:
+        """Drop the idle runners without stopping them: in a forked child they are the parent's
+        (the child cannot wait on them, so they would look dead and be stopped, slot and all)."""
+        self.idle = []
+        self.lock = threading.Lock()
+
+
 LOCAL_RUNNERS = LocalRunners()
 atexit.register(LOCAL_RUNNERS.close)
+os.register_at_fork(after_in_child=LOCAL_RUNNERS.forget)
