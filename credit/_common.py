@@ -8,7 +8,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from credit._tensor import is_torch
-from credit._util import group_codes
+from credit._util import csr_pointers, group_codes
 from credit.anchors import COUNTS
 from credit.episode import episode_advantage, step_returns
 from credit.types import Anchor, Result, Step, StepCredit, Trajectory, as_trajectories
@@ -81,8 +81,7 @@ def tokens(table: StepTable, base: np.ndarray, extra: Optional[dict[int, np.ndar
     steps = table.steps
     sizes = np.fromiter((0 if s.token_offsets is None else len(s.token_offsets) for s in steps), np.int64, len(steps))
     flat = np.repeat(np.asarray(base, np.float64), sizes)
-    starts = np.zeros(len(steps) + 1, np.int64)
-    np.cumsum(sizes, out=starts[1:])
+    starts = csr_pointers(sizes)
     for r, values in (extra or {}).items():
         flat[starts[r]:starts[r + 1]] += values
     bounds = starts.tolist()

@@ -43,6 +43,13 @@ def segment_starts(lengths: np.ndarray) -> np.ndarray:
     return starts
 
 
+def csr_pointers(sizes: np.ndarray) -> np.ndarray:
+    """CSR pointers (len + 1,) of consecutive segments with the given sizes: 0, then the running sums."""
+    ptr = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    return ptr
+
+
 def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Concatenation of arange(s, e) for each pair, without a Python loop."""
     lengths = np.maximum(ends - starts, 0)

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from credit._common import StepTable, episode, result, row_returns, step_table, tokens
-from credit._util import ranges, segment_starts
+from credit._util import csr_pointers, ranges, segment_starts
 from credit.anchors import select_anchors
 from credit.episode import check_mode
 from credit.grouping import cluster_units
@@ -215,8 +215,7 @@ def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
     member_content = compared.content[batch.unit_lines]
     keep = member_content >= 0
     n_compared = np.bincount(unit_of[keep], minlength=batch.unit_levels.shape[0])
-    compared_ptr = np.zeros(n_compared.shape[0] + 1, np.int64)
-    np.cumsum(n_compared, out=compared_ptr[1:])
+    compared_ptr = csr_pointers(n_compared)
     content, indent = member_content[keep], compared.indent[batch.unit_lines][keep]
 
     n_diff_lines = np.diff(batch.line_ptr)
@@ -237,8 +236,8 @@ def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
     return _Units(
         row=row, kind=kind, local=unit - np.repeat(u_lo, u_hi - u_lo),
         bucket=table.task[table.traj[row]] * 2 + (kind == ADDED),
-        line_ptr=_ptr(hi - lo), lines=batch.unit_lines[ranges(lo, hi)] + np.repeat(shift, hi - lo),
-        compared_ptr=_ptr(c_hi - c_lo), content=content[ranges(c_lo, c_hi)], indent=indent[ranges(c_lo, c_hi)],
+        line_ptr=csr_pointers(hi - lo), lines=batch.unit_lines[ranges(lo, hi)] + np.repeat(shift, hi - lo),
+        compared_ptr=csr_pointers(c_hi - c_lo), content=content[ranges(c_lo, c_hi)], indent=indent[ranges(c_lo, c_hi)],
         contents=compared.contents, batch=batch, diff_of_row=diff_of,
         line_base=line_base,
         n_lines=int(n_lines.sum()), n_rows_with_diff=int(rows.shape[0]),
@@ -360,11 +359,6 @@ def _line_coverage(units: _Units, selection) -> float:
     return float(covered.sum() / units.n_lines)
 
 
-
-def _ptr(sizes: np.ndarray) -> np.ndarray:
-    ptr = np.zeros(sizes.shape[0] + 1, np.int64)
-    np.cumsum(sizes, out=ptr[1:])
-    return ptr
 
 
 class _Clock:

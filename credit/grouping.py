@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from credit._util import count_at_most, ranges, segment_starts, sorted_keys, unique_ints
+from credit._util import count_at_most, csr_pointers, ranges, segment_starts, sorted_keys, unique_ints
 from credit.text import MARKERS, MAX_COPIES, Contents, line_table
 
 _MIX_INDENT = np.uint64(0x9E3779B97F4A7C15)
@@ -132,8 +132,7 @@ def group_texts(
     content, indent = table.content, table.indent
     unit = np.repeat(np.arange(len(texts)), [len(ls) for ls in lines])
     keep = content >= 0
-    ptr = np.zeros(len(texts) + 1, np.int64)
-    np.cumsum(np.bincount(unit[keep], minlength=len(texts)), out=ptr[1:])
+    ptr = csr_pointers(np.bincount(unit[keep], minlength=len(texts)))
     bucket = np.zeros(len(texts), np.int64) if buckets is None else np.asarray(buckets, np.int64)
     return cluster_units(bucket, ptr, content[keep], indent[keep], table.contents, threshold=threshold).labels
 

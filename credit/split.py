@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 import numpy as np
 import unidiff
 
-from credit._util import ranges, segment_starts
+from credit._util import csr_pointers, ranges, segment_starts
 from credit.pyspans import python_spans
 from credit.text import _WHITESPACE, skip_spaces
 
@@ -623,15 +623,13 @@ def _assemble(pieces: list, body: _Body, changed: np.ndarray, n_diffs: int, file
     unit_file = _cat([f for _, f, _, _ in pieces])
     sizes = _cat([np.bincount(u, minlength=n) for (_, _, u, _), n in zip(pieces, n_units)])
     line = _cat([m for _, _, _, m in pieces])
-    ptr = np.zeros(sizes.shape[0] + 1, np.int64)
-    np.cumsum(sizes, out=ptr[1:])
+    ptr = csr_pointers(sizes)
     order = np.argsort(unit_file * len(LEVELS) + level, kind="stable")
     order = order[sizes[order] > 0]
     span = line[ptr[order]] * max(changed.shape[0], 1) + line[ptr[order + 1] - 1]
     _, first = np.unique(span, return_index=True)
     order = order[np.sort(first)]
-    unit_ptr = np.zeros(order.shape[0] + 1, np.int64)
-    np.cumsum(sizes[order], out=unit_ptr[1:])
+    unit_ptr = csr_pointers(sizes[order])
     line_diff = body.diff[changed]
     file_diff = np.zeros(len(body.file_paths), np.int64)
     file_diff[body.file] = body.diff

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from credit._util import ranges, segment_starts
+from credit._util import csr_pointers, ranges, segment_starts
 
 _WORD_CHARS = "0-9A-Za-z_\x80-\U0010ffff"
 TOKEN = re.compile(f"[{_WORD_CHARS}]+|[^{_WORD_CHARS} \t\r\n\x0b\x0c]")
@@ -156,8 +156,7 @@ def line_table(texts: Sequence[str], markers: np.ndarray, *, skip: int = 0) -> "
 def _take(contents: "Contents", ids: np.ndarray) -> "Contents":
     """The contents `ids`, in that order (token ids unchanged)."""
     lo, hi = contents.token_ptr[ids], contents.token_ptr[ids + 1]
-    ptr = np.zeros(ids.shape[0] + 1, np.int64)
-    np.cumsum(hi - lo, out=ptr[1:])
+    ptr = csr_pointers(hi - lo)
     return Contents(contents.hashes[ids], ptr, contents.tokens[ranges(lo, hi)], contents.n_tokens)
 
 
@@ -287,8 +286,7 @@ def _tokenize_bytes(data: np.ndarray, n_lines: int) -> "Contents":
     token_hash = _span_hash(prefix, inverse, starts, ends)
     uniq, token_ids = np.unique(token_hash, return_inverse=True)
     owner = np.searchsorted(line_start, starts, side="right") - 1
-    ptr = np.zeros(n_lines + 1, np.int64)
-    np.cumsum(np.bincount(owner, minlength=n_lines), out=ptr[1:])
+    ptr = csr_pointers(np.bincount(owner, minlength=n_lines))
     return Contents(_span_hash(prefix, inverse, line_start, line_end), ptr, token_ids.reshape(-1).astype(np.int64),
                     max(int(uniq.shape[0]), 1))
 
