@@ -25,7 +25,7 @@ from code_gym.env import CodeRepoEnv  # noqa: E402
 from code_gym.grading import grade  # noqa: E402
 from code_gym.table import format_table, markdown_table  # noqa: E402
 from code_gym.task import load_task  # noqa: E402
-from code_gym.workspace import overlay_supported  # noqa: E402
+from code_gym.hostfs import overlay_supported  # noqa: E402
 
 NOTES = ("History: the first measurement gave reset 36 ms (overlay). A profile showed 37 ms of 55 ms in the "
          "prompt's file tree (pathlib rglob + relative_to over 500 files) and ~10 ms in `mount`/`umount` "

@@ -16,7 +16,9 @@ from code_gym.sandbox import Limits, make_sandbox
 from code_gym.spaces import AnyText
 from code_gym.task import Task, bundled_tasks, load_task_dir, resolve_task
 from code_gym.tools import ToolContext, ToolResult, run_tool
-from code_gym.workspace import Workspace, render, wait_for_cleanup
+from code_gym.diffs import render
+from code_gym.hostfs import wait_for_cleanup
+from code_gym.workspace import Workspace
 
 MAX_TEXT = 1_000_000
 
@@ -145,7 +147,7 @@ class CodeRepoEnv(gym.Env):
                 submitted = True
                 break
         tool_time = time.monotonic() - started
-        diffs = self.ws.step()
+        diffs = self.ws.scan_changes()
         written = [w for _, r in pairs for w in r.written]
         terminated = submitted
         truncated = not submitted and self.steps >= self.max_steps

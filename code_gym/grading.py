@@ -32,7 +32,8 @@ from code_gym import integrity
 from code_gym.integrity import CONFTEST, PYTEST_CONFIGS, STARTUP_HOOKS, Finding, grader_owned, original
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.task import Task, TaskError
-from code_gym.workspace import Workspace, _walk, owned_prefix, read_entry
+from code_gym.hostfs import owned_prefix, read_entry, walk
+from code_gym.workspace import Workspace
 
 RESULTS_DIR = "/results"
 # pytest exit codes: 0 all passed, 1 some failed; anything else (interrupted, internal error,
@@ -191,7 +192,7 @@ def _stored_ids_path(task: Task) -> Path:
     for text in (task.test_command, *task.visible_tests, "|", *task.hidden_tests, "|", task.reference_patch):
         digest.update(text.encode() + b"\0")
     for root in (task.repo, task.hidden_dir):
-        for path in sorted(_walk(root)):
+        for path in sorted(walk(root)):
             digest.update(path.encode() + b"\0" + read_entry(root / path) + b"\0")
     return cache_root() / "test-ids" / f"{digest.hexdigest()}.json"
 
@@ -253,7 +254,7 @@ def _guarded(task: Task, root: Path) -> dict[str, tuple[int, int, int, int]]:
     """Stat keys of the files the tests' verdict depends on: tests, protected paths, conftest,
     configuration and start-up hooks. ctime cannot be set back by the code under test."""
     keys = {}
-    for path, st in _walk(root).items():
+    for path, st in walk(root).items():
         name = posixpath.basename(path)
         if task.is_protected(path) or name in _GUARDED_NAMES or name.endswith(".pth"):
             keys[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

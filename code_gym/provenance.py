@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 
 from code_gym.tools import WrittenLine
-from code_gym.workspace import FileDiff
+from code_gym.diffs import FileDiff
 
 
 def provenance(diffs: list[FileDiff], written: list[WrittenLine]) -> list[dict]:

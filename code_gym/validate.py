@@ -47,7 +47,7 @@ def reference_changes(task: Task) -> dict[str, bytes | None]:
         Path(fh.name).unlink()
         if result.returncode != 0:
             raise TaskError(f"{task.root}/solution.patch: does not apply to repo/: {result.stderr.strip()}")
-        ws.step()
+        ws.scan_changes()
         return ws.changed_files()
     finally:
         ws.close()

@@ -5,7 +5,7 @@ from gymnasium.utils.env_checker import check_env
 
 import code_gym
 from code_gym.replay import hermes, patch_to_calls
-from code_gym.workspace import wait_for_cleanup
+from code_gym.hostfs import wait_for_cleanup
 
 from conftest import BUNDLED
 

@@ -83,7 +83,7 @@ def test_workspace_git_has_exactly_one_base_commit(tiny_task):
         (ws.root / "calc" / "ops.py").write_bytes(FIXED_ADD)
         out = sandbox.exec("git log --all --oneline | wc -l; git status --short; git diff --stat | tail -1").output
         assert out.split("\n")[:2] == ["1", " M calc/ops.py"] and "1 file changed" in out
-        ws.step()
+        ws.scan_changes()
         assert list(ws.changed_files()) == ["calc/ops.py"]  # .git is not part of the patch
     finally:
         ws.close()

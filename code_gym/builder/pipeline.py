@@ -31,7 +31,9 @@ from code_gym.loaders.folder import copy_tree, task_id, write_task
 from code_gym.table import format_table
 from code_gym.task import Task, load_task
 from code_gym.validate import reference_changes
-from code_gym.workspace import TEMP_PREFIX, Workspace, file_diff
+from code_gym.diffs import file_diff
+from code_gym.hostfs import TEMP_PREFIX
+from code_gym.workspace import Workspace
 
 GATES = {
     "original": "the original code passes every test of the task, laid out as the grader lays it",

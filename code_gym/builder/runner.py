@@ -12,7 +12,8 @@ from pathlib import Path
 from code_gym.grading import RESULTS_DIR, apply_changes, lay_hidden_tests, parse_junit
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.task import Task
-from code_gym.workspace import TEMP_PREFIX, Workspace
+from code_gym.hostfs import TEMP_PREFIX
+from code_gym.workspace import Workspace
 
 PLUGIN = "_code_gym_coverage"
 # Loaded with `-p` inside the sandbox (plugin autoloading is off there). It switches coverage's

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from code_gym.loaders.folder import cache_root, task_id, write_task
 from code_gym.task import Task, TaskError, load_task_dir
-from code_gym.workspace import file_diff
+from code_gym.diffs import file_diff
 
 MODULE = "solution.py"
 TEST_FILE = "tests/test_solution.py"

@@ -36,7 +36,7 @@ from code_gym.images import DEFAULT_IMAGE, LABEL
 from code_gym.sandbox import mounts, runner
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
 from code_gym.sandbox.cgroup import pid_alive
-from code_gym.workspace import TEMP_PREFIX
+from code_gym.hostfs import TEMP_PREFIX
 
 WORKDIR = "/repo"
 BINDS_DIR = "/mnt/code-gym"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from code_gym.sandbox import cgroup, mounts, runner
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
-from code_gym.workspace import TEMP_PREFIX
+from code_gym.hostfs import TEMP_PREFIX
 
 WORKDIR = "/repo"
 _SYSTEM_DIRS = ("/usr", "/opt/code-gym-none")

@@ -9,14 +9,14 @@ import ctypes
 import os
 from pathlib import Path
 
-from code_gym.workspace import _libc, _unmount
+from code_gym.hostfs import libc, unmount
 
 _MS_BIND, _MS_REC, _MS_SHARED = 4096, 16384, 1 << 20
 
 
 def _mount(source: Path | None, target: Path, flags: int) -> None:
     src = str(source).encode() if source is not None else None
-    if _libc().mount(src, str(target).encode(), None, flags, None) != 0:
+    if libc().mount(src, str(target).encode(), None, flags, None) != 0:
         raise OSError(f"mount {source} on {target} failed: {os.strerror(ctypes.get_errno())}")
 
 
@@ -43,7 +43,7 @@ def detach(path: Path, keep: int = 1) -> None:
     for _ in range(8):
         if mounts_at(path) <= keep:
             return
-        _unmount(path)
+        unmount(path)
 
 
 def remove_slot(slot: Path) -> None:

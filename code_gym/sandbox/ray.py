@@ -18,14 +18,14 @@ import tempfile
 from pathlib import Path
 
 from code_gym.sandbox.base import ExecResult, Limits
-from code_gym.workspace import _walk, owned_prefix
+from code_gym.hostfs import owned_prefix, walk
 
 Manifest = dict[str, tuple[int, int, int]]
 
 
 def manifest(root: Path) -> Manifest:
     """(mtime, size, mode) of every file and symlink under root, caches skipped as the workspace does."""
-    return {path: (st.st_mtime_ns, st.st_size, st.st_mode) for path, st in _walk(root).items()}
+    return {path: (st.st_mtime_ns, st.st_size, st.st_mode) for path, st in walk(root).items()}
 
 
 def pack(root: Path, paths: list[str]) -> bytes:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from code_gym.sandbox import cgroup, mounts
 from code_gym.sandbox.cgroup import pid_alive
-from code_gym.workspace import TEMP_PREFIX
+from code_gym.hostfs import TEMP_PREFIX
 
 def _slot_owner(path: Path) -> int | None:
     """The pid in a temp folder's name (code-gym-<kind>-<pid>-<suffix>), None when it has none."""

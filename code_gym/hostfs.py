@@ -1,0 +1,146 @@
+"""Host file-system helpers shared by the workspace, the grader and the sandboxes: the tree walk
+that every scan uses, mount(2) through libc, the names of code-gym's temp folders (the reaper
+finds a dead process's leftovers by them), and the background remover of closed workspaces."""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from code_gym.diffs import StatKey
+
+IGNORED_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+IGNORED_SUFFIXES = (".pyc", ".pyo")
+TEMP_PREFIX = "code-gym-"
+
+
+def owned_prefix(kind: str) -> str:
+    """Temp-folder prefix `code-gym-<kind>-<pid>-`: the reaper removes folders whose process is gone."""
+    return f"{TEMP_PREFIX}{kind}-{os.getpid()}-"
+
+
+def ignored(name: str) -> bool:
+    return name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES)
+
+
+def walk(root: Path) -> dict[str, os.stat_result]:
+    """The stat of every file and symlink under `root` by relative path (ignored names left out)."""
+    found: dict[str, os.stat_result] = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(root / rel if rel else root))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            if ignored(entry.name):
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            st = entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(path)
+            else:
+                found[path] = st
+    return found
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+
+
+def read_entry(path: Path) -> bytes:
+    """File content, or for a symlink its target (as git stores it)."""
+    if path.is_symlink():
+        return os.readlink(path).encode()
+    try:
+        return path.read_bytes()
+    except (IsADirectoryError, PermissionError, OSError):
+        return b""
+
+
+def overlay_supported() -> bool:
+    """Whether this process may mount overlayfs (root, or CAP_SYS_ADMIN)."""
+    global _OVERLAY_OK
+    if _OVERLAY_OK is None:
+        _OVERLAY_OK = False
+        if hasattr(os, "geteuid") and os.geteuid() == 0 and sys.platform == "linux":
+            probe = Path(tempfile.mkdtemp(prefix=owned_prefix("probe")))
+            try:
+                for d in ("lower", "upper", "work", "merged"):
+                    (probe / d).mkdir()
+                _OVERLAY_OK = mount_overlay(probe / "lower", probe / "upper", probe / "work", probe / "merged")
+                if _OVERLAY_OK:
+                    unmount(probe / "merged")
+            finally:
+                shutil.rmtree(probe, ignore_errors=True)
+    return _OVERLAY_OK
+
+
+_OVERLAY_OK: bool | None = None
+
+
+def libc() -> ctypes.CDLL:
+    """The C library, loaded once, with errno kept for error messages."""
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return _LIBC
+
+
+_LIBC = None
+_MNT_DETACH = 2
+
+
+def mount_overlay(lower: Path | str, upper: Path, work: Path, merged: Path) -> bool:
+    """mount(2) directly: a `mount` subprocess costs more than the mount itself. `lower` may list
+    several read-only layers, top first, separated by ':'."""
+    opts = f"lowerdir={lower},upperdir={upper},workdir={work}".encode()
+    return libc().mount(b"overlay", str(merged).encode(), b"overlay", 0, opts) == 0
+
+
+def unmount(target: Path) -> None:
+    """Lazily detach the mount at `target` (MNT_DETACH)."""
+    libc().umount2(str(target).encode(), _MNT_DETACH)
+
+
+_TRASH: "queue.Queue[Path]" = queue.Queue()
+_CLEANER: threading.Thread | None = None
+_CLEANER_LOCK = threading.Lock()
+
+
+def _clean_forever() -> None:
+    while True:
+        path = _TRASH.get()
+        shutil.rmtree(path, ignore_errors=True)
+        _TRASH.task_done()
+
+
+def discard(path: Path) -> None:
+    """Remove `path` in the background (already unmounted; the reaper covers a crash meanwhile)."""
+    global _CLEANER
+    with _CLEANER_LOCK:
+        if _CLEANER is None:
+            _CLEANER = threading.Thread(target=_clean_forever, name="code-gym-cleaner", daemon=True)
+            _CLEANER.start()
+    _TRASH.put(path)
+
+
+def wait_for_cleanup() -> None:
+    """Block until every workspace closed with `wait=False` is removed."""
+    _TRASH.join()
+
+
+def _forget_cleaner() -> None:
+    """A forked child (e.g. an AsyncVectorEnv worker) has no cleaner thread: start its own."""
+    global _CLEANER, _TRASH
+    _CLEANER, _TRASH = None, queue.Queue()
+
+
+os.register_at_fork(after_in_child=_forget_cleaner)
