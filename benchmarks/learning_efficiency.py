@@ -1,7 +1,7 @@
 """Learning efficiency of the built-in policy under each credit estimator.
 
 DiDPO (reference baseline), DiDPO (contrast baseline), GRPO and GiGPO train the built-in policy
-(`code_gym.policy`, `code_gym.train`) on the multi-region tasks of the bundled suite (three or more
+(`code_gym.apps.policy`, `code_gym.apps.train`) on the multi-region tasks of the bundled suite (three or more
 regions to get right in one episode), 5 seeds each, with the same rollout budget (G episodes per
 task per update, at most U updates). Measured: the updates a task needs until the policy resolves
 it with probability >= 0.9 (the product over its regions of the probability of the reference
@@ -31,9 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
 from code_gym.task import bundled_tasks  # noqa: E402
-from code_gym.train import GradeCache, TrainConfig, Trainer  # noqa: E402
+from code_gym.apps.train import TrainConfig, Trainer  # noqa: E402
+from code_gym.grading import GradeCache  # noqa: E402
 
-METHODS = {  # label -> (estimator name in code_gym.train.ESTIMATORS, options)
+METHODS = {  # label -> (estimator name in credit.ESTIMATORS, options)
     "DiDPO (reference)": ("didpo", {}),
     "DiDPO (contrast)": ("didpo-contrast", {}),
     "GRPO": ("grpo", {}),
@@ -94,7 +95,7 @@ _CACHE: GradeCache | None = None
 
 
 def multi_region_tasks(minimum: int = 3):
-    from code_gym.policy import build_decisions
+    from code_gym.apps.policy import build_decisions
 
     return [t for t in bundled_tasks() if len(build_decisions(t)) >= minimum]
 
@@ -162,8 +163,8 @@ def diagnose(tasks, decisions: dict, estimators: list[str], batches: int = 12, g
     """Where each estimator's credit lands, on batches of the untrained policy: for the branch points
     at the tool name (edit the region or only view it) and those inside edits (which edit), the
     whitened advantage of the way taken, split by whether that way leads to the reference."""
-    from code_gym.policy import EditPolicy
-    from code_gym.train import branch_advantages, estimator, make_env, play, whiten
+    from code_gym.apps.policy import EditPolicy
+    from code_gym.apps.train import branch_advantages, estimator, make_env, play, whiten
 
     policy, rng = EditPolicy(decisions), np.random.default_rng(seed)
     env = make_env(tasks, _CACHE)

@@ -7,11 +7,11 @@ from typing import Any
 import gymnasium as gym
 
 from code_gym.actions import ToolCall, parse_action
-from code_gym.grading import GradeResult, grade
-from code_gym.integrity import integrity_note
-from code_gym.prompt import initial_prompt, step_observation
+from code_gym.grading import Grader, GradeResult, grade
+from code_gym.prompt import initial_prompt, integrity_note, step_observation
 from code_gym.provenance import provenance
-from code_gym.rewards import make_hint, make_reward, total
+from code_gym.hints import reference_hint
+from code_gym.rewards import make_reward, total
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.spaces import AnyText
 from code_gym.task import Task, bundled_tasks, load_task_dir, resolve_task
@@ -44,6 +44,8 @@ class CodeRepoEnv(gym.Env):
         integrity_penalty: the reward of a patch that fails the audit under 'enforce'.
         hint: fraction of the reference patch's syntax units shown in the reset prompt (0: none);
             `reset(options={"hint": f})` overrides it for one episode.
+        grader: what grades the final patch (`code_gym.grading.Grader`): `grade` by default; a
+            `GradeCache()` shares results between episodes that end with the same files.
     """
 
     metadata = {"render_modes": ["ansi"]}
@@ -51,7 +53,7 @@ class CodeRepoEnv(gym.Env):
     def __init__(self, task: Any = None, tasks: Any = None, max_steps: int = 30, isolation: str = "auto",
                  workspace: str = "auto", tool_schemas: bool = True, max_output: int = 64 << 10,
                  render_mode: str | None = None, reward: Any = None, integrity: str = "enforce",
-                 integrity_penalty: float = 0.0, hint: float = 0.0):
+                 integrity_penalty: float = 0.0, hint: float = 0.0, grader: Grader = grade):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if max_steps < 1:
@@ -68,6 +70,7 @@ class CodeRepoEnv(gym.Env):
             raise ValueError(f"hint must be a fraction between 0 and 1, got {hint}")
         self.reward_spec = make_reward(reward, integrity, integrity_penalty)
         self.hint = hint
+        self.grader = grader
         self.rewarder = None
         self.observation_space = AnyText(MAX_TEXT)
         self.action_space = AnyText(MAX_TEXT)
@@ -122,7 +125,7 @@ class CodeRepoEnv(gym.Env):
                 self._prompts[prompt_key] += "\n\n" + integrity_note(self.task)
         self.last_observation = self._prompts[prompt_key]
         self.rewarder = self.reward_spec.episode(self.task, self.ws.changed_files)
-        hint = make_hint(self.task, float(options.get("hint", self.hint)), self.np_random)
+        hint = reference_hint(self.task, float(options.get("hint", self.hint)), self.np_random)
         if hint.text:
             self.last_observation += "\n\n" + hint.text
         info = {"task_id": self.task.id, "sandbox": sandbox.name, "workspace": self.ws.strategy,
@@ -166,7 +169,7 @@ class CodeRepoEnv(gym.Env):
         entries = self.rewarder.step(pairs, info["invalid_action"])
         if terminated or truncated:
             changes = self.ws.changed_files()
-            result = self._grade(changes)
+            result = self.grader(self.task, changes, isolation=self.isolation, audit=self.reward_spec.audits)
             outcome, final = self.rewarder.finish(result, changes)
             entries.update(final)
             info.update(self._grade_info(result, outcome))
@@ -178,9 +181,6 @@ class CodeRepoEnv(gym.Env):
         info["timings"]["step"] = time.monotonic() - started
         self.last_observation = observation
         return observation, reward, terminated, truncated, info
-
-    def _grade(self, changes: dict[str, bytes | None]) -> GradeResult:
-        return grade(self.task, changes, isolation=self.isolation, audit=self.reward_spec.audits)
 
     def _grade_info(self, result: GradeResult, outcome: float) -> dict[str, Any]:
         enforced = self.reward_spec.integrity == "enforce" and result.violation

@@ -17,29 +17,30 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import posixpath
 import shlex
+import threading
 import shutil
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from code_gym import integrity
-from code_gym.integrity import CONFTEST, PYTEST_CONFIGS, STARTUP_HOOKS, Finding, grader_owned, original
+from code_gym.file_policy import apply_changes, guarded_keys, lay_hidden_tests
+from code_gym.integrity import Finding
+from code_gym.reference import reference_test_ids
 from code_gym.sandbox import Limits, make_sandbox
-from code_gym.task import Task, TaskError
-from code_gym.hostfs import owned_prefix, read_entry, walk
+from code_gym.hostfs import owned_prefix
+from code_gym.task import Task
 from code_gym.workspace import Workspace
 
 RESULTS_DIR = "/results"
 # pytest exit codes: 0 all passed, 1 some failed; anything else (interrupted, internal error,
 # usage error, no tests collected) means the run itself failed.
 _RUN_OK = (0, 1)
-_GUARDED_NAMES = frozenset({CONFTEST, "setup.cfg", "pyproject.toml"}) | PYTEST_CONFIGS | STARTUP_HOOKS
 
 
 @dataclass
@@ -138,103 +139,6 @@ def parse_junit(path: Path, expected: tuple[str, ...] | None = None) -> dict[str
     return outcomes
 
 
-def apply_changes(task: Task, root: Path, changes: dict[str, bytes | None]) -> list[str]:
-    """Write changed files into a pristine copy, except test files, protected paths and the files
-    the grader owns (conftest, pytest configuration, start-up hooks). Returns the skipped paths."""
-    ignored = []
-    for path, data in changes.items():
-        if task.is_protected(path) or grader_owned(path, original(task, path), data):
-            ignored.append(path)
-            continue
-        target = root / path
-        if data is None:
-            if target.exists() or target.is_symlink():
-                target.unlink()
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or target.exists():
-            target.unlink()
-        target.write_bytes(data)
-    return ignored
-
-
-def lay_hidden_tests(task: Task, root: Path) -> None:
-    for rel in task.hidden_tests:
-        dest = root / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(task.hidden_dir / rel, dest)
-
-
-_COLLECTED: dict[tuple, tuple[str, ...] | None] = {}
-
-
-def reference_test_ids(task: Task, isolation: str = "auto") -> tuple[str, ...] | None:
-    """The node ids pytest collects from the visible and hidden tests with the reference solution
-    applied, or None when that collection fails. Cached per process, and on disk (under
-    `code_gym.loaders.cache_root()`) by a hash of everything that decides them."""
-    key = (task.id, str(task.root), str(task.repo), task.test_command, task.visible_tests, task.hidden_tests,
-           hashlib.sha1(task.reference_patch.encode()).hexdigest())
-    if key not in _COLLECTED:
-        stored = _stored_ids_path(task)
-        try:
-            _COLLECTED[key] = tuple(json.loads(stored.read_text()))
-        except (OSError, ValueError):
-            ids = _COLLECTED[key] = _collect_reference(task, isolation)
-            if ids is not None:
-                _store(stored, json.dumps(list(ids)))
-    return _COLLECTED[key]
-
-
-def _stored_ids_path(task: Task) -> Path:
-    from code_gym.loaders.folder import cache_root  # the loaders' cache; imported late to keep grading light
-
-    digest = hashlib.sha1()
-    for text in (task.test_command, *task.visible_tests, "|", *task.hidden_tests, "|", task.reference_patch):
-        digest.update(text.encode() + b"\0")
-    for root in (task.repo, task.hidden_dir):
-        for path in sorted(walk(root)):
-            digest.update(path.encode() + b"\0" + read_entry(root / path) + b"\0")
-    return cache_root() / "test-ids" / f"{digest.hexdigest()}.json"
-
-
-def _store(path: Path, text: str) -> None:
-    """Write atomically (concurrent graders may store the same file); a read-only cache is skipped."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-            fh.write(text)
-        os.replace(fh.name, path)
-    except OSError:
-        pass
-
-
-def _collect_reference(task: Task, isolation: str) -> tuple[str, ...] | None:
-    from code_gym.validate import reference_changes  # validate imports this module
-
-    try:
-        changes = reference_changes(task)
-    except TaskError:
-        return None
-    copy = Workspace(task.repo, strategy="copy")
-    try:
-        apply_changes(task, copy.root, changes)
-        lay_hidden_tests(task, copy.root)
-        sandbox = make_sandbox(isolation, copy.root, Limits(timeout=task.timeouts.tests),
-                               mask=(task.root,) if task.root else (), image=task.image)
-        files = " ".join(shlex.quote(t) for t in task.visible_tests + task.hidden_tests)
-        try:
-            run = sandbox.exec(f"{task.test_command} --collect-only -q -p no:cacheprovider {files}",
-                               timeout=task.timeouts.tests)
-        finally:
-            sandbox.close()
-    finally:
-        copy.close()
-    if run.timed_out or run.exit_code != 0:
-        return None
-    ids = tuple(line.strip() for line in run.output.splitlines() if "::" in line and not line.startswith(" "))
-    return ids or None
-
-
 def graded_test_ids(task: Task, tests: tuple[str, ...] | None = None,
                     isolation: str = "auto") -> tuple[tuple[str, ...] | None, bool]:
     """(the node ids a grade counts, whether they are every test that runs). None: unknown before
@@ -248,17 +152,6 @@ def graded_test_ids(task: Task, tests: tuple[str, ...] | None = None,
     if tests is not None:
         ids = tuple(t for t in ids if t.split("::")[0] in tests)
     return ids, not declared
-
-
-def _guarded(task: Task, root: Path) -> dict[str, tuple[int, int, int, int]]:
-    """Stat keys of the files the tests' verdict depends on: tests, protected paths, conftest,
-    configuration and start-up hooks. ctime cannot be set back by the code under test."""
-    keys = {}
-    for path, st in walk(root).items():
-        name = posixpath.basename(path)
-        if task.is_protected(path) or name in _GUARDED_NAMES or name.endswith(".pth"):
-            keys[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    return keys
 
 
 def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
@@ -283,12 +176,12 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         keep_going = "--continue-on-collection-errors " if expected is not None else ""
         command = (f"{task.test_command} -p no:cacheprovider -q -o junit_family=xunit1 {keep_going}"
                    f"--junitxml={shlex.quote(junit)} " + " ".join(shlex.quote(t) for t in selected))
-        before = _guarded(task, copy.root)
+        before = guarded_keys(task, copy.root)
         try:
             run = sandbox.exec(command, timeout=task.timeouts.tests, binds=binds)
         finally:
             sandbox.close()
-        after = _guarded(task, copy.root)
+        after = guarded_keys(task, copy.root)
         tampered = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
         outcomes = {} if run.timed_out else parse_junit(results / "junit.xml", expected)
         if expected is not None:
@@ -300,3 +193,47 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
     finally:
         copy.close()
         shutil.rmtree(results, ignore_errors=True)
+
+
+class Grader(Protocol):
+    """What the env calls to grade a final patch: `grade` itself, or a decorator over it such as
+    `GradeCache`. Pass one as `CodeRepoEnv(grader=...)`."""
+
+    def __call__(self, task: Task, changes: dict[str, bytes | None], *, isolation: Any = "auto",
+                 audit: bool = True) -> GradeResult: ...
+
+
+class GradeCache:
+    """A `Grader` that remembers: results by task and a hash of the final changed files (grading is
+    deterministic given them), computed by `grader` once each. Thread-safe; `hits` and `misses`
+    count lookups."""
+
+    def __init__(self, grader: Grader = grade) -> None:
+        self.grader = grader
+        self._results: dict[str, GradeResult] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(task: Task, changes: Mapping[str, bytes | None], isolation: Any, audit: bool) -> str:
+        digest = hashlib.sha256()
+        for part in (task.id, str(task.root), str(isolation), str(audit)):
+            digest.update(part.encode() + b"\0")
+        for path in sorted(changes):
+            data = changes[path]
+            digest.update(path.encode() + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
+        return digest.hexdigest()
+
+    def __call__(self, task: Task, changes: dict[str, bytes | None], *, isolation: Any = "auto",
+                 audit: bool = True) -> GradeResult:
+        key = self.key(task, changes, isolation, audit)
+        with self._lock:
+            if key in self._results:
+                self.hits += 1
+                return self._results[key]
+        result = self.grader(task, changes, isolation=isolation, audit=audit)
+        with self._lock:
+            self.misses += 1
+            self._results[key] = result
+        return result

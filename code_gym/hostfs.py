@@ -25,6 +25,15 @@ def owned_prefix(kind: str) -> str:
     return f"{TEMP_PREFIX}{kind}-{os.getpid()}-"
 
 
+def cache_root() -> Path:
+    """Where loaders materialize task folders: $CODE_GYM_CACHE, else $XDG_CACHE_HOME/code-gym,
+    else ~/.cache/code-gym."""
+    if os.environ.get("CODE_GYM_CACHE"):
+        return Path(os.environ["CODE_GYM_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "code-gym"
+
+
 def ignored(name: str) -> bool:
     return name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES)
 

@@ -37,3 +37,13 @@ def step_observation(pairs: list[tuple[ToolCall | None, ToolResult]], steps_left
         blocks.append(f"[{title}{' error' if result.error else ''}]\n{result.output}")
     blocks.append(f"({steps_left} steps left)")
     return "\n\n".join(blocks)
+
+
+def integrity_note(task: Task) -> str:
+    """The rules, for the agent's prompt: what fails the audit."""
+    protected = ", ".join(sorted(set(task.protected_paths) | set(task.visible_tests)))
+    return ("## Grading rules\nThe task's own tests (and hidden ones) decide the reward, run on a fresh copy of the "
+            f"repository. Leave the tests alone: changes to {protected}, any conftest.py, pytest configuration, or "
+            "code that games the test run (skipping tests, exiting early, patching pytest or builtins, inspecting "
+            "the caller's frames, always-equal objects) fail the integrity audit, which outranks the tests. Put "
+            "scratch scripts outside those paths.")

@@ -49,6 +49,15 @@ class Task:
             return True
         return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in self.protected_paths)
 
+    def original_file(self, path: str) -> bytes | None:
+        """The starting content of `path` in the task's repository (None: the file is new, or
+        `path` leaves the repository or names a symlink)."""
+        norm = posixpath.normpath(path)
+        if norm.startswith("../") or norm.startswith("/") or norm == "..":
+            return None
+        full = self.repo / norm
+        return full.read_bytes() if full.is_file() and not full.is_symlink() else None
+
 
 def _require(data: dict, key: str, kind: type, where: Path):
     if key not in data:

@@ -1,4 +1,4 @@
-"""The agent's tools, their JSON schemas, and their implementations.
+"""The agent's tools: each one's name, JSON schema and implementation declared together (`@tool`).
 
 Editor tools (view, create, str_replace, insert) follow the str_replace editor that SWE-agent /
 OpenHands-trained models know: paths relative to the repository root, line-numbered views, and
@@ -10,7 +10,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from code_gym.actions import ToolCall
 from code_gym.sandbox.base import Sandbox
@@ -19,37 +19,6 @@ MAX_VIEW_CHARS = 16_000
 SNIPPET_LINES = 4
 
 
-def _schema(name: str, description: str, properties: dict, required: list[str]) -> dict:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
-        "type": "object", "properties": properties, "required": required}}}
-
-
-_PATH = {"type": "string", "description": "Path relative to the repository root."}
-TOOL_SCHEMAS: list[dict] = [
-    _schema("bash", "Run a bash command in the repository (no network). Output is truncated when long.",
-            {"command": {"type": "string", "description": "The command to run."}}, ["command"]),
-    _schema("view", "Show a file with line numbers, or list a directory two levels deep.",
-            {"path": _PATH, "view_range": {"type": "array", "items": {"type": "integer"},
-                                           "description": "Optional [start, end] lines, 1-based; end -1 means the last line."}},
-            ["path"]),
-    _schema("create", "Create a new file with the given content (fails if the file exists).",
-            {"path": _PATH, "file_text": {"type": "string", "description": "The whole content of the file."}},
-            ["path", "file_text"]),
-    _schema("str_replace", "Replace the one occurrence of old_str in a file with new_str. old_str must match "
-                           "exactly, whitespace included, and occur exactly once.",
-            {"path": _PATH, "old_str": {"type": "string"}, "new_str": {"type": "string", "description": "Replacement (may be empty)."}},
-            ["path", "old_str"]),
-    _schema("insert", "Insert text after line insert_line of a file (0 inserts at the top).",
-            {"path": _PATH, "insert_line": {"type": "integer"}, "new_str": {"type": "string"}},
-            ["path", "insert_line", "new_str"]),
-    _schema("search", "Search files for a regular expression (grep -E); prints file:line:text.",
-            {"pattern": {"type": "string"}, "path": {"type": "string", "description": "Folder or file to search (default: the repository)."}},
-            ["pattern"]),
-    _schema("run_tests", "Run the repository's visible tests (or the given test files) and show the result.",
-            {"paths": {"type": "array", "items": {"type": "string"}, "description": "Optional test files."}}, []),
-    _schema("submit", "Finish the episode: your changes are graded by the task's tests.", {}, []),
-]
-TOOL_NAMES = tuple(s["function"]["name"] for s in TOOL_SCHEMAS)
 _TYPES = {"string": str, "integer": int, "array": list, "object": dict, "boolean": bool}
 
 
@@ -83,19 +52,47 @@ class ToolContext:
     test_timeout: float = 60.0
 
 
+@dataclass(frozen=True)
+class Tool:
+    """One tool: its name, what the model is told (description, JSON-schema properties and required
+    arguments) and its implementation, declared together with `@tool(...)`."""
+    name: str
+    description: str
+    properties: dict[str, dict]
+    required: tuple[str, ...]
+    run: Callable[[ToolContext, ToolCall], ToolResult]
+
+    @property
+    def schema(self) -> dict:
+        """The OpenAI function-tool schema."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": {
+            "type": "object", "properties": self.properties, "required": list(self.required)}}}
+
+
+REGISTRY: dict[str, Tool] = {}
+
+
+def tool(name: str, description: str, properties: dict[str, dict] | None = None, required: tuple[str, ...] = ()):
+    """Register the decorated function as the tool `name` with its schema."""
+    def register(run: Callable[[ToolContext, ToolCall], ToolResult]) -> Callable[[ToolContext, ToolCall], ToolResult]:
+        REGISTRY[name] = Tool(name, description, properties or {}, tuple(required), run)
+        return run
+    return register
+
+
 def validate(call: ToolCall) -> None:
     """Check the call names a tool and its arguments have the schema's names and types."""
-    if call.name not in TOOL_NAMES:
+    if call.name not in REGISTRY:
         raise ToolError(f"unknown tool '{call.name}'; the tools are: {', '.join(TOOL_NAMES)}")
-    params = TOOL_SCHEMAS[TOOL_NAMES.index(call.name)]["function"]["parameters"]
-    for req in params["required"]:
+    spec = REGISTRY[call.name]
+    for req in spec.required:
         if req not in call.arguments:
             raise ToolError(f"'{call.name}' needs the argument '{req}'")
     for key, value in call.arguments.items():
-        if key not in params["properties"]:
+        if key not in spec.properties:
             raise ToolError(f"'{call.name}' has no argument '{key}'; its arguments are: "
-                            f"{', '.join(params['properties']) or 'none'}")
-        want = params["properties"][key]["type"]
+                            f"{', '.join(spec.properties) or 'none'}")
+        want = spec.properties[key]["type"]
         if not isinstance(value, _TYPES[want]) or (want == "integer" and isinstance(value, bool)):
             raise ToolError(f"argument '{key}' of '{call.name}' must be {want}, got {type(value).__name__}")
 
@@ -148,6 +145,20 @@ def _written(call: ToolCall, arg: str, rel: str, text: str) -> list[WrittenLine]
     return out
 
 
+_PATH = {"type": "string", "description": "Path relative to the repository root."}
+
+
+@tool("bash", "Run a bash command in the repository (no network). Output is truncated when long.",
+      {"command": {"type": "string", "description": "The command to run."}}, ("command",))
+def tool_bash(ctx: ToolContext, call: ToolCall) -> ToolResult:
+    result = ctx.sandbox.exec(call.arguments["command"], timeout=ctx.command_timeout)
+    return ToolResult(result.describe() or "(no output)", error=result.timed_out)
+
+
+@tool("view", "Show a file with line numbers, or list a directory two levels deep.",
+      {"path": _PATH, "view_range": {"type": "array", "items": {"type": "integer"},
+                                     "description": "Optional [start, end] lines, 1-based; end -1 means the last line."}},
+      ("path",))
 def tool_view(ctx: ToolContext, call: ToolCall) -> ToolResult:
     path = call.arguments["path"]
     full = resolve(ctx, path)
@@ -177,6 +188,9 @@ def tool_view(ctx: ToolContext, call: ToolCall) -> ToolResult:
     return ToolResult(text)
 
 
+@tool("create", "Create a new file with the given content (fails if the file exists).",
+      {"path": _PATH, "file_text": {"type": "string", "description": "The whole content of the file."}},
+      ("path", "file_text"))
 def tool_create(ctx: ToolContext, call: ToolCall) -> ToolResult:
     path, text = call.arguments["path"], call.arguments["file_text"]
     full = resolve(ctx, path, must_exist=False)
@@ -194,6 +208,11 @@ def _snippet(text: str, line: int, count: int) -> str:
     return _numbered(lines[start:line + count + SNIPPET_LINES], start + 1)
 
 
+@tool("str_replace", "Replace the one occurrence of old_str in a file with new_str. old_str must match "
+                     "exactly, whitespace included, and occur exactly once.",
+      {"path": _PATH, "old_str": {"type": "string"},
+       "new_str": {"type": "string", "description": "Replacement (may be empty)."}},
+      ("path", "old_str"))
 def tool_str_replace(ctx: ToolContext, call: ToolCall) -> ToolResult:
     path, old = call.arguments["path"], call.arguments["old_str"]
     new = call.arguments.get("new_str", "")
@@ -226,6 +245,9 @@ def _find_all(text: str, sub: str) -> list[int]:
     return out
 
 
+@tool("insert", "Insert text after line insert_line of a file (0 inserts at the top).",
+      {"path": _PATH, "insert_line": {"type": "integer"}, "new_str": {"type": "string"}},
+      ("path", "insert_line", "new_str"))
 def tool_insert(ctx: ToolContext, call: ToolCall) -> ToolResult:
     path, line, new = call.arguments["path"], call.arguments["insert_line"], call.arguments["new_str"]
     full = resolve(ctx, path)
@@ -249,11 +271,10 @@ def tool_insert(ctx: ToolContext, call: ToolCall) -> ToolResult:
                       written=_written(call, "new_str", _rel(ctx, full), new))
 
 
-def tool_bash(ctx: ToolContext, call: ToolCall) -> ToolResult:
-    result = ctx.sandbox.exec(call.arguments["command"], timeout=ctx.command_timeout)
-    return ToolResult(result.describe() or "(no output)", error=result.timed_out)
-
-
+@tool("search", "Search files for a regular expression (grep -E); prints file:line:text.",
+      {"pattern": {"type": "string"},
+       "path": {"type": "string", "description": "Folder or file to search (default: the repository)."}},
+      ("pattern",))
 def tool_search(ctx: ToolContext, call: ToolCall) -> ToolResult:
     target = call.arguments.get("path", ".")
     rel = _rel(ctx, resolve(ctx, target)) if target not in ("", ".") else "."
@@ -263,6 +284,8 @@ def tool_search(ctx: ToolContext, call: ToolCall) -> ToolResult:
     return ToolResult(result.output or "no matches", error=result.timed_out)
 
 
+@tool("run_tests", "Run the repository's visible tests (or the given test files) and show the result.",
+      {"paths": {"type": "array", "items": {"type": "string"}, "description": "Optional test files."}})
 def tool_run_tests(ctx: ToolContext, call: ToolCall) -> ToolResult:
     paths = call.arguments.get("paths") or list(ctx.visible_tests)
     for p in paths:
@@ -274,21 +297,20 @@ def tool_run_tests(ctx: ToolContext, call: ToolCall) -> ToolResult:
     return ToolResult(result.describe(), error=result.timed_out)
 
 
+@tool("submit", "Finish the episode: your changes are graded by the task's tests.")
 def tool_submit(ctx: ToolContext, call: ToolCall) -> ToolResult:
     return ToolResult("submitted", submitted=True)
 
 
-TOOLS: dict[str, Callable[[ToolContext, ToolCall], ToolResult]] = {
-    "bash": tool_bash, "view": tool_view, "create": tool_create, "str_replace": tool_str_replace,
-    "insert": tool_insert, "search": tool_search, "run_tests": tool_run_tests, "submit": tool_submit,
-}
+TOOL_SCHEMAS: list[dict] = [t.schema for t in REGISTRY.values()]
+TOOL_NAMES: tuple[str, ...] = tuple(REGISTRY)
 
 
 def run_tool(ctx: ToolContext, call: ToolCall) -> ToolResult:
     """Run one call; a bad call becomes an error result, never an exception."""
     try:
         validate(call)
-        return TOOLS[call.name](ctx, call)
+        return REGISTRY[call.name].run(ctx, call)
     except ToolError as exc:
         return ToolResult(f"error: {exc}", error=True)
     except (OSError, ValueError) as exc:
@@ -298,10 +320,8 @@ def run_tool(ctx: ToolContext, call: ToolCall) -> ToolResult:
 def describe_tools() -> str:
     """Tool list for prompts: one line each with its arguments."""
     lines = []
-    for schema in TOOL_SCHEMAS:
-        fn = schema["function"]
-        args = ", ".join(fn["parameters"]["properties"])
-        lines.append(f"- {fn['name']}({args}): {fn['description']}")
+    for spec in REGISTRY.values():
+        lines.append(f"- {spec.name}({', '.join(spec.properties)}): {spec.description}")
     return "\n".join(lines)
 
 

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +10,7 @@ from unidiff.errors import UnidiffParseError
 
 from code_gym.grading import GradeResult, grade
 from code_gym.task import Task, TaskError
-from code_gym.workspace import Workspace
+from code_gym.reference import reference_changes
 
 # APIs whose use in tests makes results depend on the clock or the network.
 _NONDETERMINISTIC = re.compile(
@@ -34,23 +32,6 @@ class Verdict:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def reference_changes(task: Task) -> dict[str, bytes | None]:
-    """The files the reference patch changes, with their new content (applied with `git apply`)."""
-    ws = Workspace(task.repo, strategy="copy")
-    try:
-        with tempfile.NamedTemporaryFile("w", suffix=".patch", delete=False) as fh:
-            fh.write(task.reference_patch)
-        result = subprocess.run(["git", "apply", "--whitespace=nowarn", fh.name], cwd=ws.root,
-                                capture_output=True, text=True)
-        Path(fh.name).unlink()
-        if result.returncode != 0:
-            raise TaskError(f"{task.root}/solution.patch: does not apply to repo/: {result.stderr.strip()}")
-        ws.scan_changes()
-        return ws.changed_files()
-    finally:
-        ws.close()
 
 
 def _hunk_count(task: Task) -> tuple[int, int]:

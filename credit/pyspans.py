@@ -40,7 +40,7 @@ import keyword
 import numpy as np
 
 from credit._util import ranges
-from credit.text import _IS_SPACE, find_bytes, first_at_or_after, skip_spaces, skip_while
+from credit.text import IS_SPACE, find_bytes, first_at_or_after, skip_spaces, skip_while
 
 _WORDS = ("def", "class", "if", "for", "while", "try", "with", "elif", "else", "except", "finally", "async",
           "match", "case")
@@ -120,7 +120,7 @@ class _Lines:
 def _lines(buf: np.ndarray, s: np.ndarray, e: np.ndarray, group: np.ndarray) -> _Lines:
     n = s.shape[0]
     first = skip_spaces(buf, s, e, only=" ")
-    other = np.flatnonzero((first < e) & _IS_SPACE[buf[np.minimum(first, buf.shape[0] - 1)]])
+    other = np.flatnonzero((first < e) & IS_SPACE[buf[np.minimum(first, buf.shape[0] - 1)]])
     unsure = np.zeros(n, bool)
     if other.shape[0]:  # a tab or form feed in the indentation
         first[other] = skip_spaces(buf, first[other], e[other])

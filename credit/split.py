@@ -34,7 +34,7 @@ import unidiff
 
 from credit._util import csr_pointers, ranges, segment_starts
 from credit.pyspans import python_spans
-from credit.text import _WHITESPACE, skip_spaces
+from credit.text import WHITESPACE, skip_spaces
 
 LEVELS = ("file", "hunk", "syntax", "block")
 SYNTAX_MODES = ("tree-sitter", "indent")
@@ -660,7 +660,7 @@ def _block_spans(rows: tuple[str, ...], python: bool) -> tuple[tuple[int, int], 
 
 def row_indents(rows: Sequence[str]) -> list[int]:
     """Leading (ASCII) whitespace of each row, -1 for a blank row."""
-    return [len(r) - len(r.lstrip(_WHITESPACE)) if r.strip(_WHITESPACE) else -1 for r in rows]
+    return [len(r) - len(r.lstrip(WHITESPACE)) if r.strip(WHITESPACE) else -1 for r in rows]
 
 
 @functools.lru_cache(maxsize=8192)

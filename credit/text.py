@@ -29,9 +29,9 @@ MAX_COPIES = 64  # copies of one token beyond this many in a unit are not counte
 _POWER = np.uint64(0x100000001B3)
 _POWER_INVERSE = np.uint64(pow(0x100000001B3, -1, 1 << 64))
 _MIX_LENGTH = np.uint64(0xC2B2AE3D27D4EB4F)
-_WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip() removes, ASCII only
-_IS_SPACE = np.zeros(256, bool)
-_IS_SPACE[[ord(c) for c in _WHITESPACE]] = True
+WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip() removes, ASCII only
+IS_SPACE = np.zeros(256, bool)
+IS_SPACE[[ord(c) for c in WHITESPACE]] = True
 MARKERS = (None, "#", "//", "--")  # line-comment markers, by code (0: none)
 _COMMENT_MARKERS = {
     "#": (".py", ".pyi", ".sh", ".bash", ".rb", ".pl", ".r", ".yaml", ".yml", ".toml", ".cfg", ".jl",
@@ -62,10 +62,10 @@ def normalize_line(line: str, comment: Optional[str] = "#") -> str:
         cut = line.index(comment)
         if "'" not in line[:cut] and '"' not in line[:cut]:
             line = line[:cut]
-    stripped = line.strip(_WHITESPACE)
+    stripped = line.strip(WHITESPACE)
     if not stripped or (comment == "//" and stripped.startswith(("/*", "*"))):
         return ""
-    return line.rstrip(_WHITESPACE)
+    return line.rstrip(WHITESPACE)
 
 
 def similarity(a: str, b: str, comment: Optional[str] = "#") -> float:
@@ -220,7 +220,7 @@ def skip_spaces(data: np.ndarray, starts: np.ndarray, limits: np.ndarray, step: 
                 only: str | None = None) -> np.ndarray:
     """Per row, the first position from its start on (step -1: backwards) that is not ASCII
     whitespace (`only`: none of these characters), or its limit when every byte up to the limit is."""
-    space = _IS_SPACE
+    space = IS_SPACE
     if only is not None:
         space = np.zeros(256, bool)
         space[[ord(c) for c in only]] = True

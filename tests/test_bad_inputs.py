@@ -1,6 +1,5 @@
 """Bad input never raises out of step(): it becomes an observation saying what to do."""
 import json
-import os
 
 import gymnasium as gym
 import pytest

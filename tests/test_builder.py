@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from code_gym.builder import BuildError, BuildOptions, build_tasks
-from code_gym.cli import main
+from code_gym.apps.cli import main
 from code_gym.env import CodeRepoEnv
 from code_gym.replay import hermes, patch_to_calls
 from code_gym.task import load_task_dir

@@ -8,8 +8,8 @@ import pytest
 
 import credit
 from code_gym import TOOL_NAMES
-from code_gym.cli import main
-from code_gym.client import ChatClient, ClientConfig, response_text, rollout
+from code_gym.apps.cli import main
+from code_gym.apps.client import ChatClient, ClientConfig, response_text, rollout
 
 FIX_ADD = {"path": "calc/ops.py", "old_str": "def add(a, b):\n    return a - b", "new_str": "def add(a, b):\n    return a + b"}
 FIX_MUL = {"path": "calc/ops.py", "old_str": "def mul(a, b):\n    return a + b", "new_str": "def mul(a, b):\n    return a * b"}

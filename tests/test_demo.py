@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import credit
-from code_gym.cli import main
-from code_gym.demo import line_advantages, render_report, run_demo, separation, summary
-from code_gym.policy import Candidate, Decision
-from code_gym.train import Episode
+from code_gym.apps.cli import main
+from code_gym.apps.demo import line_advantages, render_report, run_demo, separation, summary
+from code_gym.apps.policy import Candidate, Decision
+from code_gym.apps.train import Episode
 from conftest import BUNDLED
 
 RATELIMIT = next(t for t in BUNDLED if t.id == "ratelimit-burst-window")

@@ -1,7 +1,7 @@
 """The difficulty filter: k rollouts per task through CodeRepo-v0, keep tasks whose pass rate is in a band."""
 import pytest
 
-from code_gym.difficulty import filter_by_pass_rate, measure
+from code_gym.apps.difficulty import filter_by_pass_rate, measure
 from code_gym.replay import hermes, patch_to_calls
 
 from conftest import BUNDLED

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from code_gym.images import DEFAULT_IMAGE, LABEL, apt_mirror
+from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL, apt_mirror
 from code_gym.sandbox import Limits, make_sandbox
 from sandbox_backends import require
 

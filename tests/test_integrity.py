@@ -4,7 +4,9 @@ from textwrap import dedent
 
 import pytest
 
-from code_gym.integrity import RULES, Finding, audit, grader_owned, integrity_note
+from code_gym.file_policy import grader_owned
+from code_gym.integrity import RULES, Finding, audit
+from code_gym.prompt import integrity_note
 
 ORIGINAL_OPS = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n"
 

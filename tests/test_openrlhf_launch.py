@@ -51,7 +51,7 @@ def test_single_node_dry_run_prints_dataset_and_training_commands(run, tmp_path)
     result = run("train_didpo.sh", "--dry-run", "--train.seed", "7")
     assert result.returncode == 0, result.stderr
     dataset, training = commands(result.stdout)
-    assert dataset == [sys.executable, "-m", "code_gym.cli", "openrlhf", "dataset", "--out",
+    assert dataset == [sys.executable, "-m", "code_gym.apps.cli", "openrlhf", "dataset", "--out",
                        str(tmp_path / "code_gym_prompts.jsonl")]
     assert training[0] == "env" and training[1].startswith("CODE_GYM_AGENT={")
     assert training[2:5] == [sys.executable, "-m", "integrations.openrlhf.train"]

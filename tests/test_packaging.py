@@ -17,5 +17,5 @@ def test_every_package_is_listed_in_pyproject():
 
 def test_entry_point_and_console_script_are_declared():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["code-gym"] == "code_gym.cli:main"
+    assert project["scripts"]["code-gym"] == "code_gym.apps.cli:main"
     assert project["entry-points"]["gymnasium.envs"]["code_gym"] == "code_gym:register_envs"

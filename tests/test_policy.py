@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from code_gym.actions import parse_action
-from code_gym.policy import (PARTIAL, REFERENCE, UNTOUCHED, Decision, EditPolicy, branches, build_decisions,
+from code_gym.apps.policy import (PARTIAL, REFERENCE, UNTOUCHED, Decision, EditPolicy, branches, build_decisions,
                              token_offsets)
-from code_gym.validate import reference_changes
+from code_gym.reference import reference_changes
 from conftest import BUNDLED
 
 CALC = next(t for t in BUNDLED if t.id == "calc-associativity-decimals")
@@ -89,7 +89,7 @@ def test_branches_are_where_the_texts_part():
 
 
 def decision(texts):
-    from code_gym.policy import Candidate
+    from code_gym.apps.policy import Candidate
     return Decision("f.py", (1, 1), tuple(Candidate(REFERENCE if i == 0 else "x", t, (0, len(t)))
                                           for i, t in enumerate(texts)))
 

@@ -9,9 +9,10 @@ import pytest
 from code_gym.actions import ToolCall
 from code_gym.grading import GradeResult
 from code_gym.integrity import Finding
-from code_gym.replay import hermes, patch_to_calls
-from code_gym.rewards import (AllPass, PassFraction, RewardSpec, StaticScore, StepShaping, Submission, hint_units,
-                              make_hint, make_reward, passed_count, static_checks, total)
+from code_gym.replay import hermes
+from code_gym.hints import hint_units, reference_hint
+from code_gym.rewards import (AllPass, PassFraction, RewardSpec, StaticScore, StepShaping, Submission, make_reward,
+                              passed_count, static_checks, total)
 from code_gym.tools import ToolResult
 
 from conftest import BUNDLED
@@ -185,15 +186,15 @@ def test_hint_shows_whole_units_of_the_chosen_fraction():
     assert [(u.path, u.name) for u in units] == [
         ("stockroom/inventory.py", "Inventory.__init__"), ("stockroom/inventory.py", "Inventory"),
         ("stockroom/reports.py", "stock_report")]
-    assert make_hint(task, 0.0).text == ""
-    everything = make_hint(task, 1.0)
+    assert reference_hint(task, 0.0).text == ""
+    everything = reference_hint(task, 1.0)
     assert (everything.shown, everything.total) == (3, 3) and everything.text.startswith("## Hint")
     assert all(h in everything.text for u in units for h in u.hunks)
-    one = make_hint(task, 0.3, np.random.default_rng(0))
+    one = reference_hint(task, 0.3, np.random.default_rng(0))
     assert one.shown == 1 and sum(u.render() in one.text for u in units) == 1
-    assert make_hint(task, 0.3, np.random.default_rng(0)).text == one.text
+    assert reference_hint(task, 0.3, np.random.default_rng(0)).text == one.text
     with pytest.raises(ValueError, match="between 0 and 1"):
-        make_hint(task, 1.5)
+        reference_hint(task, 1.5)
 
 
 # -- through the environment --------------------------------------------------------------------

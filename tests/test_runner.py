@@ -4,7 +4,7 @@ import shutil
 import pytest
 
 from code_gym.grading import grade
-from code_gym.validate import reference_changes
+from code_gym.reference import reference_changes
 from code_gym.sandbox import Limits, LocalSandbox, make_sandbox
 from code_gym.sandbox.runner import pytest_argv
 from conftest import BUNDLED

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 import credit
-from code_gym.cli import main
-from code_gym.policy import build_decisions
-from code_gym.train import (GradeCache, TrainConfig, Trainer, UpdateStats, branch_advantages, estimator, make_env,
-                            play, updates_to_reach, verify_decisions, whiten, write_curves)
+from code_gym.apps.cli import main
+from code_gym.apps.policy import build_decisions
+from code_gym.apps.train import (TrainConfig, Trainer, UpdateStats, branch_advantages, estimator, make_env, play,
+                                 updates_to_reach, verify_decisions, whiten, write_curves)
+from code_gym.grading import GradeCache
 from conftest import BUNDLED
 
 LEDGER = next(t for t in BUNDLED if t.id == "ledger-allocation")
@@ -87,7 +88,7 @@ def test_whiten_scales_all_arrays_by_one_std():
 
 def test_estimator_names_include_contrast_didpo():
     assert callable(estimator("didpo-contrast"))
-    with pytest.raises(ValueError, match="choose from"):
+    with pytest.raises(ValueError, match="valid names"):
         estimator("ppo")
 
 

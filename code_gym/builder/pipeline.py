@@ -30,7 +30,7 @@ from code_gym.builder.statement import leak, write_statement
 from code_gym.loaders.folder import copy_tree, task_id, write_task
 from code_gym.table import format_table
 from code_gym.task import Task, load_task
-from code_gym.validate import reference_changes
+from code_gym.reference import reference_changes
 from code_gym.diffs import file_diff
 from code_gym.hostfs import TEMP_PREFIX
 from code_gym.workspace import Workspace

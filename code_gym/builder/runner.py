@@ -9,7 +9,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from code_gym.grading import RESULTS_DIR, apply_changes, lay_hidden_tests, parse_junit
+from code_gym.file_policy import apply_changes, lay_hidden_tests
+from code_gym.grading import RESULTS_DIR, parse_junit
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.task import Task
 from code_gym.hostfs import TEMP_PREFIX

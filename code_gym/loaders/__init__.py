@@ -2,7 +2,8 @@
 cache, so the env, validation and grading read them like any hand-written task."""
 from __future__ import annotations
 
-from code_gym.loaders.folder import cache_root, write_task
+from code_gym.hostfs import cache_root
+from code_gym.loaders.folder import write_task
 from code_gym.loaders.humaneval import load_humaneval
 from code_gym.loaders.swebench import load_swebench
 from code_gym.task import Task

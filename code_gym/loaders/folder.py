@@ -22,15 +22,6 @@ _KEY_ORDER = ("id", "kind", "statement", "visible_tests", "hidden_tests", "prote
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-def cache_root() -> Path:
-    """Where loaders materialize task folders: $CODE_GYM_CACHE, else $XDG_CACHE_HOME/code-gym,
-    else ~/.cache/code-gym."""
-    if os.environ.get("CODE_GYM_CACHE"):
-        return Path(os.environ["CODE_GYM_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "code-gym"
-
-
 def task_id(text: str) -> str:
     """A valid task id from any name: lower-case, runs of other characters become one dash."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "task"

@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from code_gym.loaders.folder import cache_root, task_id, write_task
+from code_gym.hostfs import cache_root
+from code_gym.loaders.folder import task_id, write_task
 from code_gym.task import Task, TaskError, load_task_dir
 from code_gym.diffs import file_diff
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from code_gym.loaders.folder import cache_root, task_id, write_task
+from code_gym.hostfs import cache_root
+from code_gym.loaders.folder import task_id, write_task
 from code_gym.task import MANIFEST, Task, TaskError, Timeouts, load_task
 
 REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement",

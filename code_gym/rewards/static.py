@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from pyflakes.checker import Checker
 
-from code_gym.integrity import original
 from code_gym.rewards.base import Submission
 from code_gym.task import Task
 
@@ -62,7 +61,7 @@ def check_file(path: str, old: bytes | None, new: bytes) -> FileCheck:
 
 def static_checks(changes: dict[str, bytes | None], task: Task) -> list[FileCheck]:
     """One check per changed, non-deleted `.py` file outside the tests and protected paths."""
-    return [check_file(path, original(task, path), data) for path, data in sorted(changes.items())
+    return [check_file(path, task.original_file(path), data) for path, data in sorted(changes.items())
             if data is not None and path.endswith(".py") and not task.is_protected(path)]
 
 

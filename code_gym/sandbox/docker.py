@@ -32,7 +32,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from code_gym.images import DEFAULT_IMAGE, LABEL
+from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL
 from code_gym.sandbox import mounts, runner
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
 from code_gym.sandbox.cgroup import pid_alive

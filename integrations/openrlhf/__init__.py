@@ -6,10 +6,12 @@
                   response filter, turned into per-token advantages by `credit`
   hook.py         applies estimator.py's patches inside OpenRLHF's Ray workers
   train.py        `python -m integrations.openrlhf.train`: OpenRLHF's PPO trainer with the above
-  dataset.py      prompt data (`code-gym openrlhf dataset`)
   scripts/        launch scripts (one node, a Ray cluster, the GRPO baseline)
 
 Nothing here imports OpenRLHF at package import time.
 """
+import credit
 
-ESTIMATORS = ("didpo", "gigpo")  # the estimators this integration adds to OpenRLHF
+# the estimators this integration adds to OpenRLHF: credit's step-level ones (OpenRLHF computes
+# outcome-only advantages such as GRPO's group_norm itself)
+ESTIMATORS = credit.STEP_LEVEL

@@ -24,7 +24,7 @@ import numpy as np
 from openrlhf.utils.agent import AgentExecutorBase
 
 import code_gym
-from code_gym.trajectory import RecordTrajectory
+from code_gym.episode import EpisodeRun
 from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord, StepRecord, observation_key
 
 CONFIG_VARIABLE = "CODE_GYM_AGENT"
@@ -190,22 +190,22 @@ class AgentExecutor(AgentExecutorBase):
 
     async def execute(self, prompt, label, sampling_params, max_length: int, hf_tokenizer, llm_engine, images=None):
         chat = ChatFormat(hf_tokenizer, self.config)
-        env = await asyncio.to_thread(lambda: RecordTrajectory(gym.make(code_gym.ENV_ID, **self.config.env_options())))
+        env = await asyncio.to_thread(gym.make, code_gym.ENV_ID, **self.config.env_options())
         try:
-            observation, _ = await asyncio.to_thread(env.reset, options={"task": label})
-            tokens = _encode(hf_tokenizer, chat.first_turn(observation))
+            run = await asyncio.to_thread(EpisodeRun.start, env, label)
+            tokens = _encode(hf_tokenizer, chat.first_turn(run.observation))
             if len(tokens) >= max_length:
                 raise ValueError(f"task {label!r}: the first prompt has {len(tokens)} tokens and --data.max_len is "
                                  f"{max_length}: raise --data.max_len so the agent can act")
             rollout = _Rollout(tokens, [0.0] * len(tokens) if sampling_params.logprobs is not None else None)
-            episode = await self._play(env, chat, rollout, sampling_params, max_length, llm_engine)
+            episode = await self._play(run, chat, rollout, sampling_params, max_length, llm_engine)
         finally:
             await asyncio.to_thread(env.close)
         return {**episode, "prompt": prompt, "label": label, "images": images, "mm_train_inputs": None,
                 "observation_tokens": rollout.tokens, "action_ranges": rollout.action_ranges,
                 "rollout_log_probs": rollout.log_probs}
 
-    async def _play(self, env, chat: ChatFormat, rollout: _Rollout, sampling_params, max_length: int,
+    async def _play(self, run: EpisodeRun, chat: ChatFormat, rollout: _Rollout, sampling_params, max_length: int,
                     llm_engine) -> dict[str, Any]:
         """Steps until the episode ends or the length budget does; the response's reward fields."""
         tokenizer = chat.tokenizer
@@ -220,20 +220,21 @@ class AgentExecutor(AgentExecutorBase):
             action_ids = list(output.token_ids)
             spans.append(rollout.add_action(action_ids, _log_probs(output, action_ids) if wants_log_probs else None))
             offsets.append(token_offsets(tokenizer, action_ids, output.text, skip_special))
-            observation, reward, terminated, truncated, info = await asyncio.to_thread(env.step, output.text)
+            observation, reward, _ = await asyncio.to_thread(run.step, output.text)
             rewards.append(reward)
-            if terminated or truncated:
+            if run.done:
                 break
             feedback = _encode(tokenizer, chat.feedback(observation, action_ids[-1] if action_ids else None))
             if len(rollout.tokens) + len(feedback) >= max_length:
                 budget_submit = True
-                _, reward, _, _, info = await asyncio.to_thread(env.step, SUBMIT)
+                _, reward, _ = await asyncio.to_thread(run.step, SUBMIT)
                 rewards.append(reward)
                 spans.append((len(rollout.tokens), len(rollout.tokens)))
                 offsets.append(np.zeros((0, 2), np.int64))
                 break
             rollout.add_feedback(feedback)
-        record = _record(info["trajectory"], bool(info.get("resolved")), spans, offsets)
+        result = run.result()
+        record = _record(result.trajectory, result.resolved, spans, offsets)
         return {"reward": float(sum(rewards)), "scores": record.outcome, RECORD_KEY: record,
                 "truncated": output.finish_reason == "length",
                 "extra_logs": {"code_gym/resolved": float(record.resolved), "code_gym/steps": float(len(record.steps)),

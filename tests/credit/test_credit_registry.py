@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import credit
@@ -11,17 +12,25 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_estimator_by_name_takes_the_same_input():
-    assert credit.ESTIMATORS == ("didpo", "grpo", "dr_grpo", "rloo", "gigpo")
+    assert credit.ESTIMATORS == ("didpo", "grpo", "dr_grpo", "rloo", "gigpo", "didpo-contrast")
+    assert credit.STEP_LEVEL == ("didpo", "gigpo", "didpo-contrast")
     trajs = [credit.Trajectory("q", [credit.Step("ab", "", token_offsets=[(0, 2)])], r) for r in (1, 0)]
     for name in credit.ESTIMATORS:
         res = credit.get(name)(trajs)
-        assert res.estimator == name
+        assert res.estimator == ("didpo" if name == "didpo-contrast" else name)
         assert res.episode.shape == (2,) and res.steps.returns.shape == (2,)
         assert [t[0].shape for t in res.tokens] == [(1,), (1,)]
 
 
+def test_a_preset_binds_its_options_and_a_call_overrides_them():
+    trajs = [credit.Trajectory("q", [credit.Step("ab", "", token_offsets=[(0, 2)])], r) for r in (1, 0)]
+    preset = credit.get("didpo-contrast")
+    assert preset.keywords == {"baseline": "contrast"} and preset.func is credit.didpo
+    np.testing.assert_allclose(preset(trajs, baseline="reference").episode, credit.didpo(trajs).episode)
+
+
 def test_unknown_names_list_the_valid_ones():
-    with pytest.raises(ValueError, match="valid names: didpo, grpo, dr_grpo, rloo, gigpo"):
+    with pytest.raises(ValueError, match="valid names: didpo, grpo, dr_grpo, rloo, gigpo, didpo-contrast"):
         credit.get("ppo")
 
 

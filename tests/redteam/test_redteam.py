@@ -11,11 +11,12 @@ import shlex
 
 import pytest
 
-from code_gym.grading import grade, lay_hidden_tests
+from code_gym.file_policy import lay_hidden_tests
+from code_gym.grading import grade
 from code_gym.integrity import RULES, audit
 from code_gym.rewards import Submission, make_reward
 from code_gym.sandbox import Limits, make_sandbox
-from code_gym.validate import reference_changes
+from code_gym.reference import reference_changes
 from code_gym.workspace import Workspace
 
 from attempts import ATTEMPTS

@@ -58,7 +58,7 @@ openrlhf_args() {
 # The dataset command, into the array DATASET_CMD.
 dataset_cmd() {
   # shellcheck disable=SC2206  # TASKS is a list of folders
-  DATASET_CMD=("$PYTHON" -m code_gym.cli openrlhf dataset --out "$DATA")
+  DATASET_CMD=("$PYTHON" -m code_gym.apps.cli openrlhf dataset --out "$DATA")
   if [ -n "$TASKS" ]; then DATASET_CMD+=(--tasks $TASKS); fi
 }
 

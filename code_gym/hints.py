@@ -16,7 +16,7 @@ import numpy as np
 from unidiff import PatchSet
 
 from code_gym.task import Task
-from code_gym.validate import reference_changes
+from code_gym.reference import reference_changes
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def _enclosing(source: bytes | None, lines: list[int]) -> str:
     return best
 
 
-def make_hint(task: Task, fraction: float, rng: np.random.Generator | None = None) -> Hint:
+def reference_hint(task: Task, fraction: float, rng: np.random.Generator | None = None) -> Hint:
     """The prompt section that reveals round(fraction * units) units of the reference patch, drawn
     with `rng` (the first ones when None)."""
     if not 0.0 <= fraction <= 1.0:

@@ -1,10 +1,10 @@
-"""Train the built-in policy (`code_gym.policy`) with any `credit` estimator, on the real
+"""Train the built-in policy (`code_gym.apps.policy`) with any `credit` estimator, on the real
 environment and the real tests.
 
 One update: G rollouts of the current policy on every task (each one a real CodeRepo-v0 episode:
 tool calls, step diffs, provenance, hidden tests), credit from the estimator on those
 trajectories, then one gradient step per task. Each branch point of the policy learns from the
-estimator's advantage of the token where the candidates part (see `code_gym.policy`), as each
+estimator's advantage of the token where the candidates part (see `code_gym.apps.policy`), as each
 token of a language model learns from its own advantage.
 
 Grading is deterministic given the final files, so results are cached under a hash of the
@@ -14,8 +14,6 @@ episodes themselves still run through the environment.
 from __future__ import annotations
 
 import csv
-import hashlib
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,73 +25,18 @@ from tqdm import tqdm
 
 import credit
 from code_gym.env import CodeRepoEnv
-from code_gym.grading import GradeResult, grade
-from code_gym.policy import Decision, EditPolicy, build_decisions, token_offsets
-from code_gym.replay import hermes
+from code_gym.grading import GradeCache
+from code_gym.apps.policy import Decision, EditPolicy, build_decisions, token_offsets
+from code_gym.episode import Scripted, run_episode
 from code_gym.task import Task, TaskError
 from code_gym.trajectory import RecordTrajectory
 
-SUBMIT = hermes([{"name": "submit", "arguments": {}}])
-# names accepted by --estimator: every credit estimator, plus DiDPO with the contrast baseline
-ESTIMATORS: dict[str, tuple[str, dict[str, Any]]] = {
-    **{name: (name, {}) for name in credit.ESTIMATORS},
-    "didpo-contrast": ("didpo", {"baseline": "contrast"}),
-}
 
 
 def estimator(name: str, **options: Any) -> Callable[[list[credit.Trajectory]], credit.Result]:
-    """The credit estimator called `name` (a key of `ESTIMATORS`) with `options` bound."""
-    if name not in ESTIMATORS:
-        raise ValueError(f"unknown estimator {name!r}; choose from: {', '.join(ESTIMATORS)}")
-    base, preset = ESTIMATORS[name]
-    fn = credit.get(base)
-    bound = {**preset, **options}
-    return lambda trajectories: fn(trajectories, **bound)
-
-
-class GradeCache:
-    """Grade results by task and a hash of the final changed files (grading is deterministic
-    given them). Thread-safe; `hits` and `misses` count lookups."""
-
-    def __init__(self) -> None:
-        self._results: dict[str, GradeResult] = {}
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    @staticmethod
-    def key(task: Task, changes: Mapping[str, bytes | None], isolation: Any, audit: bool) -> str:
-        digest = hashlib.sha256()
-        for part in (task.id, str(task.root), str(isolation), str(audit)):
-            digest.update(part.encode() + b"\0")
-        for path in sorted(changes):
-            data = changes[path]
-            digest.update(path.encode() + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
-        return digest.hexdigest()
-
-    def grade(self, task: Task, changes: dict[str, bytes | None], isolation: Any = "auto",
-              audit: bool = True) -> GradeResult:
-        key = self.key(task, changes, isolation, audit)
-        with self._lock:
-            if key in self._results:
-                self.hits += 1
-                return self._results[key]
-        result = grade(task, changes, isolation=isolation, audit=audit)
-        with self._lock:
-            self.misses += 1
-            self._results[key] = result
-        return result
-
-
-class CachedGradeEnv(CodeRepoEnv):
-    """CodeRepoEnv that looks its grades up in a `GradeCache` (pass one to share it)."""
-
-    def __init__(self, *args: Any, grade_cache: GradeCache | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.grade_cache = grade_cache if grade_cache is not None else GradeCache()
-
-    def _grade(self, changes: dict[str, bytes | None]) -> GradeResult:
-        return self.grade_cache.grade(self.task, changes, self.isolation, self.reward_spec.audits)
+    """The credit estimator called `name` (one of `credit.ESTIMATORS`) with `options` bound."""
+    fn = credit.get(name)
+    return lambda trajectories: fn(trajectories, **options)
 
 
 @dataclass(frozen=True)
@@ -113,24 +56,20 @@ class Episode:
 def make_env(tasks: Sequence[Task], grade_cache: GradeCache | None = None, max_steps: int = 30,
              **options: Any) -> RecordTrajectory:
     """A recording CodeRepo-v0 env over `tasks` whose grades go through `grade_cache`."""
-    return RecordTrajectory(CachedGradeEnv(tasks=list(tasks), max_steps=max_steps, grade_cache=grade_cache,
-                                           **options))
+    return RecordTrajectory(CodeRepoEnv(tasks=list(tasks), max_steps=max_steps,
+                                        grader=grade_cache if grade_cache is not None else GradeCache(),
+                                        **options))
 
 
 def play(env: RecordTrajectory, task: Task, decisions: Sequence[Decision], choices: Sequence[int]) -> Episode:
     """One episode: the chosen candidate of each decision, one step each, then submit."""
     if env.unwrapped.max_steps < len(decisions) + 1:
         raise ValueError(f"{task.id} needs {len(decisions) + 1} steps; the env allows {env.unwrapped.max_steps}")
-    env.reset(options={"task": task})
-    info: dict = {}
-    for action in [decisions[d].candidates[c].action for d, c in enumerate(choices)] + [SUBMIT]:
-        *_, terminated, truncated, info = env.step(action)
-        if terminated or truncated:
-            break
-    recorded = info["trajectory"]
+    result = run_episode(env, Scripted(decisions[d].candidates[c].action for d, c in enumerate(choices)), task)
+    recorded, info = result.trajectory, result.info
     steps = tuple(replace(s, token_offsets=token_offsets(s.action)) for s in recorded.steps)
     return Episode(task.id, tuple(int(c) for c in choices), credit.Trajectory(recorded.task_id, steps, recorded.reward),
-                   bool(info.get("resolved", False)), int(info.get("tests_passed", 0)), int(info.get("tests_total", 0)))
+                   result.resolved, int(info.get("tests_passed", 0)), int(info.get("tests_total", 0)))
 
 
 def verify_decisions(env: RecordTrajectory, task: Task, decisions: Sequence[Decision]) -> tuple[list[Decision], list[str]]:
@@ -155,7 +94,7 @@ def verify_decisions(env: RecordTrajectory, task: Task, decisions: Sequence[Deci
 def branch_advantages(result: credit.Result, episodes: Sequence[Episode],
                       decisions: Mapping[str, Sequence[Decision]]) -> list[list[np.ndarray]]:
     """Per episode and decision, (n_branches,): the estimator's advantage of the token at each branch
-    point on the path of the chosen candidate (`code_gym.policy`), NaN off the path."""
+    point on the path of the chosen candidate (`code_gym.apps.policy`), NaN off the path."""
     out = []
     for i, episode in enumerate(episodes):
         rows = []
@@ -199,7 +138,7 @@ def whiten(advantages: Sequence[np.ndarray], eps: float = 1e-8) -> list[np.ndarr
 
 @dataclass(frozen=True)
 class TrainConfig:
-    estimator: str = "didpo"  # a key of ESTIMATORS
+    estimator: str = "didpo"  # one of credit.ESTIMATORS
     options: Mapping[str, Any] = field(default_factory=dict)  # estimator keyword options
     updates: int = 20
     group_size: int = 8  # rollouts per task per update (G)

@@ -41,7 +41,7 @@ from unidiff import PatchSet
 from code_gym.builder.mutations import functions, mutation_sites
 from code_gym.replay import hermes, unique_edit
 from code_gym.task import Task, TaskError
-from code_gym.validate import reference_changes
+from code_gym.reference import reference_changes
 
 REFERENCE = "reference"
 UNTOUCHED = "untouched"

@@ -19,12 +19,13 @@ from tqdm import tqdm
 from unidiff import PatchSet
 
 import credit
-from code_gym.policy import Decision, EditPolicy, build_decisions
+from code_gym.apps.policy import Decision, EditPolicy, build_decisions
 from code_gym.task import Task
-from code_gym.train import Episode, GradeCache, choice_advantages, estimator, make_env, play
+from code_gym.apps.train import Episode, choice_advantages, estimator, make_env, play
+from code_gym.grading import GradeCache
 from credit.project import locate_lines
 
-ESTIMATORS = ("grpo", "gigpo", "didpo", "didpo-contrast")
+ESTIMATORS = ("grpo", *credit.STEP_LEVEL)  # the episode-level baseline and every step-level estimator
 
 
 @dataclass

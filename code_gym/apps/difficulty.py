@@ -6,17 +6,14 @@ signal: all advantages in its group are zero. The filter keeps the tasks where t
 sometimes right."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import gymnasium as gym
 from tqdm import tqdm
 
+from code_gym.episode import Policy, run_episode
 from code_gym.task import Task
-
-# observation text -> action: the policy's response text (or a tool-call dict). A policy with a
-# `reset()` method has it called before each episode (a chat client clears its history there).
-Policy = Callable[[str], "str | dict"]
 
 
 @dataclass(frozen=True)
@@ -36,13 +33,8 @@ class TaskDifficulty:
 
 def rollout(env: gym.Env, policy: Policy, task: Task, seed: int | None = None) -> tuple[float, bool]:
     """One episode of `policy` on `task`: (final reward, resolved)."""
-    if callable(getattr(policy, "reset", None)):
-        policy.reset()
-    observation, _ = env.reset(seed=seed, options={"task": task})
-    while True:
-        observation, reward, terminated, truncated, info = env.step(policy(observation))
-        if terminated or truncated:
-            return float(reward), bool(info.get("resolved", False))
+    result = run_episode(env, policy, task, seed)
+    return result.last_reward, result.resolved
 
 
 def measure(tasks: Iterable[Task], policy: Policy, k: int = 8, seed: int = 0, progress: bool = False,

@@ -8,6 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import credit
 from code_gym.table import format_table
 from code_gym.task import TaskError, bundled_tasks, load_task_dir
 
@@ -26,19 +27,14 @@ def _tasks(paths: list[str] | None):
     return out
 
 
-def run_episode(env, calls_text: list[str], task) -> dict:
+def _check_row(env, responses: list[str], task) -> dict:
     """Play fixed responses then submit; returns the table row data."""
-    from code_gym.replay import hermes
+    from code_gym.episode import Scripted, run_episode
 
     started = time.monotonic()
-    env.reset(options={"task": task})
-    steps, reward, info = 0, 0.0, {}
-    for text in calls_text + [hermes([{"name": "submit", "arguments": {}}])]:
-        _, reward, terminated, truncated, info = env.step(text)
-        steps += 1
-        if terminated or truncated:
-            break
-    return {"steps": steps, "reward": reward, "resolved": info.get("resolved", False),
+    result = run_episode(env, Scripted(responses), task)
+    info = result.info
+    return {"steps": result.steps, "reward": result.last_reward, "resolved": result.resolved,
             "tests": f"{info.get('tests_passed', 0)}/{info.get('tests_total', 0)}",
             "time": time.monotonic() - started}
 
@@ -55,7 +51,7 @@ def cmd_check(args) -> int:
             print(f"[{i}/{len(tasks)}] {task.id}", file=sys.stderr, flush=True)
             reference = [hermes(patch_to_calls(task.reference_patch, task.repo), "Applying the fix.")]
             for label, responses in (("reference", reference), ("empty", [])):
-                row = run_episode(env, responses, task)
+                row = _check_row(env, responses, task)
                 bad = (label == "reference" and not row["resolved"]) or (label == "empty" and row["reward"] >= 1.0)
                 failures += bad
                 rows.append([task.id, label, row["steps"], row["reward"], row["tests"],
@@ -70,7 +66,7 @@ def cmd_check(args) -> int:
 
 def cmd_demo(args) -> int:
     import credit
-    from code_gym.demo import run_demo, summary, write_report
+    from code_gym.apps.demo import run_demo, summary, write_report
 
     tasks = _tasks(args.tasks)
     demo = run_demo(tasks, group_size=args.group_size, variants=args.variants, seed=args.seed,
@@ -105,7 +101,8 @@ def _estimator_options(pairs: list[str]) -> dict:
 def cmd_train(args) -> int:
     import json
 
-    from code_gym.train import GradeCache, TrainConfig, Trainer, updates_to_reach, write_curves
+    from code_gym.apps.train import TrainConfig, Trainer, updates_to_reach, write_curves
+    from code_gym.grading import GradeCache
 
     tasks = _tasks(args.tasks)
     options = _estimator_options(args.option)
@@ -137,7 +134,7 @@ def cmd_train(args) -> int:
 
 
 def cmd_rollout(args) -> int:
-    from code_gym.client import ChatClient, ClientConfig, rollout
+    from code_gym.apps.client import ChatClient, ClientConfig, rollout
 
     tasks = _tasks(args.tasks)
     config = ClientConfig(base_url=args.base_url, model=args.model, api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
@@ -207,7 +204,7 @@ def cmd_tasks_build(args) -> int:
 
 
 def cmd_image_build(args) -> int:
-    from code_gym.images import build_image
+    from code_gym.sandbox.images import build_image
 
     build_image(args.tag, suite=args.suite, mirror=args.mirror, rebuild=args.rebuild)
     return 0
@@ -221,7 +218,7 @@ def cmd_sandbox_reap(args) -> int:
 
 
 def cmd_openrlhf_dataset(args) -> int:
-    from integrations.openrlhf.dataset import write_dataset
+    from code_gym.apps.dataset import write_dataset
 
     count = write_dataset(_tasks(args.tasks), args.out)
     print(f"{count} prompts -> {args.out} (OpenRLHF: --data.prompt_dataset {args.out} --data.input_key input "
@@ -247,11 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "submission through the real env")
     check.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
     check.set_defaults(func=cmd_check)
-    from code_gym.train import ESTIMATORS
-
     train = sub.add_parser("train", help="train the built-in policy with a credit estimator on the real env and tests; "
                            "saves learning curves (CSV, PNG)")
-    train.add_argument("--estimator", nargs="+", default=["didpo"], choices=list(ESTIMATORS),
+    train.add_argument("--estimator", nargs="+", default=["didpo"], choices=list(credit.ESTIMATORS),
                        help="one or more estimators, each trained from scratch (default: didpo)")
     train.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                        help="estimator option, e.g. --option baseline=contrast --option similarity=1.0")

@@ -1,7 +1,7 @@
-"""Prompt data for OpenRLHF: one JSON line per task, read by its PromptDataset with
-`--data.input_key input --data.label_key label`.
+"""Prompt data for trainers that read prompts as JSON lines, one per task (`code-gym openrlhf
+dataset`; OpenRLHF's PromptDataset reads it with `--data.input_key input --data.label_key label`).
 
-`label` names the task for the executor (agent.py): a bundled task's id, or the absolute path of
+`label` names the task for the executor (`integrations.openrlhf.agent`): a bundled task's id, or the absolute path of
 the task folder (which must exist on every node that runs vLLM engines). `input` is the task
 statement, for OpenRLHF's logs; the executor shows the model the environment's own first
 observation. `datasource` groups evaluation metrics (eval_code_gym_pass1).

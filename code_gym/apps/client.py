@@ -28,10 +28,10 @@ import httpx
 from tqdm import tqdm
 
 import credit
+from code_gym import episode
 from code_gym.env import CodeRepoEnv
 from code_gym.task import Task
 from code_gym.tools import TOOL_SCHEMAS
-from code_gym.trajectory import RecordTrajectory
 
 _RETRY_STATUS = {408, 409, 429}
 
@@ -141,21 +141,38 @@ class EpisodeOutcome:
     error: str | None = None
 
 
+class ChatPolicy:
+    """The served model as a `code_gym.episode.Policy`: the conversation so far goes to the server
+    with each observation; a step's tool results come back as `tool` messages (`observe`)."""
+
+    def __init__(self, client: ChatClient):
+        self.client = client
+        self.messages: list[dict] = []
+        self._last: dict = {}
+
+    def reset(self) -> None:
+        self.messages, self._last = [], {}
+
+    def __call__(self, observation: str) -> str:
+        if not self.messages:
+            self.messages.append({"role": "user", "content": observation})
+        self._last = self.client.complete(self.messages)
+        return response_text(self._last)
+
+    def observe(self, observation: str, info: dict) -> None:
+        message = self._last
+        assistant = {"role": "assistant", "content": message.get("content") or ""}
+        if message.get("tool_calls"):
+            assistant["tool_calls"] = message["tool_calls"]
+        self.messages += [assistant] + _replies(message, info, observation)
+
+
 def run_episode(client: ChatClient, task: Task, max_steps: int = 30, isolation: str = "auto") -> EpisodeOutcome:
     """One episode of the served model on `task`."""
-    env = RecordTrajectory(CodeRepoEnv(tasks=[task], max_steps=max_steps, isolation=isolation, tool_schemas=False))
+    env = CodeRepoEnv(tasks=[task], max_steps=max_steps, isolation=isolation, tool_schemas=False)
     try:
-        observation, _ = env.reset(options={"task": task})
-        messages: list[dict] = [{"role": "user", "content": observation}]
-        while True:
-            message = client.complete(messages)
-            observation, _, terminated, truncated, info = env.step(response_text(message))
-            assistant = {"role": "assistant", "content": message.get("content") or ""}
-            if message.get("tool_calls"):
-                assistant["tool_calls"] = message["tool_calls"]
-            messages += [assistant] + _replies(message, info, observation)
-            if terminated or truncated:
-                return EpisodeOutcome(task.id, info["trajectory"], bool(info.get("resolved", False)), info["steps"])
+        result = episode.run_episode(env, ChatPolicy(client), task)
+        return EpisodeOutcome(task.id, result.trajectory, result.resolved, result.steps)
     except ClientError as exc:
         return EpisodeOutcome(task.id, None, error=str(exc))
     finally:
