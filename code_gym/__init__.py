@@ -21,8 +21,9 @@ __all__ = ["AnyText", "CodeRepoEnv", "ENV_ID", "TOOL_NAMES", "TOOL_SCHEMAS", "Ta
 def register_envs() -> None:
     """Register CodeRepo-v0 with Gymnasium (idempotent)."""
     if ENV_ID not in gym.registry:
+        agreement = gym.envs.registration.WrapperSpec("TimeLimitAgreement", "code_gym.env:TimeLimitAgreement", {})
         gym.register(id=ENV_ID, entry_point="code_gym.env:CodeRepoEnv", nondeterministic=True,
-                     disable_env_checker=False)
+                     disable_env_checker=False, additional_wrappers=(agreement,))
 
 
 register_envs()

@@ -29,7 +29,10 @@ class CodeRepoEnv(gym.Env):
     Args:
         task: a task id, a task folder, or a Task; None draws one at each reset.
         tasks: the pool to draw from: a folder of task folders or a list of Tasks (default: bundled).
-        max_steps: steps before the episode is truncated (and graded).
+        max_steps: steps before the episode is truncated (and graded). `gym.make(...,
+            max_episode_steps=N)` adds Gymnasium's TimeLimit; the env then also ends (and grades)
+            the episode at step N when N is the smaller limit, so TimeLimit never truncates an
+            episode without an outcome reward.
         isolation: 'auto' (bubblewrap, else unshare), 'bwrap', 'unshare', 'none' (no sandbox:
             explicit opt-in, warns), 'docker' (warm container pool), 'docker-fresh', 'ray', or a
             backend object such as `code_gym.sandbox.docker.DockerBackend(...)` (docs/sandboxes.md).
@@ -71,6 +74,7 @@ class CodeRepoEnv(gym.Env):
         self.reward_spec = make_reward(reward, integrity, integrity_penalty)
         self.hint = hint
         self.grader = grader
+        self.time_limit: int | None = None  # TimeLimit's max_episode_steps, when a wrapper says so
         self.rewarder = None
         self.observation_space = AnyText(MAX_TEXT)
         self.action_space = AnyText(MAX_TEXT)
@@ -153,7 +157,7 @@ class CodeRepoEnv(gym.Env):
         diffs = self.ws.scan_changes()
         written = [w for _, r in pairs for w in r.written]
         terminated = submitted
-        truncated = not submitted and self.steps >= self.max_steps
+        truncated = not submitted and self.steps >= self.step_limit
         info: dict[str, Any] = {
             "diff": render(diffs),
             "changed_files": [d.path for d in diffs],
@@ -165,7 +169,7 @@ class CodeRepoEnv(gym.Env):
             "task_id": self.task.id,
         }
         info["timings"] = {"tools": tool_time, "diff": time.monotonic() - started - tool_time}
-        observation = step_observation(pairs, self.max_steps - self.steps)
+        observation = step_observation(pairs, self.step_limit - self.steps)
         entries = self.rewarder.step(pairs, info["invalid_action"])
         if terminated or truncated:
             changes = self.ws.changed_files()
@@ -181,6 +185,12 @@ class CodeRepoEnv(gym.Env):
         info["timings"]["step"] = time.monotonic() - started
         self.last_observation = observation
         return observation, reward, terminated, truncated, info
+
+    @property
+    def step_limit(self) -> int:
+        """The step at which the episode is truncated and graded: `max_steps`, or the limit of
+        Gymnasium's TimeLimit wrapper (`time_limit`, set by `TimeLimitAgreement`) when smaller."""
+        return min(self.max_steps, self.time_limit) if self.time_limit else self.max_steps
 
     def _grade_info(self, result: GradeResult, outcome: float) -> dict[str, Any]:
         enforced = self.reward_spec.integrity == "enforce" and result.violation
@@ -199,3 +209,19 @@ class CodeRepoEnv(gym.Env):
         self._release()
         wait_for_cleanup()
         super().close()
+
+
+class TimeLimitAgreement(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Registered with CodeRepo-v0 as its outermost wrapper: at each reset it tells the env the
+    `max_episode_steps` of Gymnasium's TimeLimit (which `gym.make(..., max_episode_steps=N)` adds
+    inside it), so the env truncates and grades at that step itself. Without it, TimeLimit would
+    end the episode there with no grade, and no outcome reward."""
+
+    def __init__(self, env: gym.Env):
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
+
+    def reset(self, **kwargs: Any):
+        spec = self.env.spec
+        self.env.unwrapped.time_limit = spec.max_episode_steps if spec is not None else None
+        return self.env.reset(**kwargs)

@@ -82,22 +82,54 @@ def test_truncation_grades_at_max_steps(tiny_task):
     env.close()
 
 
-def test_async_vector_env_runs_four_episodes():
+def _reference_and_submit(task_id: str) -> str:
+    task = next(t for t in BUNDLED if t.id == task_id)
+    return hermes(patch_to_calls(task.reference_patch, task.repo) + [{"name": "submit", "arguments": {}}])
+
+
+def test_async_vector_env_with_gymnasiums_defaults_runs_four_episodes():
+    """Gymnasium's defaults (shared memory): before AnyText had its own flat form, the first reset
+    raised KeyError on a character outside the sample charset; Gymnasium's Text reader would also
+    have returned the construction-time buffer forever."""
     task_ids = [t.id for t in BUNDLED[:4]]
-    fns = [lambda tid=tid: gym.make("CodeRepo-v0", task=tid) for tid in task_ids]
-    envs = gym.vector.AsyncVectorEnv(fns, shared_memory=False)
+    envs = gym.vector.AsyncVectorEnv([lambda tid=tid: gym.make("CodeRepo-v0", task=tid) for tid in task_ids])
     try:
         obs, infos = envs.reset(seed=0)
         assert len(obs) == len(task_ids) and all("## Issue" in o for o in obs)
-        actions = []
-        for tid in task_ids:
-            task = next(t for t in BUNDLED if t.id == tid)
-            actions.append(hermes(patch_to_calls(task.reference_patch, task.repo) + [{"name": "submit", "arguments": {}}]))
-        obs, rewards, terminated, truncated, infos = envs.step(tuple(actions))
+        obs, _, _, _, _ = envs.step(tuple('```bash\necho "héllo → 🙂"\n```' for _ in task_ids))
+        assert all("héllo → 🙂" in o for o in obs), obs[0][:200]
+        obs, rewards, terminated, truncated, infos = envs.step(tuple(_reference_and_submit(t) for t in task_ids))
         assert list(terminated) == [True] * len(task_ids)
         assert list(rewards) == [1.0] * len(task_ids)
+        assert all("Episode over" in o for o in obs)
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_make_vec_runs_episodes(mode):
+    task_id = BUNDLED[0].id
+    envs = gym.make_vec("CodeRepo-v0", num_envs=2, vectorization_mode=mode, task=task_id)
+    try:
+        obs, _ = envs.reset(seed=0)
+        assert all(BUNDLED[0].statement[:40] in o for o in obs)
+        _, rewards, terminated, _, _ = envs.step((_reference_and_submit(task_id), SUBMIT))
+        assert list(terminated) == [True, True] and rewards[0] == 1.0 and rewards[1] < 1.0
+    finally:
+        envs.close()
+
+
+def test_time_limit_wrapper_ends_with_a_graded_reward(tiny_task):
+    """Before the env read the spec's limit, TimeLimit truncated step 3 of 30 with no grade at all."""
+    env = gym.make("CodeRepo-v0", task=tiny_task, max_episode_steps=3)
+    env.reset(seed=0)
+    env.step("```bash\nsed -i 's/a - b/a + b/' calc/ops.py\n```")
+    obs, _, terminated, truncated, _ = env.step("```bash\ntrue\n```")
+    assert not (terminated or truncated) and "(1 steps left)" in obs
+    _, reward, terminated, truncated, info = env.step("```bash\ntrue\n```")
+    assert truncated and not terminated
+    assert info["tests_total"] == 3 and info["tests_passed"] == 2 and reward == pytest.approx(2 / 3)
+    env.close()
 
 
 def test_graders_ignore_changes_to_tests(tiny_task):
@@ -130,3 +162,15 @@ def test_close_removes_workspaces_mounts_and_processes(tiny_task):
     env.close()
     assert not second.base.exists() and not _mounted(second.root)
     assert subprocess.run(["pgrep", "-f", "code-gym-leak-probe"], capture_output=True).stdout == b""
+
+
+def test_any_text_flattens_every_str_and_back():
+    from gymnasium.spaces.utils import flatten, flatten_space, unflatten
+
+    space = code_gym.AnyText(16)
+    for text in ("", "plain", "tab\there\n", "héllo → 🙂", "\ud800 lone surrogate"[:16]):
+        flat = flatten(space, text)
+        assert flat.shape == (16,) and flatten_space(space).contains(flat)
+        assert unflatten(space, flat) == text
+    with pytest.raises(ValueError, match="does not fit"):
+        flatten(space, "x" * 17)
