@@ -40,7 +40,7 @@ class CodeRepoEnv(gym.Env):
         tool_schemas: include the tools' JSON schemas in the reset prompt (turn off when the chat
             template already renders them from `code_gym.TOOL_SCHEMAS`).
         max_output: bytes of command output kept (head and tail).
-        reward: the reward spec: a name ('binary', 'fraction', 'static'), a dict of name -> weight
+        reward: the reward spec: a name ('f2p', the default; 'binary', 'fraction', 'static'), a dict of name -> weight
             (or -> {"weight": w, **options}), optionally with "shaping", or a RewardSpec (docs/rewards.md).
         integrity: 'enforce' (a patch that fails the integrity audit gets `integrity_penalty`),
             'report' (findings in info only) or 'off' (no audit).

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -9,7 +10,8 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from code_gym.grading import GradeResult, grade
-from code_gym.task import Task, TaskError
+from code_gym.loaders.folder import dump_manifest
+from code_gym.task import MANIFEST, Task, TaskError, load_task
 from code_gym.reference import reference_changes
 
 # APIs whose use in tests makes results depend on the clock or the network.
@@ -28,6 +30,10 @@ class Verdict:
     untouched_total: int = 0
     reference_runs: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # node ids that fail untouched and pass with the reference / pass both times (computed for a
+    # task that declares none; `record_test_lists` stores them in its manifest)
+    fail_to_pass: tuple[str, ...] = ()
+    pass_to_pass: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -120,4 +126,27 @@ def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict
         if not result.resolved:
             verdict.problems.append(f"reference does not pass: {result.summary()}")
             break
+    else:
+        verdict.fail_to_pass, verdict.pass_to_pass = test_lists(untouched, result)
     return verdict
+
+
+def test_lists(untouched: GradeResult, reference: GradeResult) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(FAIL_TO_PASS, PASS_TO_PASS): the tests that pass with the reference and, respectively, do
+    not pass / pass on the untouched repository."""
+    passing = sorted(t for t, outcome in reference.tests.items() if outcome == "passed")
+    return (tuple(t for t in passing if untouched.tests.get(t) != "passed"),
+            tuple(t for t in passing if untouched.tests.get(t) == "passed"))
+
+
+def record_test_lists(task: Task, verdict: Verdict) -> bool:
+    """Store the verdict's FAIL_TO_PASS / PASS_TO_PASS in the task's manifest (task.toml), for a
+    task that passed every gate and declares no lists; returns whether it wrote them."""
+    if not verdict.ok or not verdict.fail_to_pass or task.fail_to_pass or task.root is None:
+        return False
+    manifest = task.root / MANIFEST
+    data = tomllib.loads(manifest.read_text())
+    data["fail_to_pass"], data["pass_to_pass"] = list(verdict.fail_to_pass), list(verdict.pass_to_pass)
+    manifest.write_text(dump_manifest(data))
+    load_task(task.root)  # what was written reads back as a task
+    return True

@@ -11,7 +11,7 @@ from code_gym.grading import GradeResult
 from code_gym.integrity import Finding
 from code_gym.replay import hermes
 from code_gym.hints import hint_units, reference_hint
-from code_gym.rewards import (AllPass, PassFraction, RewardSpec, StaticScore, StepShaping, Submission, make_reward,
+from code_gym.rewards import (AllPass, FailToPass, PassFraction, RewardSpec, StaticScore, StepShaping, Submission, make_reward,
                               passed_count, static_checks, total)
 from code_gym.tools import ToolResult
 
@@ -34,7 +34,7 @@ def sub(task, result, changes=None) -> Submission:
 # -- specs --------------------------------------------------------------------------------------
 
 def test_spec_by_name_dict_options_and_object():
-    assert [(n, w) for n, w, _ in make_reward().components] == [("fraction", 1.0)]
+    assert [(n, w, c) for n, w, c in make_reward().components] == [("f2p", 1.0, FailToPass())]
     spec = make_reward({"tests": 1.0, "static": 0.1, "shaping": True}, integrity="report", integrity_penalty=-1)
     assert [(n, w, type(c)) for n, w, c in spec.components] == [("tests", 1.0, PassFraction), ("static", 0.1, StaticScore)]
     assert spec.shaping == StepShaping(0.15, 0.01) and spec.integrity == "report" and spec.integrity_penalty == -1.0
@@ -71,6 +71,25 @@ def test_binary_and_fraction(tiny_task):
     assert AllPass()(sub(tiny_task, everything)) == 1.0
     crashed = graded({VISIBLE: "passed", HIDDEN_ADD: "passed", HIDDEN_MUL: "passed"}, exit_code=2)
     assert AllPass()(sub(tiny_task, crashed)) == 0.0 and PassFraction()(sub(tiny_task, crashed)) == 0.0
+
+
+def test_f2p_pays_for_what_the_task_asks_and_charges_for_what_broke(tiny_task):
+    task = dataclasses.replace(tiny_task, fail_to_pass=(HIDDEN_ADD, HIDDEN_MUL), pass_to_pass=(VISIBLE,))
+    untouched = graded({VISIBLE: "passed", HIDDEN_ADD: "failed", HIDDEN_MUL: "failed"}, whole_run=False)
+    assert FailToPass()(sub(task, untouched, {})) == 0.0
+    half = graded({VISIBLE: "passed", HIDDEN_ADD: "passed", HIDDEN_MUL: "failed"}, whole_run=False)
+    assert FailToPass()(sub(task, half)) == pytest.approx(0.5)
+    broke = graded({VISIBLE: "failed", HIDDEN_ADD: "passed", HIDDEN_MUL: "failed"}, whole_run=False)
+    assert FailToPass()(sub(task, broke)) == pytest.approx(0.5 - 1.0)
+    assert FailToPass(penalty=0.25)(sub(task, broke)) == pytest.approx(0.5 - 0.25)
+    everything = graded({VISIBLE: "passed", HIDDEN_ADD: "passed", HIDDEN_MUL: "passed"}, exit_code=0, whole_run=False)
+    assert FailToPass()(sub(task, everything)) == 1.0
+    timed_out = GradeResult({}, None, True, "", 60.0, whole_run=False)
+    assert FailToPass()(sub(task, timed_out)) == -1.0
+    # a task without the lists: the fraction of graded tests, as "fraction"
+    assert FailToPass()(sub(tiny_task, half)) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="penalty"):
+        FailToPass(penalty=-1)
 
 
 def test_fraction_weighs_fail_to_pass_against_pass_to_pass(tiny_task):

@@ -170,7 +170,7 @@ def cmd_tasks_list(args) -> int:
 
 
 def cmd_tasks_validate(args) -> int:
-    from code_gym.validate import validate_task
+    from code_gym.validate import record_test_lists, validate_task
 
     tasks = _tasks(args.paths)
     started = time.monotonic()
@@ -179,6 +179,11 @@ def cmd_tasks_validate(args) -> int:
         for i, v in enumerate(pool.map(lambda t: validate_task(t, runs=args.runs, isolation=args.isolation), tasks), 1):
             print(f"[{i}/{len(tasks)}] validated {v.task_id}", file=sys.stderr, flush=True)
             verdicts.append(v)
+    if args.record:
+        by_id = {t.id: t for t in tasks}
+        recorded = [v.task_id for v in verdicts if record_test_lists(by_id[v.task_id], v)]
+        print(f"recorded FAIL_TO_PASS / PASS_TO_PASS in {len(recorded)} manifests"
+              + (f": {', '.join(recorded)}" if recorded else ""), file=sys.stderr)
     rows = [[v.task_id, v.kind, v.files, v.hunks, f"{v.untouched_failing}/{v.untouched_total}",
              f"{sum('exit code 0' in r for r in v.reference_runs)}/{args.runs}",
              "ok" if v.ok else "; ".join(v.problems)] for v in verdicts]
@@ -283,6 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--runs", type=int, default=3, help="reference runs that must all pass (default 3)")
     val.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                      help="tasks validated in parallel (default: one per CPU)")
+    val.add_argument("--record", action="store_true",
+                     help="store each passing task's FAIL_TO_PASS / PASS_TO_PASS (from the untouched and reference "
+                     "runs) in its task.toml when it declares none; the default reward (f2p) reads them")
     val.set_defaults(func=cmd_tasks_validate)
     image = sub.add_parser("image", help="container images for the Docker backend").add_subparsers(
         dest="image_command", required=True)

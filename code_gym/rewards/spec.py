@@ -1,7 +1,8 @@
 """Reward specs: which outcome rewards, with which weights, plus optional step shaping and the
 integrity policy. `make_reward` turns what users pass to `gym.make(..., reward=...)` into one.
 
-    "fraction"                                  one component, weight 1
+    "f2p" (the default)                         FAIL_TO_PASS fixed, PASS_TO_PASS kept; weight 1
+    "fraction"                                  the fraction of graded tests that pass
     {"tests": 1.0, "static": 0.1}               a weighted sum
     {"fraction": {"weight": 1.0, "hidden": 2.0}, "shaping": {"progress": 0.15, "invalid": 0.01}}
 
@@ -18,7 +19,7 @@ from code_gym.grading import GradeResult
 from code_gym.rewards.base import Submission
 from code_gym.rewards.shaping import ShapingState, StepShaping
 from code_gym.rewards.static import StaticScore
-from code_gym.rewards.tests import AllPass, PassFraction
+from code_gym.rewards.tests import AllPass, FailToPass, PassFraction
 from code_gym.task import Task
 from code_gym.tools import ToolResult
 
@@ -27,14 +28,15 @@ class Component(Protocol):
     def __call__(self, sub: Submission) -> float: ...
 
 
-COMPONENTS: dict[str, type] = {"binary": AllPass, "fraction": PassFraction, "tests": PassFraction, "static": StaticScore}
+COMPONENTS: dict[str, type] = {"f2p": FailToPass, "binary": AllPass, "fraction": PassFraction, "tests": PassFraction,
+                               "static": StaticScore}
 INTEGRITY_MODES = ("enforce", "report", "off")
 Entries = dict[str, dict]  # breakdown entries: name -> {"value", "weight", "reward", ...}
 
 
 @dataclass(frozen=True)
 class RewardSpec:
-    components: tuple[tuple[str, float, Component], ...] = (("fraction", 1.0, PassFraction()),)
+    components: tuple[tuple[str, float, Component], ...] = (("f2p", 1.0, FailToPass()),)
     shaping: StepShaping | None = None
     integrity: str = "enforce"
     integrity_penalty: float = 0.0
@@ -90,12 +92,12 @@ def total(entries: Entries) -> float:
 
 def make_reward(spec: Any = None, integrity: str = "enforce", integrity_penalty: float = 0.0) -> RewardSpec:
     """A RewardSpec from a name, a {name: weight or {"weight": w, **options}} dict, or a RewardSpec
-    (returned as is). None means "fraction". The key "shaping" takes True (reference coefficients)
+    (returned as is). None means "f2p". The key "shaping" takes True (reference coefficients)
     or {"progress": p, "invalid": i}."""
     if isinstance(spec, RewardSpec):
         return spec
     if spec is None:
-        spec = "fraction"
+        spec = "f2p"
     if isinstance(spec, str):
         spec = {spec: 1.0}
     if not isinstance(spec, dict) or not spec:

@@ -1,5 +1,6 @@
-"""Test-based outcome rewards: all graded tests pass (`AllPass`), or the weighted fraction that
-passes (`PassFraction`). Both read the grader's per-test outcomes (junit XML + exit code)."""
+"""Test-based outcome rewards: progress on what the task asks (`FailToPass`, the default), all
+graded tests pass (`AllPass`), or the weighted fraction that passes (`PassFraction`). All read the
+grader's per-test outcomes (junit XML + exit code)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,6 +15,35 @@ class AllPass:
 
     def __call__(self, sub: Submission) -> float:
         return 1.0 if sub.result.resolved else 0.0
+
+
+@dataclass(frozen=True)
+class FailToPass:
+    """FailToPass on what the task asks, not on tests that already passed:
+
+        value = passed(FAIL_TO_PASS) / |FAIL_TO_PASS| - penalty * failing(PASS_TO_PASS) / |PASS_TO_PASS|
+
+    so the untouched repository scores 0, the reference solution 1, and a patch that breaks what
+    worked scores below 0 (down to -penalty). A failed run (timeout, crash, test files changed
+    during the run) scores -penalty. A task without FAIL_TO_PASS (`code-gym tasks validate
+    --record` computes and stores the lists) falls back to `PassFraction`.
+    """
+    penalty: float = 1.0
+
+    def __post_init__(self):
+        if self.penalty < 0:
+            raise ValueError(f"f2p 'penalty' must be >= 0, got {self.penalty}")
+
+    def __call__(self, sub: Submission) -> float:
+        task, result = sub.task, sub.result
+        if not task.fail_to_pass:
+            return PassFraction()(sub)
+        if not result.run_ok:
+            return -self.penalty
+        fixed = sum(result.tests.get(t) == "passed" for t in task.fail_to_pass) / len(task.fail_to_pass)
+        broken = (sum(result.tests.get(t) != "passed" for t in task.pass_to_pass) / len(task.pass_to_pass)
+                  if task.pass_to_pass else 0.0)
+        return fixed - self.penalty * broken
 
 
 @dataclass(frozen=True)
