@@ -108,7 +108,7 @@ def run_one(job: dict) -> dict:
     estimator_name, options = job["estimator"], job["options"]
     config = TrainConfig(estimator=estimator_name, options=options, updates=job["updates"],
                          group_size=job["group_size"], lr=job["lr"], whiten=job["whiten"], seed=job["seed"],
-                         verify=False)
+                         verify=False, regions_per_step=job["regions_per_step"])
     started = time.monotonic()
     trainer = Trainer(job["tasks"], config, grade_cache=_CACHE, decisions=job["decisions"])
     try:
@@ -133,13 +133,21 @@ def verified_candidates():
     return tasks, verifier.decisions, verifier.dropped
 
 
+def _label(method: str, regions_per_step: int, every_k: list[int]) -> str:
+    """A method's label, with K (regions per step; 0: all) when the run compares several or K != 1."""
+    if every_k == [1]:
+        return method
+    return f"{method}, K={'all' if regions_per_step == 0 else regions_per_step}"
+
+
 def measure(methods: dict, seeds: int, updates: int, group_size: int, lr: float, threshold: float,
-            workers: int, whiten: bool = True) -> dict:
+            workers: int, whiten: bool = True, regions_per_step: list[int] = (1,)) -> dict:
     tasks, decisions, dropped = verified_candidates()
-    jobs = [{"method": label, "estimator": name, "options": options, "seed": seed, "tasks": tasks,
+    every_k = list(regions_per_step)
+    jobs = [{"method": _label(label, k, every_k), "estimator": name, "options": options, "seed": seed, "tasks": tasks,
              "decisions": decisions, "updates": updates, "group_size": group_size, "lr": lr, "threshold": threshold,
-             "whiten": whiten}
-            for seed in range(seeds) for label, (name, options) in methods.items()]
+             "whiten": whiten, "regions_per_step": k}
+            for seed in range(seeds) for k in every_k for label, (name, options) in methods.items()]
     started = time.monotonic()
     runs = []
     # fork: the workers inherit the warm grade cache of the verification episodes
@@ -155,7 +163,8 @@ def measure(methods: dict, seeds: int, updates: int, group_size: int, lr: float,
     return {"diagnosis": diagnosis, "tasks": [t.id for t in tasks], "regions": {t: [d.labels for d in decisions[t]] for t in decisions},
             "dropped": dropped, "seeds": seeds, "updates": updates, "group_size": group_size, "lr": lr,
             "threshold": threshold, "whiten": whiten, "workers": workers, "seconds": time.monotonic() - started,
-            "methods": list(methods), "runs": runs}
+            "methods": [_label(m, k, every_k) for k in every_k for m in methods], "regions_per_step": every_k,
+            "runs": runs}
 
 
 def diagnose(tasks, decisions: dict, estimators: list[str], batches: int = 12, group_size: int = 8,
@@ -294,6 +303,8 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, *EXTRA_METHODS],
                         metavar="LABEL", help=f"methods to run (default: the first four of {[*METHODS, *EXTRA_METHODS]})")
     parser.add_argument("--no-whiten", action="store_true", help="use each estimator's advantages at their own scale")
+    parser.add_argument("--regions-per-step", type=int, nargs="+", default=[1], metavar="K",
+                        help="decisions packed into one response, one run per K (0: every region in one step)")
     parser.add_argument("--json", default=str(ROOT / "out" / "benchmarks" / "learning_efficiency.json"),
                         help="where the raw results go")
     parser.add_argument("--from-json", help="re-render the docs from saved results instead of measuring")
@@ -310,7 +321,8 @@ def main() -> int:
     else:
         every = {**METHODS, **EXTRA_METHODS}
         data = measure({m: every[m] for m in args.methods}, args.seeds, args.updates, args.group_size, args.lr,
-                       args.threshold, args.workers, whiten=not args.no_whiten)
+                       args.threshold, args.workers, whiten=not args.no_whiten,
+                       regions_per_step=args.regions_per_step)
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(data))
     header, rows = summarise(data)

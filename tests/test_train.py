@@ -48,6 +48,34 @@ def test_episodes_are_real_trajectories_with_tokens_and_provenance(ledger_env):
     assert steps[0].action[start:end] == "    return allocate(total, [1] * parts)"
 
 
+@pytest.mark.parametrize("regions_per_step", [0, 2])
+def test_several_regions_per_step_pack_the_decisions_into_one_response(ledger_env, regions_per_step):
+    env, _ = ledger_env
+    decisions = build_decisions(LEDGER, variants=1)
+    wrong = len(decisions[1].candidates) - 2  # a wrong variant of the second region
+    episode = play(env, LEDGER, decisions, [0, wrong], regions_per_step)
+    steps = episode.trajectory.steps
+    assert len(steps) == 2 and steps[-1].diff == ""  # both regions in one response, then submit
+    assert {path for path, *_ in steps[0].provenance} == {d.path for d in decisions}
+    assert episode.placement[0] == (0, 0) and episode.placement[1][0] == 0
+    for d, c in enumerate(episode.choices):
+        step, start = episode.place(d)
+        candidate = decisions[d].candidates[c].action
+        assert steps[step].action[start:start + len(candidate)] == candidate
+    both_right = play(env, LEDGER, decisions, [0, 0], regions_per_step)
+    assert both_right.resolved and not episode.resolved
+    # each branch point reads the token at its own place in the packed response
+    result = credit.didpo([episode.trajectory, both_right.trajectory])
+    values = branch_advantages(result, [episode, both_right], {LEDGER.id: decisions})
+    tokens = result.tokens[0][0]
+    for d, branch_values in enumerate(values[0]):
+        step, start = episode.place(d)
+        for n, branch in enumerate(decisions[d].branches):
+            if branch.way(episode.choices[d]) is not None:
+                at = next(k for k, (a, b) in enumerate(steps[step].offsets) if a <= start + branch.position < b)
+                assert branch_values[n] == tokens[at]
+
+
 def test_verification_drops_wrong_variants_that_pass(ledger_env):
     env, _ = ledger_env
     decisions = build_decisions(LEDGER, variants=1)
@@ -127,3 +155,14 @@ def test_train_command_writes_curves_and_policies(tmp_path, capsys):
     assert (tmp_path / "policy-grpo.json").exists()
     out = capsys.readouterr().out
     assert "updates to 0.9" in out and "grades from the cache" in out
+
+
+def test_train_command_packs_every_region_into_one_step(tmp_path):
+    task = next(t for t in BUNDLED if t.id == "lru-memoize-keys")
+    code = main(["train", "--estimator", "didpo", "--tasks", str(task.root), "--updates", "1", "-G", "2",
+                 "--variants", "1", "--regions-per-step", "0", "--out", str(tmp_path)])
+    assert code == 0
+    rows = list(csv.DictReader((tmp_path / "curves.csv").open()))
+    assert [r["update"] for r in rows] == ["0", "1"] and rows[1]["episodes"] == "2"
+    with pytest.raises(SystemExit):
+        main(["train", "--tasks", str(task.root), "--regions-per-step", "x"])

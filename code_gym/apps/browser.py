@@ -3,6 +3,7 @@ system chromedriver (`scripts/setup-browser.sh` installs both; selenium is in th
 Used by the report's browser test and by `scripts/report_screenshot.py`."""
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,9 +14,7 @@ CHROMEDRIVER = "chromedriver"
 
 def browser_missing() -> str | None:
     """Why the browser cannot start here (None: it can)."""
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("selenium") is None:
         return "selenium is not installed (pip install -e '.[test]')"
     if shutil.which(CHROMEDRIVER) is None or not (shutil.which("chromium") or shutil.which("chromium-browser")):
         return "Chromium or its driver is missing (bash scripts/setup-browser.sh installs Debian's chromium, chromium-driver)"

@@ -111,7 +111,8 @@ def cmd_train(args) -> int:
     cache, decisions, runs, rows = GradeCache(), None, {}, []
     for name in args.estimator:
         config = TrainConfig(estimator=name, options=options, updates=args.updates, group_size=args.group_size,
-                             lr=args.lr, variants=args.variants, seed=args.seed)
+                             lr=args.lr, variants=args.variants, seed=args.seed,
+                             regions_per_step=args.regions_per_step)
         trainer = Trainer(tasks, config, grade_cache=cache, isolation=args.isolation, decisions=decisions,
                           progress=True)
         decisions = trainer.decisions  # built and verified once, shared by the estimators
@@ -261,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--lr", type=float, default=2.0, help="step size on the logits (default 2.0)")
     train.add_argument("--variants", type=int, default=2, help="wrong variants per region, besides untouched (default 2)")
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--regions-per-step", type=int, default=1, metavar="K",
+                       help="decisions packed into one response, K tool calls in one step (0: every region of the "
+                       "task in one step; default 1)")
     train.add_argument("--out", default="out/train", help="folder for curves.csv, curves.png, policy-*.json")
     train.set_defaults(func=cmd_train)
     roll = sub.add_parser("rollout", help="roll out a model served by an OpenAI-compatible server (e.g. vllm serve); "

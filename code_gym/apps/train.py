@@ -47,10 +47,44 @@ class Episode:
     resolved: bool
     tests_passed: int
     tests_total: int
+    # per decision, (step, character offset) of its candidate's text in that step's action: with
+    # several regions per step, one response holds several decisions' candidates
+    placement: tuple[tuple[int, int], ...] = ()
 
     @property
     def reward(self) -> float:
         return self.trajectory.reward
+
+    def place(self, decision: int) -> tuple[int, int]:
+        return self.placement[decision] if self.placement else (decision, 0)
+
+
+SEPARATOR = "\n\n"  # between the candidates packed into one response
+
+
+def pack(decisions: Sequence[Decision], choices: Sequence[int],
+         regions_per_step: int = 1) -> tuple[list[str], tuple[tuple[int, int], ...]]:
+    """The responses of an episode that plays `choices`, `regions_per_step` decisions in each
+    (0: all of them in one), and each decision's (step, offset) in them."""
+    if regions_per_step < 0:
+        raise ValueError(f"regions_per_step must be >= 0 (0: every region in one step), got {regions_per_step}")
+    size = regions_per_step or max(len(decisions), 1)
+    actions, placement = [], []
+    for first in range(0, len(decisions), size):
+        parts, offset = [], 0
+        for d in range(first, min(first + size, len(decisions))):
+            placement.append((len(actions), offset))
+            text = decisions[d].candidates[choices[d]].action
+            parts.append(text)
+            offset += len(text) + len(SEPARATOR)
+        actions.append(SEPARATOR.join(parts))
+    return actions, tuple(placement)
+
+
+def steps_needed(decisions: Sequence[Decision], regions_per_step: int = 1) -> int:
+    """Steps of an episode: the responses `pack` makes, then submit."""
+    size = regions_per_step or max(len(decisions), 1)
+    return -(-len(decisions) // size) + 1
 
 
 def make_env(tasks: Sequence[Task], grade_cache: GradeCache | None = None, max_steps: int = 30,
@@ -61,29 +95,34 @@ def make_env(tasks: Sequence[Task], grade_cache: GradeCache | None = None, max_s
                                         **options))
 
 
-def play(env: RecordTrajectory, task: Task, decisions: Sequence[Decision], choices: Sequence[int]) -> Episode:
-    """One episode: the chosen candidate of each decision, one step each, then submit."""
-    if env.unwrapped.max_steps < len(decisions) + 1:
-        raise ValueError(f"{task.id} needs {len(decisions) + 1} steps; the env allows {env.unwrapped.max_steps}")
-    result = run_episode(env, Scripted(decisions[d].candidates[c].action for d, c in enumerate(choices)), task)
+def play(env: RecordTrajectory, task: Task, decisions: Sequence[Decision], choices: Sequence[int],
+         regions_per_step: int = 1) -> Episode:
+    """One episode: the chosen candidate of each decision, `regions_per_step` of them in each
+    response (0: all in one), then submit."""
+    needed = steps_needed(decisions, regions_per_step)
+    if env.unwrapped.max_steps < needed:
+        raise ValueError(f"{task.id} needs {needed} steps; the env allows {env.unwrapped.max_steps}")
+    actions, placement = pack(decisions, choices, regions_per_step)
+    result = run_episode(env, Scripted(actions), task)
     recorded, info = result.trajectory, result.info
     steps = tuple(replace(s, token_offsets=token_offsets(s.action)) for s in recorded.steps)
     return Episode(task.id, tuple(int(c) for c in choices), credit.Trajectory(recorded.task_id, steps, recorded.reward),
-                   result.resolved, int(info.get("tests_passed", 0)), int(info.get("tests_total", 0)))
+                   result.resolved, int(info.get("tests_passed", 0)), int(info.get("tests_total", 0)), placement)
 
 
-def verify_decisions(env: RecordTrajectory, task: Task, decisions: Sequence[Decision]) -> tuple[list[Decision], list[str]]:
+def verify_decisions(env: RecordTrajectory, task: Task, decisions: Sequence[Decision],
+                     regions_per_step: int = 1) -> tuple[list[Decision], list[str]]:
     """Check the candidates through the env: the all-reference episode must resolve, and each wrong
     candidate (played with the reference everywhere else) must not; those that do are dropped.
     Returns the kept decisions and a note per dropped candidate."""
     reference = [0] * len(decisions)
-    if not play(env, task, decisions, reference).resolved:
+    if not play(env, task, decisions, reference, regions_per_step).resolved:
         raise TaskError(f"{task.id}: the reference candidates together do not resolve the task")
     kept, dropped = [], []
     for d, decision in enumerate(decisions):
         candidates = [decision.candidates[0]]
         for c, candidate in enumerate(decision.candidates[1:], 1):
-            if play(env, task, decisions, reference[:d] + [c] + reference[d + 1:]).resolved:
+            if play(env, task, decisions, reference[:d] + [c] + reference[d + 1:], regions_per_step).resolved:
                 dropped.append(f"{task.id}: {decision.path}:{decision.lines[0]} {candidate.kind} passes the tests")
             else:
                 candidates.append(candidate)
@@ -101,11 +140,12 @@ def branch_advantages(result: credit.Result, episodes: Sequence[Episode],
         for d, c in enumerate(episode.choices):
             branch_list = decisions[episode.task_id][d].branches
             values = np.full(len(branch_list), np.nan)
-            offsets = episode.trajectory.steps[d].offsets
-            tokens = np.asarray(result.tokens[i][d], np.float64)
+            step, start = episode.place(d)
+            offsets = episode.trajectory.steps[step].offsets
+            tokens = np.asarray(result.tokens[i][step], np.float64)
             for n, branch in enumerate(branch_list):
                 if branch.way(c) is not None:
-                    values[n] = tokens[_token_at(offsets, branch.position)]
+                    values[n] = tokens[_token_at(offsets, start + branch.position)]
             rows.append(values)
         out.append(rows)
     return out
@@ -147,6 +187,7 @@ class TrainConfig:
     variants: int = 2  # wrong variants per decision, besides "untouched"
     seed: int = 0
     verify: bool = True  # drop wrong variants that pass the tests (verify_decisions; given decisions are trusted)
+    regions_per_step: int = 1  # decisions packed into one response (0: every region of the task in one step)
 
 
 @dataclass(frozen=True)
@@ -168,6 +209,8 @@ class Trainer:
                  decisions: Mapping[str, Sequence[Decision]] | None = None, progress: bool = False):
         if config.updates < 0 or config.group_size < 2:
             raise ValueError("updates must be >= 0 and group_size >= 2 (group-relative credit needs a group)")
+        if config.regions_per_step < 0:
+            raise ValueError(f"regions_per_step must be >= 0 (0: every region in one step), got {config.regions_per_step}")
         self.tasks = list(tasks)
         self.config = config
         self.credit = estimator(config.estimator, **config.options)
@@ -189,7 +232,8 @@ class Trainer:
 
     def rollouts(self, tasks: Sequence[Task] | None = None) -> list[Episode]:
         """G episodes of the current policy on each task (default: every task)."""
-        return [play(self.env, task, self.decisions[task.id], self.policy.sample(task.id, self.rng))
+        return [play(self.env, task, self.decisions[task.id], self.policy.sample(task.id, self.rng),
+                     self.config.regions_per_step)
                 for task in (self.tasks if tasks is None else tasks) for _ in range(self.config.group_size)]
 
     def stats(self, update: int, batch: Sequence[Episode] = ()) -> UpdateStats:
