@@ -342,7 +342,7 @@ def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray) -> tuple[np.ndarray,
     provenance = [step.provenance for step in steps]
     from_provenance = (kinds == ADDED) & np.asarray([p is not None for p in provenance], bool)[line_step]
     spans, block = locate_blocks([step.action for step in steps], batch.source, batch.line_source[line], line_step,
-                                 new_block, ~from_provenance, skip=1)
+                                 new_block, ~from_provenance, skip=1, kind=kinds)
     asked = np.flatnonzero(from_provenance)
     spans[asked] = provenance_spans(provenance, line_step[asked], batch.path_ids[line[asked]], batch.path_names,
                                     numbers[asked])

@@ -8,7 +8,12 @@ Lines are searched in diff order, a block at a time. A block is a run of changed
 each other in the file (one kind, line numbers n, n + 1, ...). Its text, the lines joined by line
 breaks (without the blank lines at its ends and the trailing whitespace of its last line), is looked
 up as written, then JSON-escaped (breaks read `\n`; with and without ASCII escapes), first after the
-previous match, then from the start. A block found whole places each of its lines, even a line that
+previous match of the same kind in the step (added and deleted lines keep separate cursors), then
+from the start. A match must stand between line boundaries: it starts at the text's start, after a
+line break (written or escaped as `\n`, `\r`) or after what opens a text in a call (a quote, a
+backtick, `>` ending a tag), and ends, past trailing spaces and tabs, at the text's end, a line
+break or what closes a text (a quote, a backtick, `<`). So a deleted `res = len(words)` is never
+found inside an added `res = len(words) + 1`. A block found whole places each of its lines, even a line that
 alone also appears earlier (quoted in the thought, say); a block not found is searched line by line
 the same way (trailing whitespace dropped, indentation kept). Blank lines get no span.
 
@@ -45,6 +50,9 @@ _GAP_CLASS = np.array([_SPACE if re.fullmatch(r"\s", chr(c)) else _BACKSLASH if 
 _MAY_STRIP = np.array([chr(c).isspace() for c in range(128)] + [True])
 # characters JSON escapes, but for the line break (which joins the lines): control characters, quote, backslash
 _ESCAPED = np.array([(c < 32 and c != 10) or chr(c) in '"\\' for c in range(129)])
+_OPENS = frozenset("\n\r\"'`>")  # characters after which a line may start (besides a line break's escape)
+_CLOSES = frozenset("\n\r\"'`<")  # characters before which a line may end
+_ESCAPED_BREAKS = frozenset(("\\n", "\\r"))  # a line break inside a JSON or shell string
 _HEAD = 48  # characters of a long text that str.find looks for before comparing the rest
 _MAX_GAP = 64  # longer gaps between lines are checked with _GAP itself (few, and mostly not whitespace)
 
@@ -74,6 +82,7 @@ def locate_blocks(
     new_block: np.ndarray,
     searched: Optional[np.ndarray] = None,
     skip: int = 0,
+    kind: Optional[np.ndarray] = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`locate_lines` for the changed lines of many steps, cut into blocks.
 
@@ -92,6 +101,8 @@ def locate_blocks(
         not follow the previous one in `texts`, always do.
       searched: (n,) the lines to search (default: all); the others are left out of the blocks.
       skip: characters in front of each text that are not part of the line (a diff's +/- marker).
+      kind: (n,) small int edit type of each line (added, deleted); each kind keeps its own cursor
+        in a step, and a block never holds two kinds (default: one kind).
 
     Returns:
       (spans (n, 2) int64, (-1, -1) for blank, unsearched and unfound lines; block (n,) id of the
@@ -106,11 +117,12 @@ def locate_blocks(
     at, size, kept = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     joined, at[look], size[look], kept[look], escaped_at = _joined_lines(
         list(map(texts.__getitem__, line[look].tolist())), skip)
-    new_block = new_block | np.concatenate([[True], line[1:] != line[:-1] + 1])
+    kind = np.zeros(n, np.int64) if kind is None else np.asarray(kind, np.int64)
+    new_block = new_block | np.concatenate([[True], (line[1:] != line[:-1] + 1) | (kind[1:] != kind[:-1])])
     lo, hi = _blocks(step, new_block, searched, kept > 0)
     c0, c1 = at[lo], at[hi - 1] + kept[hi - 1]
     plain = np.searchsorted(escaped_at, c0) == np.searchsorted(escaped_at, c1)  # nothing to escape but breaks
-    found, alone = _search_blocks(actions, joined, lo, hi, step[lo], c0, c1, plain, at, kept)
+    found, alone = _search_blocks(actions, joined, lo, hi, step[lo], kind[lo], c0, c1, plain, at, kept)
     if alone:
         where, start, end = np.asarray(alone, np.int64).T
         out[where, 0], out[where, 1] = start, end
@@ -167,10 +179,11 @@ def _blocks(step: np.ndarray, new_block: np.ndarray, searched: np.ndarray,
 
 
 def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.ndarray, step: np.ndarray,
-                   c0: np.ndarray, c1: np.ndarray, plain: np.ndarray, at: np.ndarray,
+                   kind: np.ndarray, c0: np.ndarray, c1: np.ndarray, plain: np.ndarray, at: np.ndarray,
                    kept: np.ndarray) -> tuple[list, list]:
     """Search the blocks (lines lo..hi-1, text joined[c0:c1]) in order, each from the end of the
-    previous match of its step, then from the start; line by line where the block is not found.
+    previous match of its step and kind, then from the start; line by line where the block is not
+    found.
 
     Returns:
       (blocks found whole: (lo, hi, position, escape index, None or the lines' (sizes, kept sizes)
@@ -178,17 +191,18 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
     """
     found, alone = [], []
     forms_of: dict[str, list[_Form]] = {}
-    cursor, current = 0, -1
-    for a, e, s, start, end, p in zip(lo.tolist(), hi.tolist(), step.tolist(), c0.tolist(), c1.tolist(),
-                                      plain.tolist()):
+    cursors: dict[int, int] = {}
+    current = -1
+    for a, e, s, c, start, end, p in zip(lo.tolist(), hi.tolist(), step.tolist(), kind.tolist(), c0.tolist(),
+                                         c1.tolist(), plain.tolist()):
         if s != current:
-            cursor, current = 0, s
+            cursors, current = {}, s
         action, text = actions[s], joined[start:end]
         forms = _forms(text, p)
-        pos, k = _search(action, forms, cursor)
+        pos, k = _search(action, forms, cursors.get(c, 0))
         if pos >= 0:
             form, escape = forms[k]
-            cursor = pos + len(form)
+            cursors[c] = pos + len(form)
             recount = escape > 0 and len(form) != len(text) + e - a - 1  # more escaped than the breaks
             found.append((a, e, pos, escape, _escaped_sizes(text, form, _ESCAPES[escape]) if recount else None))
             continue
@@ -196,10 +210,10 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
             if kept[j]:
                 one = joined[int(at[j]):int(at[j] + kept[j])]
                 forms = forms_of.get(one) or forms_of.setdefault(one, _forms(one))
-                pos, k = _search(action, forms, cursor)
+                pos, k = _search(action, forms, cursors.get(c, 0))
                 if pos >= 0:
-                    cursor = pos + len(forms[k][0])
-                    alone.append((j, pos, cursor))
+                    cursors[c] = pos + len(forms[k][0])
+                    alone.append((j, pos, cursors[c]))
     return found, alone
 
 
@@ -225,15 +239,30 @@ def _search(action: str, forms: list[_Form], cursor: int) -> tuple[int, int]:
 
 
 def _find(action: str, form: str, start: int) -> int:
-    """action.find(form, start), for a long form by finding its head and comparing the rest
-    (str.find prepares a table the size of its pattern on every call)."""
-    if len(form) <= _HEAD:
-        return action.find(form, start)
+    """The first position >= start where `form` stands in `action` between line boundaries
+    (`_at_line_start`, `_at_line_end`), -1 if none. A long form is found by its head and the rest
+    compared (str.find prepares a table the size of its pattern on every call)."""
     head = form[:_HEAD]
     pos = action.find(head, start)
-    while pos >= 0 and not action.startswith(form, pos):
+    while pos >= 0 and not (action.startswith(form, pos) and _at_line_start(action, pos)
+                            and _at_line_end(action, pos + len(form))):
         pos = action.find(head, pos + 1)
     return pos
+
+
+def _at_line_start(action: str, pos: int) -> bool:
+    """Whether a line may start at `pos`: the text's start, after a line break (written or escaped),
+    or after what opens a text in a call (a quote, a backtick, the end of a tag)."""
+    return pos == 0 or action[pos - 1] in _OPENS or action[pos - 2:pos] in _ESCAPED_BREAKS
+
+
+def _at_line_end(action: str, pos: int) -> bool:
+    """Whether a line may end at `pos` (trailing spaces and tabs skipped): the text's end, a line
+    break (written or escaped), or what closes a text in a call (a quote, a backtick, a tag)."""
+    end = len(action)
+    while pos < end and action[pos] in " \t":
+        pos += 1
+    return pos == end or action[pos] in _CLOSES or action[pos:pos + 2] in _ESCAPED_BREAKS
 
 
 def _escaped_sizes(text: str, form: str, escape: Callable[[str], str]) -> tuple[list[int], list[int]]:

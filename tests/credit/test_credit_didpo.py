@@ -114,7 +114,7 @@ def test_empty_diff_gets_no_diff_advantage_and_returns_use_gamma():
 def test_provenance_points_at_the_characters_that_wrote_the_lines():
     code = "\n".join(AREA)
     escaped = json.dumps(code)[1:-1]
-    action = f"Plan: {escaped}\n<tool_call>{json.dumps({'name': 'insert', 'arguments': {'new_str': code}})}</tool_call>"
+    action = f"Plan:\n{escaped}\n<tool_call>{json.dumps({'name': 'insert', 'arguments': {'new_str': code}})}</tool_call>"
     second = action.index(escaped, action.index("<tool_call>"))
     prov, pos = [], second
     for k, line in enumerate(AREA):
