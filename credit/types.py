@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import chain
 from dataclasses import dataclass, field
 from os import PathLike
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -173,18 +175,91 @@ def dump_jsonl(trajectories: Iterable[Trajectory], path: Union[str, PathLike]) -
 
 
 def as_trajectories(trajectories: Iterable[Any]) -> list[Trajectory]:
-    """Trajectory objects from Trajectory objects or dicts (the estimators' input coercion)."""
+    """Trajectory objects from Trajectory objects or dicts (the estimators' input coercion).
+
+    The token offsets that dicts give as lists are read for the whole batch at once: one flat
+    int64 array, checked with vectorized tests, of which each step keeps its slice.
+    """
     if isinstance(trajectories, (Trajectory, Mapping)):
         raise TypeError("pass a list of trajectories, not a single trajectory")
-    out = []
+    out: list[Trajectory] = []
+    listed: list[tuple[int, int, Step, Any]] = []  # (trajectory, step, the step, its list offsets)
     for i, t in enumerate(trajectories):
         try:
-            out.append(Trajectory.from_dict(t))
+            out.append(t if isinstance(t, Trajectory) else _trajectory_of_dict(t, i, listed))
         except (TypeError, ValueError) as err:
             raise type(err)(f"trajectory {i}: {err}") from None
     if not out:
         raise ValueError("no trajectories given: pass at least one credit.Trajectory")
+    if listed:
+        _attach_listed_offsets(out, listed)
     return out
+
+
+def _trajectory_of_dict(d: Any, i: int, listed: list) -> Trajectory:
+    """A Trajectory from a dict, its steps' list offsets left for `_attach_listed_offsets`."""
+    if not isinstance(d, Mapping) or not isinstance(d.get("steps"), (list, tuple)):
+        return Trajectory.from_dict(d)
+    steps = []
+    for t, s in enumerate(d["steps"]):
+        offsets = s.get("token_offsets") if isinstance(s, Mapping) else None
+        if isinstance(offsets, (list, tuple)) and len(offsets):
+            try:
+                step = Step.from_dict({**s, "token_offsets": None})
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"task {d.get('task_id')!r}, step {t}: {err}") from None
+            listed.append((i, t, step, offsets))
+            s = step
+        steps.append(s)
+    return Trajectory.from_dict({**d, "steps": steps})
+
+
+def _attach_listed_offsets(trajectories: list[Trajectory], listed: list) -> None:
+    """Read the list offsets of many steps into one flat array, check them all at once, and give
+    each step its slice; where that fails, each step is checked alone (for the error message)."""
+    lists = [entry[3] for entry in listed]
+    ptr = np.concatenate([[0], np.cumsum(np.fromiter(map(len, lists), np.int64, len(lists)))])
+    try:
+        flat = np.fromiter(chain.from_iterable(chain.from_iterable(lists)), np.int64)
+    except (TypeError, ValueError, OverflowError):  # an entry is no pair of integers
+        flat = None
+    # a 3-value entry beside a 1-value one keeps the count right: the pairs' starts and ends then
+    # mix, which the order checks catch in practice (a pass over every pair's len costs more)
+    if flat is not None and flat.shape[0] == 2 * ptr[-1]:
+        pairs = flat.reshape(-1, 2)
+        bad = _first_bad_offsets(pairs, ptr, [entry[2].action for entry in listed])
+        if bad is None:
+            for k, (_, _, step, _) in enumerate(listed):
+                object.__setattr__(step, "token_offsets", pairs[ptr[k]:ptr[k + 1]])
+            return
+    for i, t, step, offsets in listed:
+        try:
+            object.__setattr__(step, "token_offsets", _checked_offsets(offsets, step.action))
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"trajectory {i}: task {trajectories[i].task_id!r}, step {t}: {err}") from None
+
+
+def _first_bad_offsets(pairs: np.ndarray, ptr: np.ndarray, actions: Sequence[str]) -> Optional[int]:
+    """Index of the first step whose offsets break a rule of `_checked_offsets` (None: all keep
+    them); pairs holds the steps' (start, end) pairs one step after another, step k's at
+    ptr[k]:ptr[k + 1], and every step has some."""
+    starts, ends = pairs[:, 0], pairs[:, 1]
+    wrong = (starts < 0) | (ends < starts)
+    length = np.fromiter(map(len, actions), np.int64, len(actions))
+    too_far = np.maximum.reduceat(ends, ptr[:-1]) > length
+    real = ends > starts
+    if real.all():  # no zero-width tokens: each token against the one before, but across steps
+        back = (starts[1:] < starts[:-1]) | (ends[1:] < ends[:-1])
+        back[ptr[1:-1] - 1] = False
+        wrong[1:] |= back
+    else:
+        at = np.flatnonzero(real)
+        s, e, step = starts[at], ends[at], np.searchsorted(ptr, at, side="right")
+        wrong[at[1:]] |= ((s[1:] < s[:-1]) | (e[1:] < e[:-1])) & (step[1:] == step[:-1])
+    bad = np.flatnonzero(wrong)
+    first = [int(np.searchsorted(ptr, bad[0], side="right") - 1)] if bad.shape[0] else []
+    first += np.flatnonzero(too_far)[:1].tolist()
+    return min(first) if first else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,7 +352,10 @@ def _checked_offsets(offsets: Any, action: str) -> Any:
     if isinstance(offsets, np.ndarray) or is_torch(offsets):
         kept = offsets
     else:
-        kept = np.asarray(offsets if len(offsets) else np.zeros((0, 2)), dtype=np.int64)
+        try:
+            kept = np.asarray(offsets if len(offsets) else np.zeros((0, 2)), dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise ValueError(f"token_offsets must be (start, end) pairs of integers, one per token ({err})") from None
     arr = to_numpy(kept)
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(

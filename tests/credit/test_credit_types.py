@@ -66,3 +66,35 @@ def test_load_jsonl_reports_the_line(tmp_path):
 def test_a_single_trajectory_is_not_a_batch():
     with pytest.raises(TypeError, match="list of trajectories"):
         credit.grpo(credit.Trajectory("q", [], 1.0))
+
+
+def _batch(offsets_per_step, actions=None):
+    actions = actions or ["abcdef"] * len(offsets_per_step)
+    return [{"task_id": "q", "reward": 1.0, "steps": [
+        {"action": a, "diff": "", "token_offsets": o} for a, o in zip(actions, offsets_per_step)]}]
+
+
+def test_list_offsets_of_a_batch_become_int64_slices_of_one_array():
+    from credit.types import as_trajectories
+    trajs = as_trajectories(_batch([[[0, 2], [2, 6]], [[0, 0], [0, 3]], []]))
+    got = [s.token_offsets for s in trajs[0].steps]
+    assert [g.tolist() for g in got] == [[[0, 2], [2, 6]], [[0, 0], [0, 3]], []]
+    assert got[0].dtype == np.int64 and got[0].base is got[1].base is not None
+
+
+@pytest.mark.parametrize("offsets, message", [
+    ([[0, 2], [2, 4]], None),
+    ([[0, 2], [1, 2, 3]], "token_offsets"),
+    ([[0, 2], [4, "x"]], "token_offsets"),
+    ([[0, 2], [4, 9]], "the action has 6 characters"),
+    ([[2, 4], [0, 2]], "not monotonic"),
+    ([[-1, 2]], "0 <= start <= end"),
+    ([[3, 2]], "0 <= start <= end"),
+])
+def test_batch_offset_checks_name_the_step_like_the_per_step_check(offsets, message):
+    batch = _batch([[[0, 1]], offsets])
+    if message is None:
+        assert credit.grpo(batch).tokens[0][1].shape == (2,)
+        return
+    with pytest.raises((ValueError, TypeError), match=r"trajectory 0: task 'q', step 1: .*" + message):
+        credit.grpo(batch)
