@@ -256,6 +256,35 @@ def measure() -> tuple[list[dict], dict[str, dict[str, float]]]:
     return rows, breakdown
 
 
+CAPS = (64, 128, None)  # the reference's K, twice it, no cap (the default)
+
+
+def cap_costs(batches: dict[str, list], repeats: int) -> list[dict]:
+    """Coverage and time of didpo with max_anchors capped at the reference's 64, at 128 and
+    uncapped, on each batch (plain dicts)."""
+    out = []
+    for label, trajs in batches.items():
+        for cap in CAPS:
+            ms, res = timed(lambda: fresh_didpo(trajs, max_anchors=cap), repeats)
+            st = res[-1].stats
+            out.append({"label": label, "cap": cap, "ms": ms, "anchors": st["n_anchors"],
+                        "candidates": st["n_candidate_anchors"], "lines": st["coverage"]["lines"],
+                        "tokens": st["coverage"]["tokens"],
+                        "select_project": min(r.stats["cpu_ms"]["anchors"] + r.stats["cpu_ms"]["project"]
+                                              for r in res)})
+    return out
+
+
+def cap_report(rows: list[dict]) -> str:
+    out = ["Anchor cap (`max_anchors`; CPU ms, least of the repeats):", "",
+           "| rollouts | max_anchors | didpo ms | anchors + project ms | anchors / candidates | changed lines "
+           "in an anchor | tokens covered |", "|" + "---|" * 7]
+    for r in rows:
+        out.append(f"| {r['label']} | {r['cap'] or 'none (default)'} | {r['ms']:.0f} | {r['select_project']:.0f} | "
+                   f"{r['anchors']} / {r['candidates']} | {r['lines']:.3f} | {r['tokens']:.3f} |")
+    return "\n".join(out)
+
+
 def report(rows, breakdown) -> str:
     out = ["CPU ms, least of the repeats:", "",
            "| rollouts | tasks x traj x steps | changed lines | didpo ms | didpo ms, syntax=indent "
@@ -292,11 +321,19 @@ def calibration() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-docs", action="store_true", help="print only, do not update docs/benchmarks.md")
+    ap.add_argument("--refbench", metavar="JSONL", help="also measure the anchor cap on this batch (the shared "
+                    "harness's --dump-ours-input of its paper shape)")
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
     before = calibration()
     rows, breakdown = measure()
-    text = report(rows, breakdown) + (
+    batches = {"paper shape": [t.to_dict() for t in rollouts(6, 32, 8, seed=1)],
+               "large batch": [t.to_dict() for t in rollouts(64, 16, 20, seed=1)]}
+    if args.refbench:
+        with open(args.refbench, encoding="utf-8") as f:
+            batches["refbench paper shape"] = [json.loads(line) for line in f if line.strip()]
+    caps = cap_report(cap_costs(batches, 2))
+    text = report(rows, breakdown) + "\n\n" + caps + (
         f"\n\nCalibration: a 10^6-iteration Python loop took {before:.0f} ms of CPU before the runs and "
         f"{calibration():.0f} ms after them.")
     print(f"\ncores available: {cores}\n\n{text}")
