@@ -343,6 +343,88 @@ def provenance_spans(
     return out
 
 
+def widen_spans(
+    line_spans: np.ndarray,
+    line_step: np.ndarray,
+    containers: np.ndarray,
+    container_step: np.ndarray,
+    attributed: Optional[np.ndarray] = None,
+) -> np.ndarray:
+    """Each line's span widened to the container (an edit argument, a tool call) that holds it.
+
+    A located line takes the span of the container of its step that holds its span whole; one
+    that none holds takes the container `attributed` names (the call that made it), if any; the
+    others keep their own span.
+
+    Args:
+      line_spans: (L, 2) spans of the lines (start < 0: not located).
+      line_step: (L,) step of each line.
+      containers: (C, 2) spans, not overlapping inside one step.
+      container_step: (C,) step of each.
+      attributed: (L,) a container index per line, -1 for none (default: none).
+
+    Returns:
+      (L, 2) int64 spans.
+    """
+    out = np.array(line_spans, np.int64).reshape(-1, 2)
+    if containers.shape[0] and out.shape[0]:
+        width = int(max(containers[:, 1].max(), out[:, 1].max())) + 2
+        order = np.argsort(container_step * width + containers[:, 0], kind="stable")
+        keys = (container_step * width + containers[:, 0])[order]
+        at = np.searchsorted(keys, line_step * width + out[:, 0], side="right") - 1
+        c = order[np.maximum(at, 0)]
+        held = ((at >= 0) & (out[:, 0] >= 0) & (container_step[c] == line_step) & (containers[c, 1] >= out[:, 1]))
+        if attributed is not None:
+            take = np.where(held, c, np.where(attributed >= 0, attributed, -1))
+        else:
+            take = np.where(held, c, -1)
+        hit = np.flatnonzero(take >= 0)
+        out[hit] = containers[take[hit]]
+    return out
+
+
+def line_calls(
+    entries: Sequence[Optional[Sequence[tuple]]],
+    step: np.ndarray,
+    path: np.ndarray,
+    path_names: Sequence[str],
+    kind: np.ndarray,
+    line_numbers: np.ndarray,
+) -> np.ndarray:
+    """The call that made each line, from the steps' `line_calls` (-1: not given).
+
+    Entry (path, kind, line, call) of step s names the call of that line of step s (kind
+    "added" or "deleted" is +1 / -1 in `kind`); of repeated entries the last counts.
+
+    Args:
+      entries: (S,) per step, its (path, kind, line, call) tuples (None or empty: none).
+      step, path, kind, line_numbers: (n,) step, file (an index into path_names), edit type
+        (+1 added, -1 deleted) and line number of each line.
+
+    Returns:
+      (n,) int64 call indices.
+    """
+    out = np.full(line_numbers.shape[0], -1, np.int64)
+    given = [s for s, e in enumerate(entries) if e]
+    if not given or not line_numbers.shape[0]:
+        return out
+    fields = list(chain.from_iterable(chain.from_iterable(entries[s] for s in given)))
+    n = len(fields) // 4
+    entry_step = np.repeat(given, [len(entries[s]) for s in given])
+    ids = {p: k for k, p in enumerate(path_names)}
+    entry_path = np.fromiter(map(ids.get, fields[0::4], repeat(len(ids))), np.int64, n)
+    entry_kind = np.fromiter((k == "added" for k in fields[1::4]), np.int64, n)
+    entry_line, entry_call = (np.fromiter(fields[k::4], np.int64, n) for k in (2, 3))
+    dims = (len(entries), len(ids) + 1, 2, int(max(entry_line.max(), line_numbers.max())) + 1)
+    key = np.ravel_multi_index((entry_step, entry_path, entry_kind, entry_line), dims)
+    query = np.ravel_multi_index((step, path, (kind > 0).astype(np.int64), np.maximum(line_numbers, 0)), dims)
+    order = np.argsort(key, kind="stable")
+    at = np.searchsorted(key[order], query, side="right") - 1
+    hit = np.flatnonzero((at >= 0) & (key[order][np.maximum(at, 0)] == query))
+    out[hit] = entry_call[order[at[hit]]]
+    return out
+
+
 def merge_spans(action: str, spans: np.ndarray) -> np.ndarray:
     """Merge the spans of one occurrence's lines (see the module docstring).
 

@@ -19,8 +19,13 @@ import numpy as np
 from credit._tensor import is_torch, to_numpy
 
 Provenance = tuple  # (path: str, line: int, start: int, end: int)
+CallSpan = tuple  # (start: int, end: int)
+EditSpan = tuple  # (call: int, kind: str, start: int, end: int)
+LineCall = tuple  # (path: str, kind: str, line: int, call: int)
+EDIT_KINDS = ("added", "deleted")
 
-_STEP_KEYS = ("action", "diff", "reward", "token_offsets", "provenance", "observation")
+_STEP_KEYS = ("action", "diff", "reward", "token_offsets", "provenance", "observation", "calls", "edits",
+              "line_calls")
 _TRAJECTORY_KEYS = ("task_id", "steps", "reward")
 
 
@@ -44,6 +49,17 @@ class Step:
         characters it came from (inside the JSON string, escaped, for JSON tool calls). Dicts with
         those keys are accepted.
       observation: the observation the policy saw before this action (GiGPO groups on it).
+      calls: the tool calls of the action, (start, end) character spans in it, each the whole
+        call with its tool name (DiDPO's cover="call" credits them). Dicts {start, end} accepted.
+      edits: the edit arguments of the calls, (call, kind, start, end): `action[start:end]` is the
+        text that call number `call` (an index into `calls`) writes (kind "added": new_str,
+        file_text, a heredoc body, a script) or replaces (kind "deleted": old_str), inside the
+        JSON string for JSON tool calls (cover="edit"). Dicts {call, kind, start, end} accepted.
+      line_calls: which call made each changed line, (path, kind, line, call): the line of
+        `path` with that number (kind "added": in the new file, "deleted": in the old one) was
+        changed by call number `call`. Lines whose text is not in the action (a `sed` edit) get
+        their call's span (cover="call") or edit arguments of their kind (cover="edit") this way.
+        Dicts {path, kind, line, call} accepted.
     """
 
     action: str
@@ -52,6 +68,9 @@ class Step:
     token_offsets: Any = None
     provenance: Optional[tuple[Provenance, ...]] = None
     observation: Optional[str] = None
+    calls: Optional[tuple[CallSpan, ...]] = None
+    edits: Optional[tuple[EditSpan, ...]] = None
+    line_calls: Optional[tuple[LineCall, ...]] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.action, str):
@@ -67,6 +86,8 @@ class Step:
             object.__setattr__(self, "token_offsets", _checked_offsets(self.token_offsets, self.action))
         if self.provenance is not None:
             object.__setattr__(self, "provenance", _checked_provenance(self.provenance, self.action))
+        if self.calls is not None or self.edits is not None or self.line_calls is not None:
+            _check_calls(self)
 
     @property
     def offsets(self) -> Optional[np.ndarray]:
@@ -101,6 +122,11 @@ class Step:
             "provenance": None if self.provenance is None else [
                 {"path": p, "line": ln, "start": s, "end": e} for p, ln, s, e in self.provenance],
             "observation": self.observation,
+            "calls": None if self.calls is None else [{"start": s, "end": e} for s, e in self.calls],
+            "edits": None if self.edits is None else [
+                {"call": c, "kind": k, "start": s, "end": e} for c, k, s, e in self.edits],
+            "line_calls": None if self.line_calls is None else [
+                {"path": p, "kind": k, "line": ln, "call": c} for p, k, ln, c in self.line_calls],
         }
 
 
@@ -403,3 +429,54 @@ def _checked_provenance(provenance: Sequence[Any], action: str) -> tuple[Provena
                 f"0 <= start <= end <= len(action) = {len(action)}")
         out.append((path, line, start, end))
     return tuple(out)
+
+
+def _check_calls(step: Step) -> None:
+    """Check and normalise a step's calls, edits and line_calls (see `Step`)."""
+    n_action = len(step.action)
+    calls = tuple(_entry(c, ("start", "end"), "calls", k) for k, c in enumerate(step.calls or ()))
+    for k, (start, end) in enumerate(calls):
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= n_action):
+            raise ValueError(f"calls[{k}] = {(start, end)}: need integers 0 <= start <= end <= len(action) = {n_action}")
+    n_calls = len(calls)
+
+    def call_index(c: Any, where: str) -> int:
+        if not isinstance(c, int) or not 0 <= c < n_calls:
+            raise ValueError(f"{where}: call {c!r} is not an index into the step's {n_calls} calls "
+                             "(give `calls` with the spans of the tool calls)")
+        return c
+
+    def kind(x: Any, where: str) -> str:
+        if x not in EDIT_KINDS:
+            raise ValueError(f"{where}: kind must be one of {EDIT_KINDS}, got {x!r}")
+        return x
+
+    edits = []
+    for k, entry in enumerate(step.edits or ()):
+        c, kd, start, end = _entry(entry, ("call", "kind", "start", "end"), "edits", k)
+        where = f"edits[{k}]"
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= n_action):
+            raise ValueError(f"{where} = {entry!r}: need integers 0 <= start <= end <= len(action) = {n_action}")
+        edits.append((call_index(c, where), kind(kd, where), start, end))
+    line_calls = []
+    for k, entry in enumerate(step.line_calls or ()):
+        path, kd, line, c = _entry(entry, ("path", "kind", "line", "call"), "line_calls", k)
+        where = f"line_calls[{k}]"
+        if not isinstance(path, str) or not isinstance(line, int) or line < 1:
+            raise ValueError(f"{where} = {entry!r}: need a str path and an int line >= 1")
+        line_calls.append((path, kind(kd, where), line, call_index(c, where)))
+    object.__setattr__(step, "calls", None if step.calls is None else calls)
+    object.__setattr__(step, "edits", None if step.edits is None else tuple(edits))
+    object.__setattr__(step, "line_calls", None if step.line_calls is None else tuple(line_calls))
+
+
+def _entry(entry: Any, keys: tuple[str, ...], name: str, k: int) -> tuple:
+    """A tuple of the fields `keys` from a dict or a sequence of that length."""
+    if isinstance(entry, Mapping):
+        try:
+            return tuple(entry[key] for key in keys)
+        except KeyError as err:
+            raise ValueError(f"{name}[{k}] lacks key {err}; each entry is {{{', '.join(keys)}}}") from None
+    if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence) or len(entry) != len(keys):
+        raise ValueError(f"{name}[{k}] must be ({', '.join(keys)}), got {entry!r}")
+    return tuple(entry)
