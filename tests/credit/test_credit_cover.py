@@ -82,3 +82,13 @@ def test_unknown_cover():
     step, _ = str_replace_step()
     with pytest.raises(ValueError, match="cover must be one of"):
         run(step, "snippet")
+
+
+def test_token_advantages_pass_the_call_fields_through():
+    step, spans = str_replace_step()
+    n = len(step.token_offsets)
+    mask = np.ones((4, n), bool)
+    out = credit.token_advantages(mask, ["q"] * 4, [0, 1, 2, 3], [0] * 4, [1, 1, 0, 0], actions=[step.action] * 4,
+                                  diffs=[step.diff] * 4, token_offsets=[step.token_offsets] * 4,
+                                  calls=[step.calls] * 4, edits=[step.edits] * 4, cover="call")
+    np.testing.assert_allclose(out[0], run(step, "call").tokens[0][0])
