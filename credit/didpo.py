@@ -259,16 +259,20 @@ def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
 
 def _reference_advantage(members: list[np.ndarray], unit_row: np.ndarray, returns: np.ndarray,
                          mode: str, eps: float) -> list[np.ndarray]:
-    """A^D = G - mean G over the anchor's occurrences (population std for mean_std_norm)."""
-    out = []
-    for m in members:
-        g = returns[unit_row[m]]
-        dev = g - g.mean()
-        if mode == "mean_std_norm":
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dev = np.where(dev == 0.0, 0.0, dev / (g.std() + eps))
-        out.append(dev)
-    return out
+    """A^D = G - mean G over the anchor's occurrences (population std for mean_std_norm), for all
+    anchors in one pass over their concatenated occurrences."""
+    if not members:
+        return []
+    size = np.fromiter(map(len, members), np.int64, len(members))
+    first = segment_starts(size)
+    g = returns[unit_row[np.concatenate(members)]]
+    mean = np.add.reduceat(g, first) / size
+    dev = g - np.repeat(mean, size)
+    if mode == "mean_std_norm":
+        std = np.sqrt(np.add.reduceat(dev * dev, first) / size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dev = np.where(dev == 0.0, 0.0, dev / np.repeat(std + eps, size))
+    return np.split(dev, first[1:])
 
 
 def _contrast_advantage(members: list[np.ndarray], unit_row: np.ndarray, table: StepTable, eps: float,
