@@ -26,6 +26,7 @@ EDIT_KINDS = ("added", "deleted")
 
 _STEP_KEYS = ("action", "diff", "reward", "token_offsets", "provenance", "observation", "calls", "edits",
               "line_calls")
+_STEP_KEY_SET = frozenset(_STEP_KEYS)
 _TRAJECTORY_KEYS = ("task_id", "steps", "reward")
 
 
@@ -95,13 +96,14 @@ class Step:
         return None if self.token_offsets is None else to_numpy(self.token_offsets, np.int64).reshape(-1, 2)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Step":
-        """A Step from a dict with the attribute names as keys (`action` and `diff` required)."""
+    def from_dict(cls, d: Mapping[str, Any], **override: Any) -> "Step":
+        """A Step from a dict with the attribute names as keys (`action` and `diff` required);
+        keyword arguments replace fields of the dict."""
         if isinstance(d, Step):
             return d
         if not isinstance(d, Mapping):
             raise TypeError(f"a step must be a credit.Step or a dict, got {type(d).__name__}")
-        unknown = set(d) - set(_STEP_KEYS)
+        unknown = d.keys() - _STEP_KEY_SET
         if unknown:
             raise ValueError(f"step has unknown keys {sorted(unknown)}; allowed keys: {list(_STEP_KEYS)}")
         for key in ("action", "diff"):
@@ -109,7 +111,7 @@ class Step:
                 raise ValueError(
                     f"step is missing '{key}' (required keys: action, diff; the diff is '' "
                     "when the step changed nothing)")
-        return cls(**d)
+        return cls(**{**d, **override}) if override else cls(**d)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict that `Step.from_dict` reads back."""
@@ -231,7 +233,7 @@ def _trajectory_of_dict(d: Any, i: int, listed: list) -> Trajectory:
         offsets = s.get("token_offsets") if isinstance(s, Mapping) else None
         if isinstance(offsets, (list, tuple)) and len(offsets):
             try:
-                step = Step.from_dict({**s, "token_offsets": None})
+                step = Step.from_dict(s, token_offsets=None)
             except (TypeError, ValueError) as err:
                 raise type(err)(f"task {d.get('task_id')!r}, step {t}: {err}") from None
             listed.append((i, t, step, offsets))
