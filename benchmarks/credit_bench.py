@@ -421,8 +421,8 @@ tokenizer's `return_tensors="np"`) skip the read.
 Line location: on the refbench paper batch, 273 of the 2,834 deleted lines that the search placed
 sat inside an added edit body (`<replace>`, `<code>`, ...) with one shared cursor and no line
 boundaries; with line boundaries and a cursor per edit type 2 of 2,705 do (lines whose text also
-stands whole in the new code). The 129 deleted lines no longer placed were matches inside longer
-lines.
+stands whole in the new code). The 129 deleted lines no longer placed had only matches that do
+not stand between line boundaries (inside longer lines).
 
 Anchor cap: on this benchmark's rollouts the cap of 64 never binds (74 and 816 anchors for 6 and
 64 tasks), so coverage and time do not move. On the refbench paper batch it binds on every task:
