@@ -21,7 +21,6 @@ Run: python benchmarks/credit_parity.py REF_DIR [--harness ../shared/refbench] [
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time

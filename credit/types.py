@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-from itertools import chain
-from dataclasses import dataclass, field
-from os import PathLike
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from os import PathLike
 from typing import Any, Optional, Union
 
 import numpy as np
