@@ -4,7 +4,10 @@ Following the reference (verl-code `didpo/core_didpo.py`): a cluster of similar 
 occurrence per step (the one with the most compared lines), is scored GS = phi(L) * psi(n), and
 clusters are taken in decreasing GS. An occurrence that shares a changed line with an occurrence
 already taken in the same step is dropped; the cluster's score is recomputed on what is left and
-it is kept while GS > 0 (two or more members). At most `max_anchors` anchors per task. The greedy
+it is kept while GS > 0 (two or more members). At most `max_anchors` anchors per task when given
+(the reference's K = 64); by default there is no cap: an occurrence never shares a changed line
+with another taken in its step, so the anchors' occurrences hold at most the batch's changed lines
+and the work after selection is bounded by them anyway. The greedy
 pass is a Python loop over clusters, but only clusters that share a line with an earlier one are
 checked for such cuts.
 """
@@ -12,6 +15,7 @@ checked for such cuts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -52,7 +56,7 @@ def select_anchors(
     unit_lines: np.ndarray,
     *,
     count: str = "steps",
-    max_anchors: int = 64,
+    max_anchors: Optional[int] = None,
     s0: float = 8.0,
     g0: float = 8.0,
     phi_form: str = "saturating",
@@ -71,7 +75,7 @@ def select_anchors(
       compared: (U,) compared (non-blank, non-comment) lines L of each unit.
       unit_ptr, unit_lines: (U + 1,) / (M,) CSR of each unit's changed lines as ids that are unique
         per step (overlap is checked on them).
-      count, max_anchors, s0, g0, phi_form, psi_form: see above and `groupability_score`.
+      count, max_anchors (None: no cap), s0, g0, phi_form, psi_form: see above and `groupability_score`.
 
     Returns:
       Selection.
@@ -84,8 +88,8 @@ def select_anchors(
         raise ValueError(f"unit_ptr must have shape ({n_units + 1},), got {unit_ptr.shape}")
     if count not in COUNTS:
         raise ValueError(f"count must be one of {COUNTS}, got {count!r}")
-    if max_anchors < 1:
-        raise ValueError(f"max_anchors must be >= 1, got {max_anchors}")
+    if max_anchors is not None and max_anchors < 1:
+        raise ValueError(f"max_anchors must be >= 1 or None (no cap), got {max_anchors}")
     score = dict(s0=s0, g0=g0, phi_form=phi_form, psi_form=psi_form)
 
     units = _one_per_row(cluster, row, compared)
@@ -105,8 +109,9 @@ def select_anchors(
         mean_lines = float(compared[members].mean())
         return float(groupability_score(np.array([mean_lines]), np.array([float(n)]), **score)[0])
 
+    cap = candidates.shape[0] if max_anchors is None else max_anchors
     taken, members = _greedy(units[ranges(start[candidates], end[candidates])], end[candidates] - start[candidates],
-                             task, unit_ptr, unit_lines, max_anchors, rescored)
+                             task, unit_ptr, unit_lines, cap, rescored)
     return _selection(members, c[start[candidates[taken]]], compared, trajectory, count, score,
                       int(candidates.shape[0]))
 

@@ -37,6 +37,9 @@ def token_advantages(
     token_offsets: Optional[Sequence[Any]] = None,
     provenance: Optional[Sequence[Any]] = None,
     observations: Optional[Sequence[Optional[str]]] = None,
+    calls: Optional[Sequence[Any]] = None,
+    edits: Optional[Sequence[Any]] = None,
+    line_calls: Optional[Sequence[Any]] = None,
     rows: Any = None,
     token_spans: Any = None,
     return_result: bool = False,
@@ -58,6 +61,8 @@ def token_advantages(
         them each step's tokens all get the step's value (A^E, plus GiGPO's step term).
       provenance: optional (S,) per-step provenance lists (see `credit.Step`).
       observations: optional (S,) observations (GiGPO's anchor states).
+      calls, edits, line_calls: optional (S,) per-step tool-call spans, edit-argument spans and
+        changed-line calls (see `credit.Step`; DiDPO's cover="call" / "edit").
       rows: (S,) batch row of each step; default arange(S) (one row per step, S == B).
       token_spans: optional (S, 2) [start, end) token positions of each step in its row; default:
         the row's masked positions.
@@ -72,7 +77,7 @@ def token_advantages(
     if mask.ndim != 2:
         raise ValueError(f"response_mask must be [batch, seq], got shape {mask.shape}")
     per_step = {"actions": actions, "diffs": diffs, "token_offsets": token_offsets, "provenance": provenance,
-                "observations": observations}
+                "observations": observations, "calls": calls, "edits": edits, "line_calls": line_calls}
     traj_codes, _ = group_codes(trajectory_ids)
     n = traj_codes.shape[0]
     for name, values in per_step.items():
@@ -170,7 +175,8 @@ def _step(s: int, per_step: dict[str, Any], reward: float, n_tokens: int) -> Ste
         raise ValueError(f"step {s}: {len(offsets)} token_offsets but {n_tokens} response tokens in its "
                          "row/span: they must be the same tokens")
     return Step(action=get_("actions", ""), diff=get_("diffs", ""), reward=reward, token_offsets=offsets,
-                provenance=get_("provenance"), observation=get_("observations"))
+                provenance=get_("provenance"), observation=get_("observations"), calls=get_("calls"),
+                edits=get_("edits"), line_calls=get_("line_calls"))
 
 
 def _task_id(gid: Any) -> Union[str, int]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -36,13 +36,15 @@ from credit.anchors import select_anchors
 from credit.episode import check_mode
 from credit.grouping import cluster_units
 from credit.text import Contents, line_table, marker_code
-from credit.project import locate_blocks, occurrence_spans, project_steps, provenance_spans
+from credit.project import (line_calls, locate_blocks, occurrence_spans, project_steps, provenance_spans,
+                            widen_spans)
 from credit.groupability import check_options as check_score_options
 from credit.split import ADDED, LEVELS, DiffBatch, DiffError, split_diffs
 from credit.split import check_options as check_split_options
 from credit.types import Anchor, Result
 
 BASELINES = ("reference", "contrast")
+COVERS = ("lines", "edit", "call")
 
 
 def didpo(
@@ -62,9 +64,10 @@ def didpo(
     g0: float = 8.0,
     phi_form: str = "saturating",
     psi_form: str = "saturating",
-    max_anchors: int = 64,
+    max_anchors: Optional[int] = None,
     contrast_std: bool = False,
     contrast_shrink: float = 0.0,
+    cover: str = "lines",
 ) -> Result:
     """DiDPO advantages for a batch of trajectories (see the module docstring for the formulas).
 
@@ -84,9 +87,16 @@ def didpo(
       syntax: "tree-sitter" or "indent" (see `credit.split.split_diff`).
       similarity: Dice similarity for near-duplicate sub-diffs (1.0: exact groups only).
       s0, g0, phi_form, psi_form: groupability score parameters.
-      max_anchors: at most this many anchors per task.
+      max_anchors: at most this many anchors per task (the reference's K = 64); None (default):
+        no cap (measured in docs/benchmarks.md: the cap bound every task of a paper-shape batch and
+        dropped a sixth of the changed lines, while uncapped selection costs the same time).
       contrast_std: divide Delta by the task's outcome std (contrast baseline).
       contrast_shrink: k in the shrinkage n / (n + k) of Delta (0: none).
+      cover: which characters an occurrence credits: "lines" (its changed lines' text), "edit"
+        (the whole edit argument holding each line, `Step.edits`: new_str, file_text, a heredoc
+        body, as the reference's snippet credit) or "call" (the whole tool call, tool name
+        included, `Step.calls`). A line no edit argument or call holds, and that `Step.line_calls`
+        attributes to none, keeps its own span.
 
     Returns:
       credit.Result; result.steps.diff_* list every anchor occurrence with its A^D.
@@ -98,12 +108,15 @@ def didpo(
         raise ValueError(f"contrast_shrink must be >= 0, got {contrast_shrink}")
     if not 0.0 < similarity <= 1.0:
         raise ValueError(f"similarity must be in (0, 1] (1.0: exact groups only), got {similarity}")
-    if max_anchors < 1:
-        raise ValueError(f"max_anchors must be >= 1, got {max_anchors}")
+    if max_anchors is not None and max_anchors < 1:
+        raise ValueError(f"max_anchors must be >= 1 or None (no cap), got {max_anchors}")
+    if cover not in COVERS:
+        raise ValueError(f"cover must be one of {COVERS}, got {cover!r}")
     check_split_options(levels, syntax)
     check_score_options(s0, g0, phi_form, psi_form)
     clock = _Clock()
     table = step_table(trajectories)
+    clock.lap("input")
     episode_adv = episode(table, mode, eps, "trajectories", singleton)
     returns = row_returns(table, gamma)
     clock.lap("episode")
@@ -127,7 +140,7 @@ def didpo(
     anchors = _anchors(selection, advantages, units, table)
     clock.lap("advantage")
 
-    extra, coverage = _project(table, units, selection, advantages, lambda_)
+    extra, coverage = _project(table, units, selection, advantages, lambda_, cover)
     token_values = tokens(table, episode_adv[table.traj], extra)
     clock.lap("project")
 
@@ -246,16 +259,20 @@ def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
 
 def _reference_advantage(members: list[np.ndarray], unit_row: np.ndarray, returns: np.ndarray,
                          mode: str, eps: float) -> list[np.ndarray]:
-    """A^D = G - mean G over the anchor's occurrences (population std for mean_std_norm)."""
-    out = []
-    for m in members:
-        g = returns[unit_row[m]]
-        dev = g - g.mean()
-        if mode == "mean_std_norm":
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dev = np.where(dev == 0.0, 0.0, dev / (g.std() + eps))
-        out.append(dev)
-    return out
+    """A^D = G - mean G over the anchor's occurrences (population std for mean_std_norm), for all
+    anchors in one pass over their concatenated occurrences."""
+    if not members:
+        return []
+    size = np.fromiter(map(len, members), np.int64, len(members))
+    first = segment_starts(size)
+    g = returns[unit_row[np.concatenate(members)]]
+    mean = np.add.reduceat(g, first) / size
+    dev = g - np.repeat(mean, size)
+    if mode == "mean_std_norm":
+        std = np.sqrt(np.add.reduceat(dev * dev, first) / size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dev = np.where(dev == 0.0, 0.0, dev / np.repeat(std + eps, size))
+    return np.split(dev, first[1:])
 
 
 def _contrast_advantage(members: list[np.ndarray], unit_row: np.ndarray, table: StepTable, eps: float,
@@ -293,7 +310,7 @@ def _anchors(selection, advantages, units: _Units, table: StepTable) -> list[Anc
     return out
 
 
-def _project(table: StepTable, units: _Units, selection, advantages, lambda_: float):
+def _project(table: StepTable, units: _Units, selection, advantages, lambda_: float, cover: str):
     """Per-row extra token values (lambda * A^D of the best covering occurrence) and coverage stats."""
     members = np.concatenate(selection.members) if selection.members else np.zeros(0, np.int64)
     anchor = np.repeat(np.arange(len(selection.members)), [m.shape[0] for m in selection.members])
@@ -307,6 +324,8 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     # the batch's flat arrays, not one SubDiffs per row (building those costs more than the search)
     batch, diff_of_row = units.batch, units.diff_of_row
     line_spans, line_step, line_block = _line_spans(steps, batch, diff_of_row[rows])
+    if cover != "lines":
+        line_spans, line_block = _covered_spans(cover, steps, batch, diff_of_row[rows], line_spans, line_step), None
     lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
     member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
@@ -342,11 +361,43 @@ def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray) -> tuple[np.ndarray,
     provenance = [step.provenance for step in steps]
     from_provenance = (kinds == ADDED) & np.asarray([p is not None for p in provenance], bool)[line_step]
     spans, block = locate_blocks([step.action for step in steps], batch.source, batch.line_source[line], line_step,
-                                 new_block, ~from_provenance, skip=1)
+                                 new_block, ~from_provenance, skip=1, kind=kinds)
     asked = np.flatnonzero(from_provenance)
     spans[asked] = provenance_spans(provenance, line_step[asked], batch.path_ids[line[asked]], batch.path_names,
                                     numbers[asked])
     return spans, line_step, block
+
+
+def _covered_spans(cover: str, steps, batch: DiffBatch, diffs: np.ndarray, line_spans: np.ndarray,
+                   line_step: np.ndarray) -> np.ndarray:
+    """The lines' spans widened to the edit argument (cover="edit") or tool call ("call") that
+    holds each, or that made it (`Step.line_calls`)."""
+    line = ranges(batch.line_ptr[diffs], batch.line_ptr[diffs + 1])
+    kinds = batch.kinds[line].astype(np.int64)
+    call = line_calls([s.line_calls for s in steps], line_step, batch.path_ids[line], batch.path_names, kinds,
+                      batch.line_numbers[line])
+    if cover == "call":
+        n_calls = np.fromiter((len(s.calls or ()) for s in steps), np.int64, len(steps))
+        spans = [c for s in steps for c in s.calls or ()]
+        containers = np.asarray(spans, np.int64).reshape(-1, 2)
+        container_step = np.repeat(np.arange(len(steps)), n_calls)
+        attributed = np.where(call >= 0, segment_starts(n_calls)[line_step] + call, -1)
+        return widen_spans(line_spans, line_step, containers, container_step, attributed)
+    edits = [e for s in steps for e in s.edits or ()]
+    n_edits = np.fromiter((len(s.edits or ()) for s in steps), np.int64, len(steps))
+    containers = np.asarray([e[2:] for e in edits], np.int64).reshape(-1, 2)
+    container_step = np.repeat(np.arange(len(steps)), n_edits)
+    # the first edit argument of each (step, call, kind): where the attributed lines go
+    edit_call = np.fromiter((e[0] for e in edits), np.int64, len(edits))
+    edit_added = np.fromiter((e[1] == "added" for e in edits), np.int64, len(edits))
+    width = int(max(edit_call.max(initial=0), call.max(initial=0))) + 1
+    keys = (container_step * width + edit_call) * 2 + edit_added
+    uniq, first = np.unique(keys, return_index=True)
+    query = (line_step * width + np.maximum(call, 0)) * 2 + (kinds > 0)
+    at = np.minimum(np.searchsorted(uniq, query), max(uniq.shape[0] - 1, 0))
+    found = (call >= 0) & (uniq.shape[0] > 0) & (uniq[at] == query) if uniq.shape[0] else np.zeros(call.shape, bool)
+    attributed = np.where(found, first[at] if uniq.shape[0] else -1, -1)
+    return widen_spans(line_spans, line_step, containers, container_step, attributed)
 
 
 def _line_coverage(units: _Units, selection) -> float:

@@ -8,7 +8,12 @@ Lines are searched in diff order, a block at a time. A block is a run of changed
 each other in the file (one kind, line numbers n, n + 1, ...). Its text, the lines joined by line
 breaks (without the blank lines at its ends and the trailing whitespace of its last line), is looked
 up as written, then JSON-escaped (breaks read `\n`; with and without ASCII escapes), first after the
-previous match, then from the start. A block found whole places each of its lines, even a line that
+previous match of the same kind in the step (added and deleted lines keep separate cursors), then
+from the start. A match must stand between line boundaries: it starts at the text's start, after a
+line break (written or escaped as `\n`, `\r`) or after what opens a text in a call (a quote, a
+backtick, `>` ending a tag), and ends, past trailing spaces and tabs, at the text's end, a line
+break or what closes a text (a quote, a backtick, `<`). So a deleted `res = len(words)` is never
+found inside an added `res = len(words) + 1`. A block found whole places each of its lines, even a line that
 alone also appears earlier (quoted in the thought, say); a block not found is searched line by line
 the same way (trailing whitespace dropped, indentation kept). Blank lines get no span.
 
@@ -45,6 +50,9 @@ _GAP_CLASS = np.array([_SPACE if re.fullmatch(r"\s", chr(c)) else _BACKSLASH if 
 _MAY_STRIP = np.array([chr(c).isspace() for c in range(128)] + [True])
 # characters JSON escapes, but for the line break (which joins the lines): control characters, quote, backslash
 _ESCAPED = np.array([(c < 32 and c != 10) or chr(c) in '"\\' for c in range(129)])
+_OPENS = frozenset("\n\r\"'`>")  # characters after which a line may start (besides a line break's escape)
+_CLOSES = frozenset("\n\r\"'`<")  # characters before which a line may end
+_ESCAPED_BREAKS = frozenset(("\\n", "\\r"))  # a line break inside a JSON or shell string
 _HEAD = 48  # characters of a long text that str.find looks for before comparing the rest
 _MAX_GAP = 64  # longer gaps between lines are checked with _GAP itself (few, and mostly not whitespace)
 
@@ -74,6 +82,7 @@ def locate_blocks(
     new_block: np.ndarray,
     searched: Optional[np.ndarray] = None,
     skip: int = 0,
+    kind: Optional[np.ndarray] = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`locate_lines` for the changed lines of many steps, cut into blocks.
 
@@ -92,6 +101,8 @@ def locate_blocks(
         not follow the previous one in `texts`, always do.
       searched: (n,) the lines to search (default: all); the others are left out of the blocks.
       skip: characters in front of each text that are not part of the line (a diff's +/- marker).
+      kind: (n,) small int edit type of each line (added, deleted); each kind keeps its own cursor
+        in a step, and a block never holds two kinds (default: one kind).
 
     Returns:
       (spans (n, 2) int64, (-1, -1) for blank, unsearched and unfound lines; block (n,) id of the
@@ -106,11 +117,12 @@ def locate_blocks(
     at, size, kept = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     joined, at[look], size[look], kept[look], escaped_at = _joined_lines(
         list(map(texts.__getitem__, line[look].tolist())), skip)
-    new_block = new_block | np.concatenate([[True], line[1:] != line[:-1] + 1])
+    kind = np.zeros(n, np.int64) if kind is None else np.asarray(kind, np.int64)
+    new_block = new_block | np.concatenate([[True], (line[1:] != line[:-1] + 1) | (kind[1:] != kind[:-1])])
     lo, hi = _blocks(step, new_block, searched, kept > 0)
     c0, c1 = at[lo], at[hi - 1] + kept[hi - 1]
     plain = np.searchsorted(escaped_at, c0) == np.searchsorted(escaped_at, c1)  # nothing to escape but breaks
-    found, alone = _search_blocks(actions, joined, lo, hi, step[lo], c0, c1, plain, at, kept)
+    found, alone = _search_blocks(actions, joined, lo, hi, step[lo], kind[lo], c0, c1, plain, at, kept)
     if alone:
         where, start, end = np.asarray(alone, np.int64).T
         out[where, 0], out[where, 1] = start, end
@@ -167,10 +179,11 @@ def _blocks(step: np.ndarray, new_block: np.ndarray, searched: np.ndarray,
 
 
 def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.ndarray, step: np.ndarray,
-                   c0: np.ndarray, c1: np.ndarray, plain: np.ndarray, at: np.ndarray,
+                   kind: np.ndarray, c0: np.ndarray, c1: np.ndarray, plain: np.ndarray, at: np.ndarray,
                    kept: np.ndarray) -> tuple[list, list]:
     """Search the blocks (lines lo..hi-1, text joined[c0:c1]) in order, each from the end of the
-    previous match of its step, then from the start; line by line where the block is not found.
+    previous match of its step and kind, then from the start; line by line where the block is not
+    found.
 
     Returns:
       (blocks found whole: (lo, hi, position, escape index, None or the lines' (sizes, kept sizes)
@@ -178,17 +191,18 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
     """
     found, alone = [], []
     forms_of: dict[str, list[_Form]] = {}
-    cursor, current = 0, -1
-    for a, e, s, start, end, p in zip(lo.tolist(), hi.tolist(), step.tolist(), c0.tolist(), c1.tolist(),
-                                      plain.tolist()):
+    cursors: dict[int, int] = {}
+    current = -1
+    for a, e, s, c, start, end, p in zip(lo.tolist(), hi.tolist(), step.tolist(), kind.tolist(), c0.tolist(),
+                                         c1.tolist(), plain.tolist()):
         if s != current:
-            cursor, current = 0, s
+            cursors, current = {}, s
         action, text = actions[s], joined[start:end]
         forms = _forms(text, p)
-        pos, k = _search(action, forms, cursor)
+        pos, k = _search(action, forms, cursors.get(c, 0))
         if pos >= 0:
             form, escape = forms[k]
-            cursor = pos + len(form)
+            cursors[c] = pos + len(form)
             recount = escape > 0 and len(form) != len(text) + e - a - 1  # more escaped than the breaks
             found.append((a, e, pos, escape, _escaped_sizes(text, form, _ESCAPES[escape]) if recount else None))
             continue
@@ -196,10 +210,10 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
             if kept[j]:
                 one = joined[int(at[j]):int(at[j] + kept[j])]
                 forms = forms_of.get(one) or forms_of.setdefault(one, _forms(one))
-                pos, k = _search(action, forms, cursor)
+                pos, k = _search(action, forms, cursors.get(c, 0))
                 if pos >= 0:
-                    cursor = pos + len(forms[k][0])
-                    alone.append((j, pos, cursor))
+                    cursors[c] = pos + len(forms[k][0])
+                    alone.append((j, pos, cursors[c]))
     return found, alone
 
 
@@ -225,15 +239,30 @@ def _search(action: str, forms: list[_Form], cursor: int) -> tuple[int, int]:
 
 
 def _find(action: str, form: str, start: int) -> int:
-    """action.find(form, start), for a long form by finding its head and comparing the rest
-    (str.find prepares a table the size of its pattern on every call)."""
-    if len(form) <= _HEAD:
-        return action.find(form, start)
+    """The first position >= start where `form` stands in `action` between line boundaries
+    (`_at_line_start`, `_at_line_end`), -1 if none. A long form is found by its head and the rest
+    compared (str.find prepares a table the size of its pattern on every call)."""
     head = form[:_HEAD]
     pos = action.find(head, start)
-    while pos >= 0 and not action.startswith(form, pos):
+    while pos >= 0 and not (action.startswith(form, pos) and _at_line_start(action, pos)
+                            and _at_line_end(action, pos + len(form))):
         pos = action.find(head, pos + 1)
     return pos
+
+
+def _at_line_start(action: str, pos: int) -> bool:
+    """Whether a line may start at `pos`: the text's start, after a line break (written or escaped),
+    or after what opens a text in a call (a quote, a backtick, the end of a tag)."""
+    return pos == 0 or action[pos - 1] in _OPENS or action[pos - 2:pos] in _ESCAPED_BREAKS
+
+
+def _at_line_end(action: str, pos: int) -> bool:
+    """Whether a line may end at `pos` (trailing spaces and tabs skipped): the text's end, a line
+    break (written or escaped), or what closes a text in a call (a quote, a backtick, a tag)."""
+    end = len(action)
+    while pos < end and action[pos] in " \t":
+        pos += 1
+    return pos == end or action[pos] in _CLOSES or action[pos:pos + 2] in _ESCAPED_BREAKS
 
 
 def _escaped_sizes(text: str, form: str, escape: Callable[[str], str]) -> tuple[list[int], list[int]]:
@@ -311,6 +340,88 @@ def provenance_spans(
     hit = np.flatnonzero((at >= 0) & (key[order][np.maximum(at, 0)] == query) & (line_numbers >= 0))
     out[hit, 0] = entry_start[order[at[hit]]]
     out[hit, 1] = entry_end[order[at[hit]]]
+    return out
+
+
+def widen_spans(
+    line_spans: np.ndarray,
+    line_step: np.ndarray,
+    containers: np.ndarray,
+    container_step: np.ndarray,
+    attributed: Optional[np.ndarray] = None,
+) -> np.ndarray:
+    """Each line's span widened to the container (an edit argument, a tool call) that holds it.
+
+    A located line takes the span of the container of its step that holds its span whole; one
+    that none holds takes the container `attributed` names (the call that made it), if any; the
+    others keep their own span.
+
+    Args:
+      line_spans: (L, 2) spans of the lines (start < 0: not located).
+      line_step: (L,) step of each line.
+      containers: (C, 2) spans, not overlapping inside one step.
+      container_step: (C,) step of each.
+      attributed: (L,) a container index per line, -1 for none (default: none).
+
+    Returns:
+      (L, 2) int64 spans.
+    """
+    out = np.array(line_spans, np.int64).reshape(-1, 2)
+    if containers.shape[0] and out.shape[0]:
+        width = int(max(containers[:, 1].max(), out[:, 1].max())) + 2
+        order = np.argsort(container_step * width + containers[:, 0], kind="stable")
+        keys = (container_step * width + containers[:, 0])[order]
+        at = np.searchsorted(keys, line_step * width + out[:, 0], side="right") - 1
+        c = order[np.maximum(at, 0)]
+        held = ((at >= 0) & (out[:, 0] >= 0) & (container_step[c] == line_step) & (containers[c, 1] >= out[:, 1]))
+        if attributed is not None:
+            take = np.where(held, c, np.where(attributed >= 0, attributed, -1))
+        else:
+            take = np.where(held, c, -1)
+        hit = np.flatnonzero(take >= 0)
+        out[hit] = containers[take[hit]]
+    return out
+
+
+def line_calls(
+    entries: Sequence[Optional[Sequence[tuple]]],
+    step: np.ndarray,
+    path: np.ndarray,
+    path_names: Sequence[str],
+    kind: np.ndarray,
+    line_numbers: np.ndarray,
+) -> np.ndarray:
+    """The call that made each line, from the steps' `line_calls` (-1: not given).
+
+    Entry (path, kind, line, call) of step s names the call of that line of step s (kind
+    "added" or "deleted" is +1 / -1 in `kind`); of repeated entries the last counts.
+
+    Args:
+      entries: (S,) per step, its (path, kind, line, call) tuples (None or empty: none).
+      step, path, kind, line_numbers: (n,) step, file (an index into path_names), edit type
+        (+1 added, -1 deleted) and line number of each line.
+
+    Returns:
+      (n,) int64 call indices.
+    """
+    out = np.full(line_numbers.shape[0], -1, np.int64)
+    given = [s for s, e in enumerate(entries) if e]
+    if not given or not line_numbers.shape[0]:
+        return out
+    fields = list(chain.from_iterable(chain.from_iterable(entries[s] for s in given)))
+    n = len(fields) // 4
+    entry_step = np.repeat(given, [len(entries[s]) for s in given])
+    ids = {p: k for k, p in enumerate(path_names)}
+    entry_path = np.fromiter(map(ids.get, fields[0::4], repeat(len(ids))), np.int64, n)
+    entry_kind = np.fromiter((k == "added" for k in fields[1::4]), np.int64, n)
+    entry_line, entry_call = (np.fromiter(fields[k::4], np.int64, n) for k in (2, 3))
+    dims = (len(entries), len(ids) + 1, 2, int(max(entry_line.max(), line_numbers.max())) + 1)
+    key = np.ravel_multi_index((entry_step, entry_path, entry_kind, entry_line), dims)
+    query = np.ravel_multi_index((step, path, (kind > 0).astype(np.int64), np.maximum(line_numbers, 0)), dims)
+    order = np.argsort(key, kind="stable")
+    at = np.searchsorted(key[order], query, side="right") - 1
+    hit = np.flatnonzero((at >= 0) & (key[order][np.maximum(at, 0)] == query))
+    out[hit] = entry_call[order[at[hit]]]
     return out
 
 

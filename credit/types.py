@@ -8,17 +8,25 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from os import PathLike
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
 from credit._tensor import is_torch, to_numpy
 
 Provenance = tuple  # (path: str, line: int, start: int, end: int)
+CallSpan = tuple  # (start: int, end: int)
+EditSpan = tuple  # (call: int, kind: str, start: int, end: int)
+LineCall = tuple  # (path: str, kind: str, line: int, call: int)
+EDIT_KINDS = ("added", "deleted")
 
-_STEP_KEYS = ("action", "diff", "reward", "token_offsets", "provenance", "observation")
+_STEP_KEYS = ("action", "diff", "reward", "token_offsets", "provenance", "observation", "calls", "edits",
+              "line_calls")
+_STEP_KEY_SET = frozenset(_STEP_KEYS)
 _TRAJECTORY_KEYS = ("task_id", "steps", "reward")
 
 
@@ -42,6 +50,17 @@ class Step:
         characters it came from (inside the JSON string, escaped, for JSON tool calls). Dicts with
         those keys are accepted.
       observation: the observation the policy saw before this action (GiGPO groups on it).
+      calls: the tool calls of the action, (start, end) character spans in it, each the whole
+        call with its tool name (DiDPO's cover="call" credits them). Dicts {start, end} accepted.
+      edits: the edit arguments of the calls, (call, kind, start, end): `action[start:end]` is the
+        text that call number `call` (an index into `calls`) writes (kind "added": new_str,
+        file_text, a heredoc body, a script) or replaces (kind "deleted": old_str), inside the
+        JSON string for JSON tool calls (cover="edit"). Dicts {call, kind, start, end} accepted.
+      line_calls: which call made each changed line, (path, kind, line, call): the line of
+        `path` with that number (kind "added": in the new file, "deleted": in the old one) was
+        changed by call number `call`. Lines whose text is not in the action (a `sed` edit) get
+        their call's span (cover="call") or edit arguments of their kind (cover="edit") this way.
+        Dicts {path, kind, line, call} accepted.
     """
 
     action: str
@@ -50,6 +69,9 @@ class Step:
     token_offsets: Any = None
     provenance: Optional[tuple[Provenance, ...]] = None
     observation: Optional[str] = None
+    calls: Optional[tuple[CallSpan, ...]] = None
+    edits: Optional[tuple[EditSpan, ...]] = None
+    line_calls: Optional[tuple[LineCall, ...]] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.action, str):
@@ -65,6 +87,8 @@ class Step:
             object.__setattr__(self, "token_offsets", _checked_offsets(self.token_offsets, self.action))
         if self.provenance is not None:
             object.__setattr__(self, "provenance", _checked_provenance(self.provenance, self.action))
+        if self.calls is not None or self.edits is not None or self.line_calls is not None:
+            _check_calls(self)
 
     @property
     def offsets(self) -> Optional[np.ndarray]:
@@ -72,13 +96,14 @@ class Step:
         return None if self.token_offsets is None else to_numpy(self.token_offsets, np.int64).reshape(-1, 2)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Step":
-        """A Step from a dict with the attribute names as keys (`action` and `diff` required)."""
+    def from_dict(cls, d: Mapping[str, Any], **override: Any) -> "Step":
+        """A Step from a dict with the attribute names as keys (`action` and `diff` required);
+        keyword arguments replace fields of the dict."""
         if isinstance(d, Step):
             return d
         if not isinstance(d, Mapping):
             raise TypeError(f"a step must be a credit.Step or a dict, got {type(d).__name__}")
-        unknown = set(d) - set(_STEP_KEYS)
+        unknown = d.keys() - _STEP_KEY_SET
         if unknown:
             raise ValueError(f"step has unknown keys {sorted(unknown)}; allowed keys: {list(_STEP_KEYS)}")
         for key in ("action", "diff"):
@@ -86,7 +111,7 @@ class Step:
                 raise ValueError(
                     f"step is missing '{key}' (required keys: action, diff; the diff is '' "
                     "when the step changed nothing)")
-        return cls(**d)
+        return cls(**{**d, **override}) if override else cls(**d)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict that `Step.from_dict` reads back."""
@@ -99,6 +124,11 @@ class Step:
             "provenance": None if self.provenance is None else [
                 {"path": p, "line": ln, "start": s, "end": e} for p, ln, s, e in self.provenance],
             "observation": self.observation,
+            "calls": None if self.calls is None else [{"start": s, "end": e} for s, e in self.calls],
+            "edits": None if self.edits is None else [
+                {"call": c, "kind": k, "start": s, "end": e} for c, k, s, e in self.edits],
+            "line_calls": None if self.line_calls is None else [
+                {"path": p, "kind": k, "line": ln, "call": c} for p, k, ln, c in self.line_calls],
         }
 
 
@@ -173,18 +203,91 @@ def dump_jsonl(trajectories: Iterable[Trajectory], path: Union[str, PathLike]) -
 
 
 def as_trajectories(trajectories: Iterable[Any]) -> list[Trajectory]:
-    """Trajectory objects from Trajectory objects or dicts (the estimators' input coercion)."""
+    """Trajectory objects from Trajectory objects or dicts (the estimators' input coercion).
+
+    The token offsets that dicts give as lists are read for the whole batch at once: one flat
+    int64 array, checked with vectorized tests, of which each step keeps its slice.
+    """
     if isinstance(trajectories, (Trajectory, Mapping)):
         raise TypeError("pass a list of trajectories, not a single trajectory")
-    out = []
+    out: list[Trajectory] = []
+    listed: list[tuple[int, int, Step, Any]] = []  # (trajectory, step, the step, its list offsets)
     for i, t in enumerate(trajectories):
         try:
-            out.append(Trajectory.from_dict(t))
+            out.append(t if isinstance(t, Trajectory) else _trajectory_of_dict(t, i, listed))
         except (TypeError, ValueError) as err:
             raise type(err)(f"trajectory {i}: {err}") from None
     if not out:
         raise ValueError("no trajectories given: pass at least one credit.Trajectory")
+    if listed:
+        _attach_listed_offsets(out, listed)
     return out
+
+
+def _trajectory_of_dict(d: Any, i: int, listed: list) -> Trajectory:
+    """A Trajectory from a dict, its steps' list offsets left for `_attach_listed_offsets`."""
+    if not isinstance(d, Mapping) or not isinstance(d.get("steps"), (list, tuple)):
+        return Trajectory.from_dict(d)
+    steps = []
+    for t, s in enumerate(d["steps"]):
+        offsets = s.get("token_offsets") if isinstance(s, Mapping) else None
+        if isinstance(offsets, (list, tuple)) and len(offsets):
+            try:
+                step = Step.from_dict(s, token_offsets=None)
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"task {d.get('task_id')!r}, step {t}: {err}") from None
+            listed.append((i, t, step, offsets))
+            s = step
+        steps.append(s)
+    return Trajectory.from_dict({**d, "steps": steps})
+
+
+def _attach_listed_offsets(trajectories: list[Trajectory], listed: list) -> None:
+    """Read the list offsets of many steps into one flat array, check them all at once, and give
+    each step its slice; where that fails, each step is checked alone (for the error message)."""
+    lists = [entry[3] for entry in listed]
+    ptr = np.concatenate([[0], np.cumsum(np.fromiter(map(len, lists), np.int64, len(lists)))])
+    try:
+        flat = np.fromiter(chain.from_iterable(chain.from_iterable(lists)), np.int64)
+    except (TypeError, ValueError, OverflowError):  # an entry is no pair of integers
+        flat = None
+    # a 3-value entry beside a 1-value one keeps the count right: the pairs' starts and ends then
+    # mix, which the order checks catch in practice (a pass over every pair's len costs more)
+    if flat is not None and flat.shape[0] == 2 * ptr[-1]:
+        pairs = flat.reshape(-1, 2)
+        bad = _first_bad_offsets(pairs, ptr, [entry[2].action for entry in listed])
+        if bad is None:
+            for k, (_, _, step, _) in enumerate(listed):
+                object.__setattr__(step, "token_offsets", pairs[ptr[k]:ptr[k + 1]])
+            return
+    for i, t, step, offsets in listed:
+        try:
+            object.__setattr__(step, "token_offsets", _checked_offsets(offsets, step.action))
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"trajectory {i}: task {trajectories[i].task_id!r}, step {t}: {err}") from None
+
+
+def _first_bad_offsets(pairs: np.ndarray, ptr: np.ndarray, actions: Sequence[str]) -> Optional[int]:
+    """Index of the first step whose offsets break a rule of `_checked_offsets` (None: all keep
+    them); pairs holds the steps' (start, end) pairs one step after another, step k's at
+    ptr[k]:ptr[k + 1], and every step has some."""
+    starts, ends = pairs[:, 0], pairs[:, 1]
+    wrong = (starts < 0) | (ends < starts)
+    length = np.fromiter(map(len, actions), np.int64, len(actions))
+    too_far = np.maximum.reduceat(ends, ptr[:-1]) > length
+    real = ends > starts
+    if real.all():  # no zero-width tokens: each token against the one before, but across steps
+        back = (starts[1:] < starts[:-1]) | (ends[1:] < ends[:-1])
+        back[ptr[1:-1] - 1] = False
+        wrong[1:] |= back
+    else:
+        at = np.flatnonzero(real)
+        s, e, step = starts[at], ends[at], np.searchsorted(ptr, at, side="right")
+        wrong[at[1:]] |= ((s[1:] < s[:-1]) | (e[1:] < e[:-1])) & (step[1:] == step[:-1])
+    bad = np.flatnonzero(wrong)
+    first = [int(np.searchsorted(ptr, bad[0], side="right") - 1)] if bad.shape[0] else []
+    first += np.flatnonzero(too_far)[:1].tolist()
+    return min(first) if first else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,7 +380,10 @@ def _checked_offsets(offsets: Any, action: str) -> Any:
     if isinstance(offsets, np.ndarray) or is_torch(offsets):
         kept = offsets
     else:
-        kept = np.asarray(offsets if len(offsets) else np.zeros((0, 2)), dtype=np.int64)
+        try:
+            kept = np.asarray(offsets if len(offsets) else np.zeros((0, 2)), dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise ValueError(f"token_offsets must be (start, end) pairs of integers, one per token ({err})") from None
     arr = to_numpy(kept)
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(
@@ -325,3 +431,54 @@ def _checked_provenance(provenance: Sequence[Any], action: str) -> tuple[Provena
                 f"0 <= start <= end <= len(action) = {len(action)}")
         out.append((path, line, start, end))
     return tuple(out)
+
+
+def _check_calls(step: Step) -> None:
+    """Check and normalise a step's calls, edits and line_calls (see `Step`)."""
+    n_action = len(step.action)
+    calls = tuple(_entry(c, ("start", "end"), "calls", k) for k, c in enumerate(step.calls or ()))
+    for k, (start, end) in enumerate(calls):
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= n_action):
+            raise ValueError(f"calls[{k}] = {(start, end)}: need integers 0 <= start <= end <= len(action) = {n_action}")
+    n_calls = len(calls)
+
+    def call_index(c: Any, where: str) -> int:
+        if not isinstance(c, int) or not 0 <= c < n_calls:
+            raise ValueError(f"{where}: call {c!r} is not an index into the step's {n_calls} calls "
+                             "(give `calls` with the spans of the tool calls)")
+        return c
+
+    def kind(x: Any, where: str) -> str:
+        if x not in EDIT_KINDS:
+            raise ValueError(f"{where}: kind must be one of {EDIT_KINDS}, got {x!r}")
+        return x
+
+    edits = []
+    for k, entry in enumerate(step.edits or ()):
+        c, kd, start, end = _entry(entry, ("call", "kind", "start", "end"), "edits", k)
+        where = f"edits[{k}]"
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= n_action):
+            raise ValueError(f"{where} = {entry!r}: need integers 0 <= start <= end <= len(action) = {n_action}")
+        edits.append((call_index(c, where), kind(kd, where), start, end))
+    line_calls = []
+    for k, entry in enumerate(step.line_calls or ()):
+        path, kd, line, c = _entry(entry, ("path", "kind", "line", "call"), "line_calls", k)
+        where = f"line_calls[{k}]"
+        if not isinstance(path, str) or not isinstance(line, int) or line < 1:
+            raise ValueError(f"{where} = {entry!r}: need a str path and an int line >= 1")
+        line_calls.append((path, kind(kd, where), line, call_index(c, where)))
+    object.__setattr__(step, "calls", None if step.calls is None else calls)
+    object.__setattr__(step, "edits", None if step.edits is None else tuple(edits))
+    object.__setattr__(step, "line_calls", None if step.line_calls is None else tuple(line_calls))
+
+
+def _entry(entry: Any, keys: tuple[str, ...], name: str, k: int) -> tuple:
+    """A tuple of the fields `keys` from a dict or a sequence of that length."""
+    if isinstance(entry, Mapping):
+        try:
+            return tuple(entry[key] for key in keys)
+        except KeyError as err:
+            raise ValueError(f"{name}[{k}] lacks key {err}; each entry is {{{', '.join(keys)}}}") from None
+    if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence) or len(entry) != len(keys):
+        raise ValueError(f"{name}[{k}] must be ({', '.join(keys)}), got {entry!r}")
+    return tuple(entry)

@@ -58,6 +58,7 @@ def test_count_trajectories_and_the_per_task_cap():
     many += [(c, r, r, 1, 4, (100 * c + r + 50,)) for c in range(5, 7) for r in range(2)]
     sel = select_anchors(*table(many), max_anchors=3)
     assert len(sel.members) == 5  # 3 for task 0, 2 for task 1
+    assert len(select_anchors(*table(many)).members) == 7  # no cap by default
 
 
 def test_no_candidates():

@@ -114,7 +114,7 @@ def test_empty_diff_gets_no_diff_advantage_and_returns_use_gamma():
 def test_provenance_points_at_the_characters_that_wrote_the_lines():
     code = "\n".join(AREA)
     escaped = json.dumps(code)[1:-1]
-    action = f"Plan: {escaped}\n<tool_call>{json.dumps({'name': 'insert', 'arguments': {'new_str': code}})}</tool_call>"
+    action = f"Plan:\n{escaped}\n<tool_call>{json.dumps({'name': 'insert', 'arguments': {'new_str': code}})}</tool_call>"
     second = action.index(escaped, action.index("<tool_call>"))
     prov, pos = [], second
     for k, line in enumerate(AREA):
@@ -164,7 +164,7 @@ def test_stats_report_timings_coverage_and_group_sizes():
     trajs = [one_step([AREA], r) for r in (1, 1, 0, 0)] + [one_step([["x = 1"]], 1, task="other")]
     res = credit.didpo(trajs)
     st = res.stats
-    phases = {"episode", "split", "group", "anchors", "advantage", "project", "total"}
+    phases = {"input", "episode", "split", "group", "anchors", "advantage", "project", "total"}
     assert set(st["time_ms"]) == set(st["cpu_ms"]) == phases
     assert st["n_anchors"] == 1 and st["group_size"] == {"mean": 4.0, "median": 4.0, "max": 4}
     assert st["coverage"]["lines"] == pytest.approx(16 / 17)

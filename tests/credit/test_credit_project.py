@@ -146,3 +146,27 @@ def test_lines_of_one_block_join_without_reading_the_gap():
     # told that the last two lines were found as one block, the text between them is not read
     block = np.array([-1, 0, 0])
     assert occurrence_spans([action], spans, step, member, occurrence, block)[0].tolist() == [[0, 19]]
+
+
+def test_deleted_line_that_prefixes_an_added_line_is_not_placed_inside_it():
+    # two search/replace edits of one step; the second one's deleted line is a prefix of its added
+    # line. One cursor shared by both kinds, and no line boundaries, put the deleted `res =
+    # len(words)` inside the added `res = len(words) + 1` (the cursor stood past the search block).
+    action = ("<search>\nn = 0\nres = len(words)\n</search>\n<replace>\nn = 1\nres = len(words) + 1\n</replace>")
+    texts = ["-n = 0", "+n = 1", "-res = len(words)", "+res = len(words) + 1"]
+    kind = np.array([0, 1, 0, 1])  # diff order: the two hunks one after the other
+    spans, _ = locate_blocks([action], texts, np.arange(4), np.zeros(4, np.int64), np.ones(4, bool), skip=1,
+                             kind=kind)
+    deleted = action.index("res = len(words)\n")
+    added = action.index("res = len(words) + 1")
+    assert spans.tolist() == [[9, 14], [action.index("n = 1"), action.index("n = 1") + 5],
+                              [deleted, deleted + 16], [added, added + 20]]
+
+
+def test_a_line_is_found_only_between_line_boundaries():
+    # written inside a longer line, or as the tail of one, it is not there
+    assert locate_lines("res = len(words) + 1\nxres = len(words)\n", ["res = len(words)"]).tolist() == [[-1, -1]]
+    # after a line break, its JSON escape, a quote or a tag, and before one (trailing blanks allowed)
+    for action in ("a\nres = 1  \nb", '{"s": "a\\nres = 1\\nb"}', "<code>res = 1</code>", "'res = 1'"):
+        (s, e), = locate_lines(action, ["res = 1"]).tolist()
+        assert action[s:e] == "res = 1", action

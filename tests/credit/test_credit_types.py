@@ -66,3 +66,61 @@ def test_load_jsonl_reports_the_line(tmp_path):
 def test_a_single_trajectory_is_not_a_batch():
     with pytest.raises(TypeError, match="list of trajectories"):
         credit.grpo(credit.Trajectory("q", [], 1.0))
+
+
+def _batch(offsets_per_step, actions=None):
+    actions = actions or ["abcdef"] * len(offsets_per_step)
+    return [{"task_id": "q", "reward": 1.0, "steps": [
+        {"action": a, "diff": "", "token_offsets": o} for a, o in zip(actions, offsets_per_step)]}]
+
+
+def test_list_offsets_of_a_batch_become_int64_slices_of_one_array():
+    from credit.types import as_trajectories
+    trajs = as_trajectories(_batch([[[0, 2], [2, 6]], [[0, 0], [0, 3]], []]))
+    got = [s.token_offsets for s in trajs[0].steps]
+    assert [g.tolist() for g in got] == [[[0, 2], [2, 6]], [[0, 0], [0, 3]], []]
+    assert got[0].dtype == np.int64 and got[0].base is got[1].base is not None
+
+
+@pytest.mark.parametrize("offsets, message", [
+    ([[0, 2], [2, 4]], None),
+    ([[0, 2], [1, 2, 3]], "token_offsets"),
+    ([[0, 2], [4, "x"]], "token_offsets"),
+    ([[0, 2], [4, 9]], "the action has 6 characters"),
+    ([[2, 4], [0, 2]], "not monotonic"),
+    ([[-1, 2]], "0 <= start <= end"),
+    ([[3, 2]], "0 <= start <= end"),
+])
+def test_batch_offset_checks_name_the_step_like_the_per_step_check(offsets, message):
+    batch = _batch([[[0, 1]], offsets])
+    if message is None:
+        assert credit.grpo(batch).tokens[0][1].shape == (2,)
+        return
+    with pytest.raises((ValueError, TypeError), match=r"trajectory 0: task 'q', step 1: .*" + message):
+        credit.grpo(batch)
+
+
+def test_calls_edits_and_line_calls_round_trip_and_accept_dicts(tmp_path):
+    action = '<tool_call>{"name": "edit", "arguments": {"old_str": "a", "new_str": "b"}}</tool_call>'
+    step = credit.Step(action, "", calls=[{"start": 11, "end": len(action) - 12}],
+                       edits=[(0, "deleted", 54, 55), {"call": 0, "kind": "added", "start": 70, "end": 71}],
+                       line_calls=[("f.py", "added", 3, 0)])
+    assert step.calls == ((11, len(action) - 12),)
+    assert step.edits == ((0, "deleted", 54, 55), (0, "added", 70, 71))
+    assert step.line_calls == (("f.py", "added", 3, 0),)
+    path = tmp_path / "t.jsonl"
+    credit.dump_jsonl([credit.Trajectory("q", [step], 1.0)], path)
+    back = credit.load_jsonl(path)[0].steps[0]
+    assert (back.calls, back.edits, back.line_calls) == (step.calls, step.edits, step.line_calls)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"calls": [(0, 9)]}, "len\\(action\\) = 2"),
+    ({"edits": [(0, "added", 0, 1)]}, "not an index into the step's 0 calls"),
+    ({"calls": [(0, 2)], "edits": [(0, "new", 0, 1)]}, "kind must be one of"),
+    ({"calls": [(0, 2)], "line_calls": [("p", "added", 0, 0)]}, "line >= 1"),
+    ({"calls": [{"start": 0}]}, "lacks key 'end'"),
+])
+def test_bad_call_fields_say_what_is_wrong(fields, message):
+    with pytest.raises(ValueError, match=message):
+        credit.Step("ab", "", **fields)
