@@ -2,7 +2,12 @@
 
 Under bubblewrap a command sees a read-only system, the Python installation, an empty /tmp and
 the workspace at /repo, nothing else of the host; it has no network but loopback and its own PID
-namespace, so every process it started dies with it (a `setsid` child included). Where a cgroup is
+namespace, so every process it started dies with it (a `setsid` child included). It runs as uid
+SANDBOX_UID in a user namespace of its own with no capabilities at all (so it cannot mount,
+remount or unmount anything) and cannot create further user namespaces. That uid maps to the host
+uid that started bubblewrap (root here): files it creates in the workspace belong to the host-side
+editor tools and the grader like their own, and the read-only mounts hold because nothing inside
+has CAP_SYS_ADMIN. Where a cgroup is
 ours to use (code_gym.sandbox.cgroup), each command also runs in its own group with a process-count
 and a total-memory limit, and the group is emptied and removed when the command ends. Under
 bubblewrap as root, a plain `python -m pytest ...` goes to a warm runner (code_gym.sandbox.runner).
@@ -23,9 +28,14 @@ from pathlib import Path
 
 from code_gym.sandbox import cgroup, mounts, runner
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
-from code_gym.hostfs import TEMP_PREFIX
+from code_gym.hostfs import TEMP_PREFIX, disk_full
 
 WORKDIR = "/repo"
+SANDBOX_UID = 1000  # the uid and gid commands run as (inside their user namespace)
+_BWRAP = shutil.which("bwrap") or "bwrap"
+# every namespace, a non-root uid, no capabilities, no nested user namespaces (bubblewrap >= 0.8)
+_BWRAP_PRIVILEGES = ("--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID),
+                     "--gid", str(SANDBOX_UID), "--cap-drop", "ALL", "--die-with-parent", "--new-session")
 _SYSTEM_DIRS = ("/usr", "/opt/code-gym-none")
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
               "localtime", "alternatives", "ssl", "mime.types", "hosts")
@@ -35,7 +45,7 @@ _TOP_LINKS = ("bin", "lib", "lib64", "lib32", "sbin")
 def available_isolation() -> list[str]:
     """Isolation kinds that work on this machine, strongest first."""
     kinds = []
-    if shutil.which("bwrap") and _probe(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"]):
+    if shutil.which("bwrap") and _probe([_BWRAP, "--ro-bind", "/", "/", *_BWRAP_PRIVILEGES, "true"]):
         kinds.append("bwrap")
     if shutil.which("unshare") and _probe(["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "true"]):
         kinds.append("unshare")
@@ -53,6 +63,16 @@ def _probe(cmd: list[str]) -> bool:
         except (OSError, subprocess.TimeoutExpired):
             _PROBES[key] = False
     return _PROBES[key]
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _shipped_tasks() -> list[str]:
+    """The task pool shipped inside the installed package (a wheel puts it in site-packages, which
+    every sandbox sees): masked like the current task's own folder."""
+    return [str(Path(__file__).resolve().parent.parent / "bundled_tasks")]
 
 
 def _python_dirs() -> list[str]:
@@ -107,12 +127,15 @@ class LocalSandbox:
             return shell
         if self.name == "unshare":
             hide = "".join(f"mount -t tmpfs none {shlex.quote(m)} && " for m in self.mask if Path(m).is_dir())
+            # the masks need CAP_SYS_ADMIN in the namespace; the command then runs with none (an
+            # empty bounding set: even an exec as uid 0 gains nothing) and no new privileges
+            drop = "setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all"
             return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child",
-                    "--mount-proc", "bash", "-c", f"{hide}exec bash -c {shlex.quote(command)}"]
+                    "--mount-proc", "bash", "-c", f"{hide}exec {drop} bash -c {shlex.quote(command)}"]
         return self._bwrap(self.root, binds) + shell
 
     def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = ()) -> list[str]:
-        argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--clearenv", *flags]
+        argv = [_BWRAP, *_BWRAP_PRIVILEGES, "--clearenv", *flags]
         for d in _SYSTEM_DIRS:
             argv += ["--ro-bind-try", d, d]
         for name in _TOP_LINKS:
@@ -125,10 +148,13 @@ class LocalSandbox:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         # /tmp first: a Python installation (a venv) or a workspace under /tmp is bound over it
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.file_size_bytes), "--tmpfs", "/tmp"]
+        visible = [*_SYSTEM_DIRS, *_python_dirs()]
         for d in _python_dirs():
             argv += ["--ro-bind-try", d, d]
-        for m in self.mask:
-            if Path(m).is_dir():
+        # a masked folder is covered only where a bound folder would show it: elsewhere it is not
+        # there at all, and a tmpfs on its path would tell mountinfo where tasks live
+        for m in (*self.mask, *_shipped_tasks()):
+            if Path(m).is_dir() and any(_under(m, d) for d in visible):
                 argv += ["--tmpfs", m]
         argv += ["--bind", str(repo), WORKDIR]
         for host, inside in binds.items():
@@ -156,8 +182,8 @@ class LocalSandbox:
         if warm is not None:
             output, exit_code, timed_out = warm
             return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0,
-                              time.monotonic() - started)
-        env = self._env() if self.name != "bwrap" else {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+                              time.monotonic() - started, disk_full(self.root))
+        env = self._env()  # bubblewrap's own environment is what /proc/1/environ shows inside
         group = cgroup.CommandGroup(self.limits.processes, self.limits.memory_bytes) if cgroup.available() else None
 
         def enter_limits() -> None:
@@ -183,7 +209,7 @@ class LocalSandbox:
             if group is not None:
                 group.remove()  # a setsid child that left the session (no-isolation mode)
         return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0,
-                          time.monotonic() - started)
+                          time.monotonic() - started, disk_full(self.root))
 
     def _warm_run(self, argv: list[str], binds: dict[Path, str], timeout: float):
         """Run pytest through a warm runner sandbox (None: run it cold)."""
@@ -219,8 +245,7 @@ class LocalSandbox:
         argv = self._bwrap(slot / "repo", binds, ("--as-pid-1",)) + [
             "python", "-c", runner.SERVER, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=enter_limits,
-                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+                                start_new_session=True, preexec_fn=enter_limits, env=self._env())
         zygote = runner.Zygote(slot, proc, group)
         if not runner.wait_for_socket(zygote.socket, proc):
             zygote.stop()
