@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_gym.images import DEFAULT_IMAGE, LABEL
-from code_gym.sandbox import mounts, runner
+from code_gym.sandbox import mounts, reaper, runner
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
 from code_gym.sandbox.cgroup import pid_alive
 from code_gym.hostfs import TEMP_PREFIX, disk_full
@@ -126,6 +126,7 @@ class DockerBackend:
         self.warm = runner.warm_default() if warm is None else warm  # `python -m pytest` via the warm runner
         self._pool = _Pool()
         self.name = "docker" if pool else "docker-fresh"
+        reaper.reap_on_start()
         reap()
         _BACKENDS.add(self)
 

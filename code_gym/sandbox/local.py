@@ -26,7 +26,7 @@ import time
 import warnings
 from pathlib import Path
 
-from code_gym.sandbox import cgroup, mounts, runner
+from code_gym.sandbox import cgroup, mounts, reaper, runner
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
 from code_gym.hostfs import TEMP_PREFIX, disk_full
 
@@ -47,7 +47,9 @@ def available_isolation() -> list[str]:
     kinds = []
     if shutil.which("bwrap") and _probe([_BWRAP, "--ro-bind", "/", "/", *_BWRAP_PRIVILEGES, "true"]):
         kinds.append("bwrap")
-    if shutil.which("unshare") and _probe(["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "true"]):
+    if shutil.which("unshare") and shutil.which("setpriv") and _probe(
+            ["unshare", "--user", f"--map-user={SANDBOX_UID}", "--keep-caps", "--mount", "--net", "--pid", "--fork",
+             "true"]):
         kinds.append("unshare")
     return kinds + ["none"]
 
@@ -85,6 +87,7 @@ class LocalSandbox:
 
     def __init__(self, workspace: str | Path, isolation: str = "auto", limits: Limits = Limits(),
                  mask: tuple[str | Path, ...] = (), warm: bool | None = None):
+        reaper.reap_on_start()
         self.root = Path(workspace).resolve()
         self.limits = limits
         self.mask = tuple(str(Path(m).resolve()) for m in mask)
@@ -126,13 +129,21 @@ class LocalSandbox:
         if self.name == "none":
             return shell
         if self.name == "unshare":
-            hide = "".join(f"mount -t tmpfs none {shlex.quote(m)} && " for m in self.mask if Path(m).is_dir())
-            # the masks need CAP_SYS_ADMIN in the namespace; the command then runs with none (an
-            # empty bounding set: even an exec as uid 0 gains nothing) and no new privileges
-            drop = "setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all"
-            return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child",
-                    "--mount-proc", "bash", "-c", f"{hide}exec {drop} bash -c {shlex.quote(command)}"]
+            return self._unshare(command)
         return self._bwrap(self.root, binds) + shell
+
+    def _unshare(self, command: str) -> list[str]:
+        """The fallback: its own user (uid SANDBOX_UID, mapped to the host uid that starts it), mount,
+        network and PID namespaces. Capabilities in the new namespace (kept for the set-up only) make
+        the system and Python folders read-only and mask the task; the command then runs with none
+        (an empty bounding set) and no new privileges. The rest of the file system is the host's."""
+        setup = [f"mount --bind {shlex.quote(d)} {shlex.quote(d)} && mount -o remount,bind,ro {shlex.quote(d)}"
+                 for d in ("/usr", "/etc", *_python_dirs()) if Path(d).is_dir()]
+        setup += [f"mount -t tmpfs none {shlex.quote(m)}" for m in self.mask if Path(m).is_dir()]
+        drop = "setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all"
+        script = " && ".join(setup + [f"exec {drop} bash -c {shlex.quote(command)}"])
+        return ["unshare", "--user", f"--map-user={SANDBOX_UID}", f"--map-group={SANDBOX_UID}", "--keep-caps",
+                "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", script]
 
     def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = ()) -> list[str]:
         argv = [_BWRAP, *_BWRAP_PRIVILEGES, "--clearenv", *flags]

@@ -1,8 +1,10 @@
 """What code-gym processes leave on a machine: count it (`census`) and remove what dead ones left (`reap_all`).
 
 Everything code-gym creates is recognisable: temp folders are named `code-gym-<kind>-<pid>-...`
-(workspaces, grading results, slots, git layers), cgroups carry the creating process's id,
-containers the `code-gym` label.
+(workspaces with their mounts, grading results, slots, git layers), cgroups carry the creating
+process's id, containers the `code-gym` label. Every process reaps once, when it makes its first
+sandbox (`reap_on_start`: a glob of /tmp and of the cgroup folders, and a pid check each); the
+Docker backend removes dead processes' containers when it is created.
 """
 from __future__ import annotations
 
@@ -60,6 +62,30 @@ def _sandbox_processes() -> set[str]:
     return found
 
 
+_REAPED = False
+
+
+def reap_on_start() -> None:
+    """Remove what dead code-gym processes left in /tmp and the cgroups, the first time this process
+    calls it (a forked child has nothing new to reap: its parent did)."""
+    global _REAPED
+    if not _REAPED:
+        _REAPED = True
+        cgroup.reap()
+        reap_folders()
+
+
+def reap_folders() -> int:
+    """Unmount and remove the temp folders (workspaces, slots, results) of code-gym processes that are gone."""
+    removed = 0
+    for slot in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
+        owner = _slot_owner(slot)
+        if owner is not None and owner != os.getpid() and not pid_alive(owner):
+            mounts.remove_slot(slot)
+            removed += 1
+    return removed
+
+
 def reap_all() -> dict[str, int]:
     """Remove what crashed code-gym processes left: containers, workspaces and slots (with their
     mounts), grading folders, cgroups."""
@@ -71,9 +97,5 @@ def reap_all() -> dict[str, int]:
             removed["containers"] = reap()
     except ImportError:
         pass
-    for slot in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
-        owner = _slot_owner(slot)
-        if owner is not None and not pid_alive(owner):
-            mounts.remove_slot(slot)
-            removed["slots"] += 1
+    removed["slots"] = reap_folders()
     return removed
