@@ -34,7 +34,8 @@ NEXT = textwrap.dedent("""
     import sys, tempfile
     from code_gym.sandbox import make_sandbox
 
-    make_sandbox(sys.argv[1], tempfile.mkdtemp()).close()
+    with tempfile.TemporaryDirectory() as folder:
+        make_sandbox(sys.argv[1], folder).close()
 """)
 
 

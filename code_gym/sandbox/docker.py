@@ -48,8 +48,10 @@ _COUNTER = itertools.count()
 _HOST = socket.gethostname()
 
 # Runs each command: the timeout kills its process group, `kill -9 -1` everything else it left, and
-# /tmp and /dev/shm are emptied (made readable first: the command owns what it left there).
-_WIPE = "chmod -R u+rwX /tmp /dev/shm 2>/dev/null; find /tmp /dev/shm -mindepth 1 -delete 2>/dev/null"
+# /tmp and /dev/shm are emptied (a folder the command made unreadable is made readable first: the
+# command owns what it left there).
+_FIND = "find /tmp /dev/shm -mindepth 1 -delete 2>/dev/null"
+_WIPE = f"{_FIND} || {{ chmod -R u+rwX /tmp /dev/shm 2>/dev/null; {_FIND}; }}"
 _WRAPPER = f'timeout -k 1 "$1" bash -c "$2" </dev/null; rc=$?; kill -9 -1 2>/dev/null; {_WIPE}; exit $rc'
 _ENV = {"HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
         "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
