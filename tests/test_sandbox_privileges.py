@@ -39,6 +39,23 @@ def test_unshare_fallback_has_no_capabilities_and_a_read_only_system(tmp_path):
     assert not Path("/usr/code-gym-unshare-probe").exists()
 
 
+def test_unshare_fallback_has_a_private_tmp(tmp_path):
+    """The workspace and a bound results folder (both under the host's /tmp) stay reachable and
+    writable; what a command writes elsewhere in /tmp is its own and gone after it."""
+    require("unshare")
+    ws, results = tmp_path / "ws", tmp_path / "results"
+    ws.mkdir()
+    results.mkdir()
+    box = make_sandbox("unshare", ws, Limits(timeout=10))
+    binds = {results: "/unused"}
+    r = box.exec(f"pwd; echo w > in-ws; echo r > {box.inside(results, binds)}/junit.xml; "
+                 f"echo left > /tmp/code-gym-unshare-left; ls /tmp | wc -l", binds=binds)
+    assert r.output.split()[0] == str(ws.resolve()), r.output
+    assert (ws / "in-ws").read_text() == "w\n" and (results / "junit.xml").read_text() == "r\n"
+    assert not Path("/tmp/code-gym-unshare-left").exists()
+    assert "left" not in box.exec("cat /tmp/code-gym-unshare-left 2>&1 || true").output.replace("unshare-left", "")
+
+
 @pytest.mark.parametrize("kind", ["bwrap", "unshare", "docker"])
 def test_files_the_sandbox_writes_belong_to_the_host_user(kind, episode):
     """Files a command creates or edits in the workspace are the host process's own: the editor

@@ -129,19 +129,30 @@ class LocalSandbox:
         if self.name == "none":
             return shell
         if self.name == "unshare":
-            return self._unshare(command)
+            return self._unshare(command, binds)
         return self._bwrap(self.root, binds) + shell
 
-    def _unshare(self, command: str) -> list[str]:
+    def _unshare(self, command: str, binds: dict[Path, str]) -> list[str]:
         """The fallback: its own user (uid SANDBOX_UID, mapped to the host uid that starts it), mount,
-        network and PID namespaces. Capabilities in the new namespace (kept for the set-up only) make
-        the system and Python folders read-only and mask the task; the command then runs with none
-        (an empty bounding set) and no new privileges. The rest of the file system is the host's."""
-        setup = [f"mount --bind {shlex.quote(d)} {shlex.quote(d)} && mount -o remount,bind,ro {shlex.quote(d)}"
-                 for d in ("/usr", "/etc", *_python_dirs()) if Path(d).is_dir()]
-        setup += [f"mount -t tmpfs none {shlex.quote(m)}" for m in self.mask if Path(m).is_dir()]
+        network and PID namespaces. Capabilities in the new namespace (kept for the set-up only) put a
+        fresh tmpfs on /tmp (the folders it would hide, the workspace first, are bound back through a
+        descriptor opened before), make the system and Python folders read-only and mask the task; the
+        command then runs with none (an empty bounding set) and no new privileges. The rest of the
+        file system is the host's."""
+        q = shlex.quote
+        keep = [p for p in dict.fromkeys([str(self.root), *(str(Path(h).resolve()) for h in binds), *_python_dirs()])
+                if _under(p, "/tmp") and Path(p).is_dir()][:7]  # descriptors 3-9
+        setup = [f"exec {3 + i}<{q(p)}" for i, p in enumerate(keep)]
+        setup.append(f"mount -t tmpfs -o size={self.limits.file_size_bytes},nosuid,nodev code-gym /tmp")
+        setup += [f"mkdir -p {q(p)} && mount --no-canonicalize --bind /proc/self/fd/{3 + i} {q(p)} && exec {3 + i}<&-"
+                  for i, p in enumerate(keep)]
+        setup += [f"mount --bind {q(d)} {q(d)} && mount -o remount,bind,ro {q(d)}"
+                  for d in ("/usr", "/etc", *_python_dirs()) if Path(d).is_dir()]
+        setup += [f"mount -t tmpfs none {q(m)}" for m in self.mask if Path(m).is_dir()  # what /tmp's tmpfs did not hide
+                  and (not _under(m, "/tmp") or any(_under(m, k) for k in keep))]
+        setup.append(f"cd {q(str(self.root))}")
         drop = "setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all"
-        script = " && ".join(setup + [f"exec {drop} bash -c {shlex.quote(command)}"])
+        script = " && ".join(setup + [f"exec {drop} bash -c {q(command)}"])
         return ["unshare", "--user", f"--map-user={SANDBOX_UID}", f"--map-group={SANDBOX_UID}", "--keep-caps",
                 "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", script]
 
