@@ -87,11 +87,11 @@ class Workspace:
             raise ValueError(f"disk_quota must be a number of bytes >= 0 (0: no quota), got {quota}")
         self.source = Path(source).resolve()
         self.base = Path(tempfile.mkdtemp(prefix=owned_prefix("ws"), dir=parent))
+        self.root = self.base / "repo"
+        self.strategy = "copy"
         self.quota = quota if quota and overlay_supported() and mount_quota(self.base, quota) else 0
         _OPEN.add(self)  # from here on close() unmounts what is mounted
-        self.root = self.base / "repo"
         self.root.mkdir()
-        self.strategy = "copy"
         commit = base_commit(self.source) if git else None
         if strategy != "copy" and overlay_supported():
             upper = self.base / "upper"

@@ -7,10 +7,10 @@ SANDBOX_UID in a user namespace of its own with no capabilities at all (so it ca
 remount or unmount anything) and cannot create further user namespaces. That uid maps to the host
 uid that started bubblewrap (root here): files it creates in the workspace belong to the host-side
 editor tools and the grader like their own, and the read-only mounts hold because nothing inside
-has CAP_SYS_ADMIN. Where a cgroup is
-ours to use (code_gym.sandbox.cgroup), each command also runs in its own group with a process-count
-and a total-memory limit, and the group is emptied and removed when the command ends. Under
-bubblewrap as root, a plain `python -m pytest ...` goes to a warm runner (code_gym.sandbox.runner).
+has CAP_SYS_ADMIN. Where a cgroup is ours to use (code_gym.sandbox.cgroup), each command also runs
+in its own group with a process-count and a total-memory limit, and the group is emptied and
+removed when the command ends. Under bubblewrap as root, a plain `python -m pytest ...` goes to a
+warm runner (code_gym.sandbox.runner).
 """
 from __future__ import annotations
 

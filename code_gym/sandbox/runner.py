@@ -178,8 +178,14 @@ def main(path):
                 except ProcessLookupError:
                     pass
             reap()
-            for folder in ("/tmp", "/dev/shm"):  # nothing a run wrote outside the workspace lasts
-                wipe(folder)
+            try:  # nothing a run wrote outside the workspace lasts
+                for folder in ("/tmp", "/dev/shm"):
+                    wipe(folder)
+                clean = not any(os.listdir(f) for f in ("/tmp", "/dev/shm") if os.path.isdir(f))
+            except Exception:  # e.g. a tree too deep to walk
+                clean = False
+            if not clean:  # the runner goes; the next run starts a fresh one, with a fresh /tmp
+                sys.exit(1)
 
 
 main(sys.argv[1])
