@@ -253,16 +253,18 @@ def test_cannot_unmount_the_task_mask(box, tmp_path):
 
 def test_cannot_write_the_interpreter_or_site_packages(box):
     """Before (bwrap): after a remount, appending to an installed module (pytest's, so that every
-    later grade passes) and writing into the Python prefix both succeeded on the host."""
+    later grade passes) and writing into the Python prefix both succeeded on the host. The chown
+    failed before too (EINVAL: bubblewrap's user namespace mapped uid 0 only)."""
     probe = SITE / f"code_gym_escape_probe_{uuid.uuid4().hex[:8]}.py"
     probe.write_text("X = 1\n")
     prefix_file = Path(sys.prefix) / f"code-gym-escape-{uuid.uuid4().hex[:8]}"
     try:
         r = box.exec(f"for d in /usr {sys.prefix} {sys.base_prefix} {SITE}; do mount -o remount,bind,rw $d; done; "
                      f"echo 'X = 2' >> {probe} && echo WROTE; touch {prefix_file} && echo WROTE; "
+                     f"chown 12345 {probe} && echo WROTE; "
                      "python3 -c 'import pytest, os; open(pytest.__file__, \"a\").write(\"\\n\")' && echo WROTE")
         assert "WROTE" not in r.output, r.output
-        assert probe.read_text() == "X = 1\n" and not prefix_file.exists()
+        assert probe.read_text() == "X = 1\n" and probe.stat().st_uid == os.getuid() and not prefix_file.exists()
     finally:
         probe.unlink()
         prefix_file.unlink(missing_ok=True)
@@ -387,21 +389,28 @@ def test_disk_fill_across_many_files_hits_the_quota(box_ws):
     """Before: eight 250 MB files from one command all landed on the host disk (only a per-file cap);
     here 2 GB in 16 files: all of it was written."""
     sandbox, ws = box_ws
+    ws.scan_changes()
+    before = _rss()
     r = sandbox.exec("for i in $(seq 16); do head -c 134217728 /dev/zero > f$i.bin || break; done; du -sm .")
+    diffs = ws.scan_changes()
+    grown = _rss() - before
     written = sum(p.stat().st_size for p in ws.root.glob("f*.bin"))
     assert written <= DEFAULT_QUOTA, written
-    assert "disk quota" in r.describe(), r.describe()[-500:]
+    assert "disk quota of 1024 MiB is full" in r.describe(), r.describe()[-500:]
+    assert sum(d.binary for d in diffs) >= 8  # shown by size and hash (a last empty file is not binary)
+    assert grown < 100 << 20, f"host resident memory grew by {grown >> 20} MB"
     sandbox.exec("rm -f f*.bin")
     assert sandbox.exec("echo ok > small.txt && cat small.txt").output.strip() == "ok"
 
 
 def test_host_memory_stays_flat_when_an_episode_writes_gigabytes(box_ws):
     """Before: the host process grew from 46 MB to 1.97 GB resident after one step that wrote eight
-    250 MB files, because the step diff read every changed file into memory."""
+    250 MB files, because the step diff read every changed file into memory; measured here with
+    six 128 MiB random files and a 100 MB text file: +1233 MB."""
     sandbox, ws = box_ws
     ws.scan_changes()
     before = _rss()
-    sandbox.exec("for i in $(seq 6); do head -c 134217728 /dev/urandom > r$i.bin || break; done; "
+    sandbox.exec("for i in $(seq 3); do head -c 134217728 /dev/urandom > r$i.bin || break; done; "
                  "head -c 100000000 /dev/zero | tr '\\0' 'a' | fold -w 100 > big.txt")
     diffs = ws.scan_changes()
     grown = _rss() - before
