@@ -154,7 +154,10 @@ def measure(args) -> None:
 def run_in(tree: Path, spec: str, args) -> list | str:
     env = dict(os.environ, PYTHONPATH=str(tree))
     out = subprocess.run([sys.executable, __file__, "--measure", spec, "--runs", str(args.runs),
-                          "--episodes", str(args.episodes)], env=env, check=True, capture_output=True, text=True)
+                          "--episodes", str(args.episodes)], env=env, capture_output=True, text=True)
+    if out.returncode != 0:  # a row that cannot be measured says why (e.g. the code before fails there)
+        print(f"{spec} on {tree} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
+        return ["failed"] * 6 if spec.startswith("latency") else "failed"
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

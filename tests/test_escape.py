@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from code_gym.sandbox import Limits, cgroup, make_sandbox, runner
+from code_gym.workspace import Workspace, default_disk_quota
 from sandbox_backends import require
 
 # Docker-backed tests share one daemon: run them on one xdist worker (--dist loadgroup).
@@ -58,23 +59,23 @@ def box(request, tmp_path):
     assert _own_groups() <= groups_before, "a command's cgroup was left"
 
 
-DEFAULT_QUOTA = 1 << 30
+DEFAULT_QUOTA = default_disk_quota()
 
 
 @pytest.fixture(params=BACKENDS)
 def box_ws(request, tmp_path):
     """A sandbox on a real episode workspace (overlay, disk quota) with the default limits."""
-    from code_gym.workspace import Workspace
-
     require(request.param)
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.py").write_text("A = 1\n")
     ws = Workspace(tmp_path / "src")
     sandbox = make_sandbox(request.param, ws.root, Limits(timeout=120))
+    groups_before = _own_groups()
     yield sandbox, ws
     sandbox.close()
     ws.close()
-    assert _mounts_under(ws.base) == []
+    assert _mounts_under(ws.base) == [] and not ws.base.exists()
+    assert _own_groups() <= groups_before, "a command's cgroup was left"
 
 
 def _rss() -> int:
@@ -319,12 +320,12 @@ def test_warm_test_runs_get_a_fresh_tmp(box):
         "import os\n\ndef test_write():\n    open('/tmp/channel', 'w').write('SECRET')\n"
         "    os.makedirs('/dev/shm/d', exist_ok=True)\n\n"
         "def test_read():\n    assert not os.path.exists('/tmp/channel') or open('/tmp/channel').read() == 'SECRET'\n")
-    first = box.exec("python -m pytest -q -p no:cacheprovider test_a.py")
+    first = box.exec("python -m pytest -q -p no:cacheprovider test_a.py", timeout=60)
     assert "2 passed" in first.output, first.output
     (box.ws / "test_a.py").write_text(
         "import os\n\ndef test_nothing_left():\n    assert sorted(os.listdir('/tmp')) == [] and "
         "not os.path.exists('/dev/shm/d'), os.listdir('/tmp')\n")
-    second = box.exec("python -m pytest -q -p no:cacheprovider test_a.py")
+    second = box.exec("python -m pytest -q -p no:cacheprovider test_a.py", timeout=60)
     assert "1 passed" in second.output, second.output
 
 
@@ -333,7 +334,7 @@ def test_second_episode_sees_nothing_the_first_wrote(box, tmp_path):
     the tests of the next episode in the same process (a channel between episodes)."""
     (box.ws / "test_w.py").write_text(
         "def test_w():\n    open('/tmp/from-episode-1', 'w').write('x')\n    open('/dev/shm/e1', 'w').write('x')\n")
-    assert "1 passed" in box.exec("python -m pytest -q -p no:cacheprovider test_w.py").output
+    assert "1 passed" in box.exec("python -m pytest -q -p no:cacheprovider test_w.py", timeout=60).output
     box.exec("echo x > /tmp/cmd-e1; echo x > $HOME/.e1; echo x > /dev/shm/cmd-e1")
     box.close()
     ws2 = tmp_path / "ws2"
@@ -343,7 +344,7 @@ def test_second_episode_sees_nothing_the_first_wrote(box, tmp_path):
         "    assert not os.path.exists('/dev/shm/e1')\n")
     second = make_sandbox(box.name, ws2, LIMITS, mask=(box.tmp / "task",))
     try:
-        r = second.exec("python -m pytest -q -p no:cacheprovider test_r.py")
+        r = second.exec("python -m pytest -q -p no:cacheprovider test_r.py", timeout=60)
         seen = second.exec("ls -A /tmp /dev/shm")
     finally:
         second.close()
@@ -368,8 +369,6 @@ def _sandbox_path(box) -> str:
 def test_mountinfo_shows_no_task_or_layer_paths(box, tmp_path):
     """Before (bwrap): /proc/self/mountinfo showed the overlay's lower dir (the task's repository),
     its upper and work dirs and the masked task folder."""
-    from code_gym.workspace import Workspace
-
     task = tmp_path / "tasks" / "secret-task-name"
     (task / "repo").mkdir(parents=True)
     (task / "repo" / "a.py").write_text("A = 1\n")
@@ -396,7 +395,7 @@ def test_disk_fill_across_many_files_hits_the_quota(box_ws):
     grown = _rss() - before
     written = sum(p.stat().st_size for p in ws.root.glob("f*.bin"))
     assert written <= DEFAULT_QUOTA, written
-    assert "disk quota of 1024 MiB is full" in r.describe(), r.describe()[-500:]
+    assert f"disk quota of {DEFAULT_QUOTA >> 20} MiB is full" in r.describe(), r.describe()[-500:]
     assert sum(d.binary for d in diffs) >= 8  # shown by size and hash (a last empty file is not binary)
     assert grown < 100 << 20, f"host resident memory grew by {grown >> 20} MB"
     sandbox.exec("rm -f f*.bin")
