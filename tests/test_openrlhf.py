@@ -119,6 +119,10 @@ class ScriptedEngine:
 
 @pytest.fixture(scope="module")
 def tokenizer():
+    return build_tokenizer()
+
+
+def build_tokenizer():
     """A byte-level BPE trained on text like the episodes' (task files, tool schemas, calls)."""
     model = Tokenizer(models.BPE())
     model.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -156,7 +160,11 @@ def openrlhf_args(estimator="didpo", options=None, max_new_tokens=None, **reward
 
 @pytest.fixture
 def generator(monkeypatch, tokenizer):
-    """OpenRLHF's SamplesGenerator with the record-carrying patch (undone after the test)."""
+    return patched_generator(monkeypatch, tokenizer)
+
+
+def patched_generator(monkeypatch, tokenizer):
+    """OpenRLHF's SamplesGenerator with the record-carrying patches (undone after the test)."""
     cls = samples_generator.SamplesGenerator
     monkeypatch.setattr(cls, "_process_response_into_experience", cls._process_response_into_experience)
     monkeypatch.setattr(cls, "generate_eval_samples", cls.generate_eval_samples)

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from test_openrlhf import (FIX_ADD, MAX_LEN, N_SAMPLES, SCRIPTS_BY_SAMPLE, ScriptedEngine, call, experiences_from,
-                           generator, openrlhf_args, tokenizer)  # noqa: F401 (fixtures)
+from test_openrlhf import (FIX_ADD, MAX_LEN, N_SAMPLES, SCRIPTS_BY_SAMPLE, ScriptedEngine, build_tokenizer, call,
+                           experiences_from, openrlhf_args, patched_generator)
 
 import ray
 from vllm import SamplingParams
@@ -28,6 +28,16 @@ from integrations.openrlhf.estimator import credit_advantages
 from integrations.openrlhf.records import RECORD_KEY
 
 pytestmark = pytest.mark.xdist_group("openrlhf-ray")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_tokenizer()
+
+
+@pytest.fixture
+def generator(monkeypatch, tokenizer):
+    return patched_generator(monkeypatch, tokenizer)
 
 
 @pytest.fixture
