@@ -19,7 +19,9 @@ from code_gym.hostfs import walk
 from code_gym.task import Task
 
 CONFTEST = "conftest.py"
-PYTEST_CONFIGS = frozenset({"pytest.ini", ".pytest.ini", "tox.ini"})
+# every file pytest 9 reads its configuration from, besides setup.cfg and pyproject.toml (their
+# pytest sections): _pytest/config/findpaths.py, locate_config
+PYTEST_CONFIGS = frozenset({"pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "tox.ini"})
 STARTUP_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py"})
 GUARDED_NAMES = frozenset({CONFTEST, "setup.cfg", "pyproject.toml"}) | PYTEST_CONFIGS | STARTUP_HOOKS
 

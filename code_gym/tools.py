@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from code_gym.actions import ToolCall
+from code_gym.grading import RESULTS_DIR, parse_junit
+from code_gym.hostfs import owned_prefix
 from code_gym.sandbox.base import Sandbox
 
 MAX_VIEW_CHARS = 16_000
@@ -30,12 +34,23 @@ class WrittenLine:
     span: tuple[int, int]
 
 
+@dataclass(frozen=True)
+class RunRecords:
+    """What a `run_tests` call measured, the way grading measures it: per-test outcomes by node id
+    from pytest's junit XML, and the exit code (never pytest's printed text, which the code under
+    test can print too)."""
+    tests: dict[str, str]
+    exit_code: int | None
+    timed_out: bool
+
+
 @dataclass
 class ToolResult:
     output: str
     error: bool = False
     submitted: bool = False
     written: list[WrittenLine] = field(default_factory=list)
+    records: RunRecords | None = None  # run_tests only
 
 
 class ToolError(Exception):
@@ -292,9 +307,18 @@ def tool_run_tests(ctx: ToolContext, call: ToolCall) -> ToolResult:
         if not isinstance(p, str):
             raise ToolError("paths must be a list of strings")
         resolve(ctx, p)
-    command = f"{ctx.test_command} -q -p no:cacheprovider " + " ".join(shlex.quote(p) for p in paths)
-    result = ctx.sandbox.exec(command, timeout=ctx.test_timeout)
-    return ToolResult(result.describe(), error=result.timed_out)
+    results = Path(tempfile.mkdtemp(prefix=owned_prefix("results")))
+    try:
+        binds = {results: RESULTS_DIR}
+        junit = f"{ctx.sandbox.inside(results, binds)}/junit.xml"
+        command = (f"{ctx.test_command} -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={shlex.quote(junit)} "
+                   + " ".join(shlex.quote(p) for p in paths))
+        result = ctx.sandbox.exec(command, timeout=ctx.test_timeout, binds=binds)
+        tests = {} if result.timed_out else parse_junit(results / "junit.xml")
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+    return ToolResult(result.describe(), error=result.timed_out,
+                      records=RunRecords(tests, result.exit_code, result.timed_out))
 
 
 @tool("submit", "Finish the episode: your changes are graded by the task's tests.")

@@ -214,3 +214,11 @@ def test_project_without_tests_is_refused(tmp_path):
     (tmp_path / "lib.py").write_text("def f():\n    return 1\n")
     with pytest.raises(BuildError, match="no test files"):
         build_tasks(tmp_path, tmp_path / "out")
+
+
+def test_built_reference_solutions_pass_the_audit(built):
+    from code_gym.integrity import audit
+    from code_gym.reference import reference_changes
+    _, report = built
+    assert report.tasks
+    assert {t.id: audit(reference_changes(t), t) for t in report.tasks if audit(reference_changes(t), t)} == {}

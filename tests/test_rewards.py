@@ -13,7 +13,7 @@ from code_gym.replay import hermes
 from code_gym.hints import hint_units, reference_hint
 from code_gym.rewards import (AllPass, FailToPass, PassFraction, RewardSpec, StaticScore, StepShaping, Submission, make_reward,
                               passed_count, static_checks, total)
-from code_gym.tools import ToolResult
+from code_gym.tools import RunRecords, ToolResult
 
 from conftest import BUNDLED
 
@@ -151,18 +151,27 @@ def test_a_violation_outranks_the_tests(tiny_task, mode, penalty, expected):
 
 # -- shaping ------------------------------------------------------------------------------------
 
-def run_tests(passed: int, failed: int = 0, paths=None) -> tuple[ToolCall, ToolResult]:
-    summary = ", ".join(p for p in (f"{failed} failed" if failed else "", f"{passed} passed" if passed else "") if p)
-    output = f"..F\n[lots of output] 99 passed in 0.1s\n{summary} in 0.12s\n[exit code {1 if failed else 0}]"
+def run_tests(passed: int, failed: int = 0, paths=None, exit_code=None) -> tuple[ToolCall, ToolResult]:
+    """A run_tests call on the tiny task's visible file: `passed` passing and `failed` failing records,
+    and a printed summary that says 99 passed (printed text counts for nothing)."""
+    tests = {f"tests/test_calc.py::test_{i}": "passed" for i in range(passed)}
+    tests.update({f"tests/test_calc.py::test_f{i}": "failed" for i in range(failed)})
+    code = (1 if failed else 0) if exit_code is None else exit_code
     args = {"paths": paths} if paths is not None else {}
-    return ToolCall("run_tests", args), ToolResult(output)
+    return ToolCall("run_tests", args), ToolResult("99 passed in 0.1s\n", records=RunRecords(tests, code, False))
 
 
-def test_passed_count_reads_pytests_last_summary_line():
-    assert passed_count("x\n=== 3 failed, 5 passed, 1 warning in 0.12s ===\n[exit code 1]") == 5
-    assert passed_count("2 failed in 0.1s") == 0
-    assert passed_count("print('7 passed')\nno summary here") is None
-    assert passed_count(run_tests(4, 2)[1].output) == 4
+def test_passed_count_reads_the_per_test_records_never_the_printed_text():
+    visible = ("tests/test_calc.py",)
+    assert passed_count(run_tests(4, 2)[1].records, visible) == 4
+    assert passed_count(run_tests(0, 2)[1].records, visible) == 0
+    assert passed_count(None, visible) is None  # printed text alone: no count
+    assert passed_count(run_tests(4, 0, exit_code=1)[1].records, visible) is None  # exit code and records disagree
+    assert passed_count(run_tests(4, 2, exit_code=0)[1].records, visible) is None
+    assert passed_count(run_tests(4, 0, exit_code=2)[1].records, visible) is None  # the run itself failed
+    assert passed_count(RunRecords({"tests/test_calc.py::t": "passed"}, None, True), visible) is None  # timed out
+    other = RunRecords({"tests/test_calc.py::a": "passed", "calc/extra_test.py::b": "passed"}, 0, False)
+    assert passed_count(other, visible) == 1  # only the visible tests count
 
 
 def test_shaping_pays_for_new_bests_and_charges_invalid_actions(tiny_task):

@@ -103,3 +103,27 @@ def test_a_forked_child_leaves_the_parents_warm_runners_alone(tmp_path, monkeypa
     assert all(z.alive() and z.slot.is_dir() for z in idle)
     assert "1 passed" in box.exec("python -m pytest -q").output
     box.close()
+
+
+EXIT_HANDLER_TEST = ("import atexit\n\natexit.register(lambda: print('EXIT HANDLER RAN'))\n\n\n"
+                     "def test_ok():\n    assert True\n")
+
+
+def test_a_data_folder_named_like_a_preloaded_module_keeps_the_run_warm(tmp_path, monkeypatch):
+    """A folder without __init__ shadows nothing, so it must not send the run cold (where exit
+    handlers run after the junit XML is written); a real shadowing module still does."""
+    require("bwrap")
+    monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "1")
+    (tmp_path / "test_ok.py").write_text(EXIT_HANDLER_TEST)
+    (tmp_path / "json").mkdir()
+    (tmp_path / "json" / "data.txt").write_text("not a module\n")
+    box = make_sandbox("bwrap", tmp_path, Limits(timeout=30))
+    try:
+        warm = box.exec("python -m pytest -q -p no:cacheprovider test_ok.py")
+        assert warm.exit_code == 0 and "1 passed" in warm.output and "EXIT HANDLER RAN" not in warm.output
+        (tmp_path / "json" / "__init__.py").write_text("print('LOCAL JSON IMPORTED')\n")
+        cold = box.exec("python -m pytest -q -p no:cacheprovider test_ok.py")
+        assert "LOCAL JSON IMPORTED" in cold.output  # a regular package named json: the cold run imports it
+    finally:
+        box.close()
+        shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)

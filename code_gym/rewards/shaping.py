@@ -2,35 +2,36 @@
 ever before in the episode, and a penalty for each invalid action. The reference DiDPO runs used
 0.15 and 0.01.
 
-The count comes from pytest's own summary line of a `run_tests` call that ran all the visible
-tests (no `paths`, or paths covering every visible test file), and counts only while the workspace
-passes the integrity audit: edited tests cannot earn it. The first such run sets the baseline. If
-the final patch fails the audit, the episode's progress bonuses are taken back at the last step.
+The count comes from the per-test records of a `run_tests` call that ran all the visible tests
+(no `paths`, or paths covering every visible test file): pytest's junit XML, read the way grading
+reads it, never the printed text. A run whose records and exit code disagree (exit code 0 with a
+failure recorded, 1 with none), that timed out or crashed, or that recorded nothing, counts
+nothing. It counts only while the workspace passes the integrity audit: edited tests cannot earn
+it. The first such run sets the baseline. If the final patch fails the audit, the episode's
+progress bonuses are taken back at the last step.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 
 from code_gym.actions import ToolCall
 from code_gym.integrity import audit
 from code_gym.task import Task
-from code_gym.tools import ToolResult
+from code_gym.tools import RunRecords, ToolResult
 
-# pytest's closing line: "3 failed, 5 passed in 0.12s" (-q) or "==== 5 passed in 0.12s ====".
-_SUMMARY = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [\d.]+s\b.*$")
-_PASSED = re.compile(r"(\d+) passed")
+_RUN_OK = (0, 1)  # pytest: all passed, some failed; anything else means the run itself failed
 
 
-def passed_count(output: str) -> int | None:
-    """Tests passed according to the last pytest summary line of `output` (None: no summary)."""
-    for line in reversed(output.splitlines()):
-        match = _SUMMARY.match(line.strip())
-        if match:
-            found = _PASSED.search(match.group(1))
-            return int(found.group(1)) if found else 0
-    return None
+def passed_count(records: RunRecords | None, visible: tuple[str, ...]) -> int | None:
+    """Visible tests recorded as passed in a `run_tests` call's records (test ids in the files
+    `visible`), or None when the run gives no count to trust."""
+    if records is None or records.timed_out or records.exit_code not in _RUN_OK or not records.tests:
+        return None
+    failing = any(outcome in ("failed", "error") for outcome in records.tests.values())
+    if failing == (records.exit_code == 0):
+        return None  # exit code and records disagree: something rewrote one of them
+    return sum(1 for test, outcome in records.tests.items() if outcome == "passed" and test.split("::")[0] in visible)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class ShapingState:
         entries: dict[str, dict] = {}
         if invalid and self.shaping.invalid:
             entries["invalid_action"] = {"value": 1.0, "weight": -self.shaping.invalid, "reward": -self.shaping.invalid}
-        counts = [passed_count(r.output) for c, r in pairs
+        counts = [passed_count(r.records, self.task.visible_tests) for c, r in pairs
                   if c is not None and c.name == "run_tests" and not r.error and self._covers_visible(c)]
         counts = [n for n in counts if n is not None]
         if counts and self.shaping.progress and not (self.gated and audit(self.changes(), self.task)):

@@ -8,7 +8,12 @@ environment, `sys.path[0]` the folder as `-m` sets it, a fresh random seed) and 
 output back; the server sends the exit code in a frame of its own, so printed text cannot fake
 it. A backend routes a command here only when it is exactly `python -m pytest` plus plain
 arguments (`pytest_argv`); the server refuses (and the backend runs the command cold) when the
-folder holds a module that would shadow one it preloaded, since a cold run would import that one.
+folder holds a module that would shadow one it preloaded, since a cold run would import that one:
+a file or a regular package the import system would find there (a folder without `__init__`, such
+as a data folder named `json`, shadows nothing: a regular module later on sys.path wins over it).
+A patch must not be able to choose a cold run, where exit handlers run after the junit XML is
+written: a run that the server does not finish (it died after taking the request) is a failed
+run with exit code 137, never run again cold.
 
 Where the runner lives: in a Docker container it is PID 1 (so it also reaps orphans, and after
 each run kills every process the run left); locally it is PID 1 of a long-lived bubblewrap
@@ -119,11 +124,21 @@ def child(argv, cwd, env, w):
         os._exit(code)
 
 
+import importlib.machinery
+# what the import system finds in the folder for a name: a module file or a regular package (a folder
+# without __init__ is at most a namespace portion, which loses to the preloaded module)
+SUFFIXES = importlib.machinery.all_suffixes()
+
+
+def shadows(cwd, name):
+    base = os.path.join(cwd, name)
+    return any(os.path.isfile(base + s) or os.path.isfile(os.path.join(base, "__init__" + s)) for s in SUFFIXES)
+
+
 def serve(conn):
     req = json.loads(conn.makefile("rb").readline())
     cwd = req["cwd"]
-    if not READY or any(os.path.exists(os.path.join(cwd, n + ".py")) or os.path.isdir(os.path.join(cwd, n))
-                        for n in PRELOADED):
+    if not READY or any(shadows(cwd, n) for n in PRELOADED):
         return send(conn, b"c")
     r, w = os.pipe()
     sys.stdout.flush()
@@ -233,8 +248,8 @@ def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeo
             if not select.select([conn], [], [], min(left, 0.5))[0]:
                 continue
             chunk = conn.recv(65536)
-            if not chunk:  # the server died mid-run (e.g. the run's memory blew the group's limit)
-                return None if not buf and not output.head else (output, 137, False)
+            if not chunk:  # the server died mid-run (e.g. the run blew the memory limit):
+                return output, 137, False  # a failed run; rerunning it cold would let the patch choose a cold run
             buf += chunk
             while len(buf) >= _FRAME.size:
                 kind, size = _FRAME.unpack(buf[:_FRAME.size])

