@@ -6,8 +6,10 @@ then a count of what was left behind (processes, containers, mounts, cgroups, te
 Every episode picks a bundled task with a random command timeout (0.5-3 s) and plays a random
 mix of: the reference edit, a command that outlives its timeout, a command that kills itself, a
 `setsid` child left running, an output flood, run_tests; then it submits (graded) or is
-abandoned. One episode in 20 runs in a child process that is SIGKILLed mid-episode (a crash);
-`reap_all()` then removes what the dead process left. Exits 1 if anything leaked.
+abandoned. One episode in 20 runs in a child process that is SIGKILLed mid-episode (a crash).
+Nothing here calls the reaper: what a crashed process left must be gone once the next process has
+made its first sandbox (code_gym.sandbox.leftovers.reap_on_start), so the count is taken after one
+fresh process has made one sandbox. Exits 1 if anything leaked.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from code_gym.env import CodeRepoEnv  # noqa: E402
 from code_gym.replay import hermes, patch_to_calls  # noqa: E402
-from code_gym.sandbox.reaper import census, reap_all  # noqa: E402
+from code_gym.sandbox.reaper import census  # noqa: E402
 from code_gym.task import Timeouts, bundled_tasks  # noqa: E402
 
 NASTY = [
@@ -79,6 +81,21 @@ def crash_episode(isolation: str, rng: random.Random) -> str:
     return "crashed"
 
 
+NEXT = """
+import sys, tempfile
+sys.path.insert(0, {root!r})
+from code_gym.sandbox import make_sandbox
+with tempfile.TemporaryDirectory() as folder:
+    make_sandbox({isolation!r}, folder).close()
+"""
+
+
+def next_process(isolation: str) -> None:
+    """A fresh process that makes one sandbox, as the next user of the machine would."""
+    root = str(Path(__file__).resolve().parent.parent)
+    subprocess.run([sys.executable, "-c", NEXT.format(root=root, isolation=isolation)], check=True)
+
+
 def worker(isolation: str, episodes: list[int], tasks) -> dict[str, int]:
     env = CodeRepoEnv(isolation=isolation, max_steps=10)
     outcomes: dict[str, int] = {}
@@ -119,13 +136,12 @@ def main() -> int:
     LOCAL_RUNNERS.close()  # warm runners and pools are meant to stay up while the process lives
     for backend in _SHARED.values():
         backend.close()
-    reaped = reap_all()
+    next_process(args.isolation)
     time.sleep(0.5)
     after = census()
     leaked = {k: sorted(after[k] - before[k]) for k in after}
     print(f"{args.episodes} episodes on {args.envs} envs ({args.isolation}) in {elapsed:.0f}s "
           f"({args.episodes / elapsed * 60:.0f} episodes/min); outcomes {outcomes}")
-    print(f"reaped after crashes: {reaped}")
     print("leaked: " + ", ".join(f"{k} {len(v)}" for k, v in leaked.items()))
     for kind, items in leaked.items():
         for item in items[:5]:

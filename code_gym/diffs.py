@@ -9,6 +9,14 @@ from dataclasses import dataclass, field
 StatKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, mode), as `code_gym.hostfs.stat_key` gives
 
 
+@dataclass(frozen=True)
+class Digest:
+    """A file too large to hold in memory (`code_gym.hostfs.read_bounded`): its size and git blob id.
+    Two equal digests mean equal content; a diff shows the file as binary."""
+    size: int
+    oid: str
+
+
 @dataclass
 class FileDiff:
     """One file's change. `added` holds (new line number, text) of each added line."""
@@ -21,7 +29,9 @@ class FileDiff:
     removed: list[tuple[int, str]] = field(default_factory=list)
 
 
-def _is_binary(data: bytes) -> bool:
+def _is_binary(data: bytes | Digest) -> bool:
+    if isinstance(data, Digest):
+        return True
     if b"\0" in data[:8192]:
         return True
     try:
@@ -75,7 +85,7 @@ def _line(tag: str, line: str) -> str:
     return f"{tag}{line}\n\\ No newline at end of file\n"
 
 
-def file_diff(path: str, old: bytes | None, new: bytes | None, old_key: StatKey | None = None,
+def file_diff(path: str, old: bytes | Digest | None, new: bytes | Digest | None, old_key: StatKey | None = None,
               new_key: StatKey | None = None) -> FileDiff:
     """A git-style diff of one path; `old` None means added, `new` None means deleted."""
     header = [f"diff --git a/{path} b/{path}\n"]
@@ -104,10 +114,12 @@ def file_diff(path: str, old: bytes | None, new: bytes | None, old_key: StatKey 
     return FileDiff(path, status, text, added=added, removed=removed)
 
 
-def _blob_id(data: bytes | None) -> str:
+def _blob_id(data: bytes | Digest | None) -> str:
     """git's object id of a blob (all zeros for none): binary hunks need it for `git apply`."""
     if data is None:
         return "0" * 40
+    if isinstance(data, Digest):
+        return data.oid
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 

@@ -37,6 +37,7 @@ class CodeRepoEnv(gym.Env):
             explicit opt-in, warns), 'docker' (warm container pool), 'docker-fresh', 'ray', or a
             backend object such as `code_gym.sandbox.docker.DockerBackend(...)` (docs/sandboxes.md).
         workspace: 'auto' (overlayfs when permitted, else copy), 'overlay' or 'copy'.
+        disk_quota: bytes an episode may write (None: $CODE_GYM_DISK_QUOTA, else 1 GiB; 0: none).
         tool_schemas: include the tools' JSON schemas in the reset prompt (turn off when the chat
             template already renders them from `code_gym.TOOL_SCHEMAS`).
         max_output: bytes of command output kept (head and tail).
@@ -56,7 +57,8 @@ class CodeRepoEnv(gym.Env):
     def __init__(self, task: Any = None, tasks: Any = None, max_steps: int = 30, isolation: str = "auto",
                  workspace: str = "auto", tool_schemas: bool = True, max_output: int = 64 << 10,
                  render_mode: str | None = None, reward: Any = None, integrity: str = "enforce",
-                 integrity_penalty: float = 0.0, hint: float = 0.0, grader: Grader = grade):
+                 integrity_penalty: float = 0.0, hint: float = 0.0, grader: Grader = grade,
+                 disk_quota: int | None = None):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if max_steps < 1:
@@ -66,6 +68,7 @@ class CodeRepoEnv(gym.Env):
         self.max_steps = max_steps
         self.isolation = isolation
         self.workspace_strategy = workspace
+        self.disk_quota = disk_quota
         self.tool_schemas = tool_schemas
         self.max_output = max_output
         self.render_mode = render_mode
@@ -113,7 +116,7 @@ class CodeRepoEnv(gym.Env):
             self.task = self.fixed_task
         else:
             self.task = self.pool[int(self.np_random.integers(len(self.pool)))]
-        self.ws = Workspace(self.task.repo, strategy=self.workspace_strategy, git=True)
+        self.ws = Workspace(self.task.repo, strategy=self.workspace_strategy, git=True, disk_quota=self.disk_quota)
         limits = Limits(timeout=self.task.timeouts.command, max_output=self.max_output)
         mask = (self.task.root,) if self.task.root else ()
         sandbox = make_sandbox(self.isolation, self.ws.root, limits, mask=mask, image=self.task.image)

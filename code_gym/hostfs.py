@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
 import os
 import queue
 import shutil
@@ -13,11 +14,14 @@ import tempfile
 import threading
 from pathlib import Path
 
-from code_gym.diffs import StatKey
+from code_gym.diffs import Digest, StatKey
 
 IGNORED_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 TEMP_PREFIX = "code-gym-"
+# A changed file larger than this is compared and shown by size and hash, never held in memory.
+MAX_DIFF_BYTES = 1 << 20
+_MS_NOSUID, _MS_NODEV = 2, 4
 
 
 def owned_prefix(kind: str) -> str:
@@ -74,6 +78,25 @@ def read_entry(path: Path) -> bytes:
         return b""
 
 
+def read_bounded(path: Path, limit: int = MAX_DIFF_BYTES) -> bytes | Digest:
+    """`read_entry`, except that a file over `limit` bytes is streamed into its Digest."""
+    if path.is_symlink():
+        return os.readlink(path).encode()
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(limit + 1)
+            if len(head) <= limit:
+                return head
+            size = os.fstat(fh.fileno()).st_size
+            blob = hashlib.sha1(b"blob %d\0" % size)  # git's blob id, as diffs' index lines give it
+            blob.update(head)
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                blob.update(chunk)
+            return Digest(size, blob.hexdigest())
+    except OSError:
+        return b""
+
+
 def overlay_supported() -> bool:
     """Whether this process may mount overlayfs (root, or CAP_SYS_ADMIN)."""
     global _OVERLAY_OK
@@ -109,9 +132,37 @@ _MNT_DETACH = 2
 
 def mount_overlay(lower: Path | str, upper: Path, work: Path, merged: Path) -> bool:
     """mount(2) directly: a `mount` subprocess costs more than the mount itself. `lower` may list
-    several read-only layers, top first, separated by ':'."""
-    opts = f"lowerdir={lower},upperdir={upper},workdir={work}".encode()
-    return libc().mount(b"overlay", str(merged).encode(), b"overlay", 0, opts) == 0
+    several read-only layers, top first, separated by ':'. The layers are named by descriptor
+    (/proc/self/fd/N): the mount's options, which any sandbox that sees the workspace can read in
+    /proc/self/mountinfo, then say nothing of where the task and the layers live. nosuid, nodev:
+    a setuid file or a device node written by a command means nothing on the host."""
+    paths = [*str(lower).split(":"), str(upper), str(work)]
+    try:
+        fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in paths]
+    except OSError:
+        return False
+    try:
+        names = [f"/proc/self/fd/{fd}" for fd in fds]
+        opts = f"lowerdir={':'.join(names[:-2])},upperdir={names[-2]},workdir={names[-1]}".encode()
+        return libc().mount(b"overlay", str(merged).encode(), b"overlay", _MS_NOSUID | _MS_NODEV, opts) == 0
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def mount_quota(target: Path, size: int) -> bool:
+    """A tmpfs of `size` bytes at `target` (nosuid, nodev): the disk quota of what is written there."""
+    opts = f"size={size},mode=0700".encode()
+    return libc().mount(b"code-gym", str(target).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts) == 0
+
+
+def disk_full(path: Path, slack: int = 1 << 20) -> int | None:
+    """The size in bytes of the file system holding `path` when less than `slack` is left on it (else None)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_blocks * st.f_frsize if st.f_bavail * st.f_frsize < slack else None
 
 
 def unmount(target: Path) -> None:

@@ -3,11 +3,18 @@
 A snapshot records each file's stat key; content is read only for files whose key changed (or
 whose mtime is too close to the previous scan to trust, as git does for "racily clean" entries),
 and unchanged content is read lazily from the pristine source. So a step that edits one file of a
-500-file repo reads one file, and its diff is computed in-process, with no subprocess.
+500-file repo reads one file, and its diff is computed in-process, with no subprocess. A file over
+`hostfs.MAX_DIFF_BYTES` is kept as its size and hash (`Digest`) and diffed as binary: a step that
+writes gigabytes costs the host process no memory.
+
+Where this process may mount (root), everything an episode writes lives on a tmpfs of
+`disk_quota` bytes (`CODE_GYM_DISK_QUOTA`, default 1 GiB) mounted nosuid and nodev: the overlay's
+upper dir, or the whole copy.
 """
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 import time
@@ -16,18 +23,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from code_gym.base_commit import base_commit, hide_source_git
-from code_gym.diffs import FileDiff, StatKey, file_diff, git_mode, renamed_diff
-from code_gym.hostfs import (discard, mount_overlay, overlay_supported, owned_prefix, read_entry, stat_key, unmount,
-                             wait_for_cleanup, walk)
+from code_gym.diffs import Digest, FileDiff, StatKey, file_diff, git_mode, renamed_diff
+from code_gym.hostfs import (discard, mount_overlay, mount_quota, overlay_supported, owned_prefix, read_bounded,
+                             read_entry, stat_key, unmount, wait_for_cleanup, walk)
 
 # Linux stamps mtimes from a coarse clock (a few ms); entries this close to a scan are re-read.
 _RACY_NS = 100_000_000
+DEFAULT_DISK_QUOTA = 1 << 30
+
+
+def default_disk_quota() -> int:
+    """$CODE_GYM_DISK_QUOTA (bytes; 0: none) when set, else DEFAULT_DISK_QUOTA."""
+    value = os.environ.get("CODE_GYM_DISK_QUOTA")
+    if value is None:
+        return DEFAULT_DISK_QUOTA
+    if not value.isdigit():
+        raise ValueError(f"CODE_GYM_DISK_QUOTA must be a number of bytes (0: no quota), got {value!r}")
+    return int(value)
 
 
 @dataclass
 class Snapshot:
     keys: dict[str, StatKey]
-    content: dict[str, bytes]  # files read at scan time; others equal the pristine source
+    content: dict[str, bytes | Digest]  # files read at scan time; others equal the pristine source
     taken_ns: int
 
 
@@ -55,16 +73,25 @@ class Workspace:
     The source's own `.git` is never part of the copy; with `git=True` the workspace gets a fresh
     repository with exactly one commit of the starting files (`base_commit`), so `git diff` and
     `git status` work and no history can leak a fix.
+
+    `disk_quota` (bytes; None: `default_disk_quota()`, 0: none) caps what the episode can write, where
+    this process may mount a tmpfs (root); `self.quota` is the cap in force (0: none).
     """
 
-    def __init__(self, source: Path, strategy: str = "auto", parent: str | Path | None = None, git: bool = False):
+    def __init__(self, source: Path, strategy: str = "auto", parent: str | Path | None = None, git: bool = False,
+                 disk_quota: int | None = None):
         if strategy not in ("auto", "overlay", "copy"):
             raise ValueError(f"workspace strategy must be 'auto', 'overlay' or 'copy', got {strategy!r}")
+        quota = default_disk_quota() if disk_quota is None else disk_quota
+        if quota < 0:
+            raise ValueError(f"disk_quota must be a number of bytes >= 0 (0: no quota), got {quota}")
         self.source = Path(source).resolve()
         self.base = Path(tempfile.mkdtemp(prefix=owned_prefix("ws"), dir=parent))
         self.root = self.base / "repo"
-        self.root.mkdir()
         self.strategy = "copy"
+        self.quota = quota if quota and overlay_supported() and mount_quota(self.base, quota) else 0
+        _OPEN.add(self)  # from here on close() unmounts what is mounted
+        self.root.mkdir()
         commit = base_commit(self.source) if git else None
         if strategy != "copy" and overlay_supported():
             upper = self.base / "upper"
@@ -91,7 +118,6 @@ class Workspace:
                 commit.write(self.root)
         self.initial = self._initial_snapshot()
         self.last = self.initial
-        _OPEN.add(self)
 
     def _initial_snapshot(self) -> Snapshot:
         # An overlay shows the source's own files (same stat keys on one file system), so the source's
@@ -107,11 +133,11 @@ class Workspace:
         # and still matches it is untouched: any write from now on stamps a newer mtime.
         return Snapshot(dict(cached.keys), {}, time.time_ns())
 
-    def _pristine(self, path: str) -> bytes | None:
+    def _pristine(self, path: str) -> bytes | Digest | None:
         full = self.source / path
-        return read_entry(full) if full.exists() or full.is_symlink() else None
+        return read_bounded(full) if full.exists() or full.is_symlink() else None
 
-    def content(self, snap: Snapshot, path: str) -> bytes | None:
+    def content(self, snap: Snapshot, path: str) -> bytes | Digest | None:
         if path not in snap.keys:
             return None
         if path in snap.content:
@@ -122,7 +148,7 @@ class Workspace:
         started = time.time_ns()
         stats = walk(self.root)
         keys = {path: stat_key(st) for path, st in stats.items()}
-        content: dict[str, bytes] = {}
+        content: dict[str, bytes | Digest] = {}
         for path, key in keys.items():
             if prev is not None and prev.keys.get(path) == key and key[0] < prev.taken_ns - _RACY_NS:
                 if path in prev.content:
@@ -130,7 +156,7 @@ class Workspace:
                 continue
             if prev is None and key[0] < started - _RACY_NS:
                 continue  # initial scan: untouched copies of the source
-            data = read_entry(self.root / path)
+            data = read_bounded(self.root / path)
             if prev is None and data == self._pristine(path):
                 continue
             content[path] = data
@@ -175,15 +201,23 @@ class Workspace:
         return self.diff(self.initial, self.last)
 
     def changed_files(self) -> dict[str, bytes | None]:
-        """Final content of each path changed since the start (None: deleted)."""
-        return {p: self.content(self.last, p) for p in sorted(set(self.initial.keys) | set(self.last.keys))
-                if self.content(self.initial, p) != self.content(self.last, p)}
+        """Final content of each path changed since the start (None: deleted). A file the scans kept
+        as a Digest is read from the workspace here, whole (the grader writes it)."""
+        changed = {}
+        for path in sorted(set(self.initial.keys) | set(self.last.keys)):
+            new = self.content(self.last, path)
+            if self.content(self.initial, path) != new:
+                changed[path] = read_entry(self.root / path) if isinstance(new, Digest) else new
+        return changed
 
     def close(self, wait: bool = True) -> None:
         """Unmount and remove the workspace; `wait=False` removes the files in a background thread
         (deleting even a few files costs milliseconds on a busy disk: not on the reset path)."""
-        if self.strategy == "overlay" and self in _OPEN:
-            unmount(self.root)
+        if self in _OPEN:
+            if self.strategy == "overlay":
+                unmount(self.root)
+            if self.quota:
+                unmount(self.base)  # frees everything the episode wrote at once
         _OPEN.discard(self)
         if wait:
             shutil.rmtree(self.base, ignore_errors=True)

@@ -19,9 +19,11 @@ fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # torch first, pinned: the CPU build (an unpinned torch would pull a multi-GB CUDA build).
 "$VENV/bin/python" -m pip install -q "torch==2.13.0"
-"$VENV/bin/python" -m pip install -q -e ".[test,openrlhf]"
-# OpenRLHF and vLLM without their requirements (CUDA torch, flash-attn, deepspeed): the tests import
-# OpenRLHF's agent executor, samples generator and experience modules, which need only the
-# `openrlhf` extra above (docs/openrlhf.md).
+# deepspeed (in the `openrlhf` extra) builds from its sdist: DS_BUILD_OPS=0 builds no CUDA ops and
+# makes it pick its CPU accelerator (about 15 s here).
+DS_BUILD_OPS=0 "$VENV/bin/python" -m pip install -q -e ".[test,openrlhf]"
+# OpenRLHF and vLLM without their requirements (CUDA torch, flash-attn): the tests import OpenRLHF's
+# executor, samples generator, experience maker, PPOTrainer and train_ppo_ray, which need only the
+# `openrlhf` extra above plus tests/openrlhf_shim for flash-attn's helpers (docs/openrlhf.md).
 "$VENV/bin/python" -m pip install -q --no-deps "openrlhf==0.11.2" "vllm==0.29.0"
 echo "setup: done ($VENV)"

@@ -1,10 +1,12 @@
 """The OpenRLHF integration against OpenRLHF's real modules (openrlhf==0.11.2 and vllm==0.29.0,
-installed with --no-deps by scripts/setup.sh).
+installed with --no-deps by scripts/setup.sh, plus the `openrlhf` and `test` extras).
 
 One stand-in: `ScriptedEngine` plays vLLM's engine, which needs a GPU. It answers each call with
 the next scripted response, as vLLM's own `RequestOutput` / `CompletionOutput` / `Logprob`
 objects. The tokenizer is real: a byte-level BPE trained here with `tokenizers` (no hub download)
-and wrapped in transformers' fast tokenizer with a ChatML template.
+and wrapped in transformers' fast tokenizer with a ChatML template. OpenRLHF's trainer modules
+(`RemoteExperienceMaker`) import flash-attn's two pure-PyTorch helper modules; where flash-attn is
+not installed (it needs CUDA) `openrlhf_shim.SHIM` provides them (tests/openrlhf_shim/README.md).
 """
 from __future__ import annotations
 
@@ -25,8 +27,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from openrlhf_shim import use_shim_if_needed
+
+use_shim_if_needed()
 try:
-    from openrlhf.trainer.ppo_utils import samples_generator
+    from openrlhf.trainer.ppo_utils import experience_maker, samples_generator
 except ImportError as err:  # pragma: no cover - depends on the machine
     if os.environ.get("CI") == "true":
         pytest.fail(f"OpenRLHF is not importable ({err}), and CI must run these tests: scripts/setup.sh installs "
@@ -37,6 +42,7 @@ import torch
 from openrlhf.datasets.prompts_dataset import PromptDataset
 from openrlhf.datasets.utils import blending_datasets
 from openrlhf.trainer.ppo_utils.experience import Experience
+from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
 from openrlhf.trainer.ray.vllm_engine import _load_agent_executor
 from openrlhf.utils.agent import AgentExecutorBase
 from openrlhf.utils.config import hierarchize
@@ -114,6 +120,10 @@ class ScriptedEngine:
 
 @pytest.fixture(scope="module")
 def tokenizer():
+    return build_tokenizer()
+
+
+def build_tokenizer():
     """A byte-level BPE trained on text like the episodes' (task files, tool schemas, calls)."""
     model = Tokenizer(models.BPE())
     model.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -136,20 +146,29 @@ def run_episode(tokenizer, label, responses, max_length=MAX_LEN, max_tokens=None
 
 
 def openrlhf_args(estimator="didpo", options=None, max_new_tokens=None, **reward):
-    """The parts of OpenRLHF's (hierarchized) arguments that the code under test reads."""
+    """The parts of OpenRLHF's (hierarchized) arguments that the code under test reads, with
+    OpenRLHF's defaults (micro-batches of 2 samples)."""
     return SimpleNamespace(
-        algo=SimpleNamespace(advantage=SimpleNamespace(estimator=estimator, is_correction_level="off")),
-        rollout=SimpleNamespace(n_samples_per_prompt=N_SAMPLES, max_new_tokens=max_new_tokens),
+        algo=SimpleNamespace(advantage=SimpleNamespace(estimator=estimator, is_correction_level="off", gamma=1.0,
+                                                       no_std_norm=False)),
+        rollout=SimpleNamespace(n_samples_per_prompt=N_SAMPLES, max_new_tokens=max_new_tokens, micro_batch_size=2),
+        train=SimpleNamespace(dynamic_batch_enable=False),
         data=SimpleNamespace(max_len=MAX_LEN),
-        reward=SimpleNamespace(**{"overlong_buffer_len": None, "stop_properly_penalty_coef": None, **reward}),
+        reward=SimpleNamespace(**{"overlong_buffer_len": None, "stop_properly_penalty_coef": None,
+                                  "clip_range": (-10, 10), **reward}),
         credit=SimpleNamespace(options=json.dumps(options or {})))
 
 
 @pytest.fixture
 def generator(monkeypatch, tokenizer):
-    """OpenRLHF's SamplesGenerator with the record-carrying patch (undone after the test)."""
+    return patched_generator(monkeypatch, tokenizer)
+
+
+def patched_generator(monkeypatch, tokenizer):
+    """OpenRLHF's SamplesGenerator with the record-carrying patches (undone after the test)."""
     cls = samples_generator.SamplesGenerator
     monkeypatch.setattr(cls, "_process_response_into_experience", cls._process_response_into_experience)
+    monkeypatch.setattr(cls, "generate_eval_samples", cls.generate_eval_samples)
     patch_samples_generator(samples_generator)
     return cls(strategy=SimpleNamespace(args=openrlhf_args()), prompts_dataloader=None, eval_dataloader=None,
                tokenizer=tokenizer, vllm_engines=[])
@@ -170,13 +189,29 @@ def rollouts(tokenizer, tmp_path_factory):
     return asyncio.run(all_samples())
 
 
-def experiences_from(generator, responses, micro_batch=2):
-    """Experiences as OpenRLHF's trainer builds them: one per response, numbered in rollout order
-    (RemoteExperienceMaker.split_rollout_samples), concatenated into micro-batches."""
+@pytest.fixture
+def maker(monkeypatch, tokenizer):
+    """A factory of OpenRLHF's real RemoteExperienceMaker, with the estimator patch (undone after
+    the test). No model groups: the tests call its methods that need none."""
+    cls = experience_maker.RemoteExperienceMaker
+    monkeypatch.setattr(cls, "compute_advantages_and_returns", cls.compute_advantages_and_returns)
+    patch_experience_maker(experience_maker)
+
+    def make(args=None):
+        strategy = SimpleNamespace(args=args or openrlhf_args())
+        return cls(None, None, None, None, FixedKLController(0.0), strategy, tokenizer)
+
+    return make
+
+
+def experiences_from(generator, responses, maker=None):
+    """Experiences as OpenRLHF's trainer builds them: one per response through the samples
+    generator, then RemoteExperienceMaker.split_rollout_samples (numbered in rollout order,
+    concatenated into micro-batches of --rollout.micro_batch_size)."""
     samples = [generator._process_response_into_experience(r, max_len=MAX_LEN) for r in responses]
-    for i, sample in enumerate(samples):
-        sample.index = [i]
-    return [Experience.concat_experiences(samples[i:i + micro_batch], 0) for i in range(0, len(samples), micro_batch)]
+    maker = maker or experience_maker.RemoteExperienceMaker(None, None, None, None, None,
+                                                            SimpleNamespace(args=openrlhf_args()), generator.tokenizer)
+    return maker.split_rollout_samples(samples)
 
 
 # ---------------------------------------------------------------- the executor
@@ -337,19 +372,20 @@ def test_advantages_equal_credit_on_the_same_trajectories(generator, rollouts, e
             not np.allclose(tokens, expected.episode[i]) for i, steps in enumerate(expected.tokens) for tokens in steps)
 
 
-def test_estimator_options_and_length_penalties_reach_credit(generator, rollouts):
-    experiences = experiences_from(generator, rollouts)
-    lengths = sorted(int(n) for e in experiences for n in e.response_length)
-    # DAPO's overlong penalty: responses longer than the third shortest lose part of their reward
-    buffer = lengths[-1] - lengths[2] + 1
-    args = openrlhf_args("didpo", {"lambda_": 0.5, "mode": "mean_std_norm"}, max_new_tokens=lengths[2] + buffer,
-                         overlong_buffer_len=buffer, overlong_penalty_factor=1.0)
-    credit_advantages(experiences, args)
-    after = torch.cat([e.rewards for e in experiences]).tolist()
-    penalties = [a - torch.tensor([r["reward"]]).item() for a, r in zip(after, rollouts)]
-    assert len({round(p, 6) for p in penalties}) > 2
-    trajectories = [r[RECORD_KEY].to_trajectory(group=i // N_SAMPLES, outcome=r[RECORD_KEY].outcome + penalty)
-                    for i, (r, penalty) in enumerate(zip(rollouts, penalties))]
+def test_estimator_options_length_penalty_and_clip_range_reach_credit(generator, rollouts, maker):
+    # ProRL's stop-properly penalty on the first two samples (as if their last action was cut),
+    # then OpenRLHF's reward clip range, which its own estimators apply in compute_reward
+    samples = [generator._process_response_into_experience(r, max_len=MAX_LEN) for r in rollouts]
+    for sample in samples[:2]:
+        sample.truncated[:] = True
+    args = openrlhf_args("didpo", {"lambda_": 0.5, "mode": "mean_std_norm"}, stop_properly_penalty_coef=-0.5,
+                         clip_range=(-0.25, 0.9))
+    made = maker(args)
+    experiences = made.compute_advantages_and_returns(made.split_rollout_samples(samples))
+    assert torch.cat([e.rewards for e in experiences]).tolist()[:2] == [-0.5, -0.5]
+    outcomes = [-0.25, -0.25] + [min(r[RECORD_KEY].outcome, 0.9) for r in rollouts[2:]]
+    trajectories = [r[RECORD_KEY].to_trajectory(group=i // N_SAMPLES, outcome=outcome)
+                    for i, (r, outcome) in enumerate(zip(rollouts, outcomes))]
     expected = credit.didpo(trajectories, lambda_=0.5, mode="mean_std_norm")
     for i, (experience, b) in enumerate((e, b) for e in experiences for b in range(len(e.sequences))):
         for t, step in enumerate(rollouts[i][RECORD_KEY].steps):
@@ -364,25 +400,25 @@ def test_missing_records_name_the_executor(generator, rollouts):
         credit_advantages(experiences, openrlhf_args())
 
 
-def test_experience_maker_patch_dispatches_on_the_estimator(generator, rollouts):
-    # RemoteExperienceMaker's module imports flash-attn, which needs CUDA: the patch is applied
-    # here to a class with the same method, called as OpenRLHF calls it
-    calls = []
-
-    class RemoteExperienceMaker:
-        def __init__(self, estimator):
-            self.strategy = SimpleNamespace(args=openrlhf_args(estimator))
-
-        def compute_advantages_and_returns(self, experiences):
-            calls.append([RECORD_KEY in e.info for e in experiences])
-            return experiences
-
-    patch_experience_maker(SimpleNamespace(RemoteExperienceMaker=RemoteExperienceMaker))
-    patch_experience_maker(SimpleNamespace(RemoteExperienceMaker=RemoteExperienceMaker))  # idempotent
-    RemoteExperienceMaker("group_norm").compute_advantages_and_returns(experiences_from(generator, rollouts))
-    assert calls == [[False, False, False]]  # OpenRLHF's own estimators run, without the records
-    done = RemoteExperienceMaker("didpo").compute_advantages_and_returns(experiences_from(generator, rollouts))
-    assert len(calls) == 1 and all(e.advantages is not None for e in done)
+def test_real_experience_maker_dispatches_on_the_estimator(generator, rollouts, maker):
+    # OpenRLHF's own estimators run unchanged (the records removed first): group_norm's advantage
+    # is the group-normalised reward on the last action token
+    grpo = maker(openrlhf_args("group_norm"))
+    experiences = grpo.split_rollout_samples(
+        [generator._process_response_into_experience(r, max_len=MAX_LEN) for r in rollouts])
+    for experience in experiences:
+        experience.kl = torch.zeros(experience.action_mask.shape)  # what make_experience sets
+    experiences = grpo.compute_advantages_and_returns(experiences)
+    rewards = torch.tensor([r["reward"] for r in rollouts]).reshape(-1, N_SAMPLES)
+    normed = ((rewards - rewards.mean(-1, keepdim=True)) / (rewards.std(-1, keepdim=True) + 1e-9)).reshape(-1)
+    last_token = [e.advantages[b][e.action_mask[b].nonzero()[-1]] for e in experiences for b in range(len(e.index))]
+    assert all(RECORD_KEY not in e.info for e in experiences)
+    assert torch.allclose(torch.cat(last_token), normed.float(), atol=1e-5)
+    # didpo goes to credit
+    didpo = maker(openrlhf_args("didpo"))
+    done = didpo.compute_advantages_and_returns(experiences_from(generator, rollouts, didpo))
+    assert all(e.advantages is not None and "credit/excluded" in e.info for e in done)
+    assert getattr(experience_maker.RemoteExperienceMaker.compute_advantages_and_returns, "_code_gym", False)
 
 
 def test_setup_hook_patches_samples_generator_when_a_worker_imports_it(monkeypatch):
@@ -498,3 +534,130 @@ def test_dataset_command_writes_what_openrlhfs_prompt_dataset_reads(tmp_path, ti
     assert set(dataset.datasources) == {"code_gym"} and len(dataset) == 1 + len(bundled_tasks())
     resolved = [resolve_task(label).id for label in dataset.labels]
     assert resolved[0] == "tiny" and resolved[1:] == dataset.labels[1:]  # bundled tasks go by id
+
+
+# ---------------------------------------------------------------- faults, masks, eval, offsets
+
+
+def test_a_reset_that_raises_is_retried(tokenizer, tiny_task, monkeypatch):
+    from integrations.openrlhf import agent
+
+    attempts = []
+
+    def start_flaky(env, task, *args, **kwargs):
+        attempts.append(task)
+        if len(attempts) == 1:
+            raise OSError("the workspace disk went away")  # a transient fault on the first reset
+        return original(env, task, *args, **kwargs)
+
+    original = agent.EpisodeRun.start
+    monkeypatch.setattr(agent.EpisodeRun, "start", start_flaky)
+    response, _ = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1])
+    assert len(attempts) == 2 and response[RECORD_KEY].resolved is False and not response[RECORD_KEY].excluded
+    assert response["extra_logs"]["code_gym/failed"] == 0.0 and len(response[RECORD_KEY].steps) == 2
+
+
+def test_a_reset_that_keeps_failing_ends_the_episode_as_failed(tokenizer, tmp_path):
+    missing = str(tmp_path / "no-such-task")
+    response, engine = run_episode(tokenizer, missing, [], config=AgentConfig(reset_attempts=2))
+    record = response[RECORD_KEY]
+    assert engine.calls == [] and response["action_ranges"] == [] and response["reward"] == 0.0
+    assert record.excluded.startswith("failed: ") and record.steps == ()
+    assert response["extra_logs"] == {"code_gym/resolved": 0.0, "code_gym/steps": 0.0, "code_gym/budget_submit": 0.0,
+                                      "code_gym/failed": 1.0}
+    assert tokenizer.decode(response["observation_tokens"]).startswith("<|im_start|>user\nthe prompt")
+
+
+@pytest.mark.parametrize("estimator", ["didpo", "gigpo"])
+def test_failed_episodes_get_zero_advantage_and_no_place_in_group_baselines(generator, rollouts, tokenizer,
+                                                                            tmp_path, estimator):
+    failed, _ = run_episode(tokenizer, str(tmp_path / "gone"), [], config=AgentConfig(reset_attempts=1))
+    responses = [rollouts[0], failed, *rollouts[2:]]
+    experiences = experiences_from(generator, responses)
+    credit_advantages(experiences, openrlhf_args(estimator))
+    rows = [(e, b) for e in experiences for b in range(len(e.sequences))]
+    experience, b = rows[1]
+    assert not experience.advantages[b].any() and not experience.returns[b].any()
+    assert experience.info["credit/excluded"][b] == 1.0
+    # the others get what credit gives the same trajectories without the failed one: its group
+    # baseline is over the two episodes left
+    kept = [(i, r) for i, r in enumerate(responses) if i != 1]
+    expected = credit.get(estimator)([r[RECORD_KEY].to_trajectory(group=i // N_SAMPLES) for i, r in kept])
+    for k, (i, response) in enumerate(kept):
+        experience, b = rows[i]
+        assert experience.info["credit/episode_advantage"][b] == pytest.approx(float(expected.episode[k]), abs=1e-6)
+        for t, step in enumerate(response[RECORD_KEY].steps):
+            start, end = step.token_span
+            assert np.allclose(experience.advantages[b, start - 1:end - 1].numpy(), expected.tokens[k][t], atol=1e-6)
+
+
+def test_a_batch_of_only_failed_episodes_trains_on_nothing(generator, tokenizer, tmp_path):
+    failed, _ = run_episode(tokenizer, str(tmp_path / "gone"), [], config=AgentConfig(reset_attempts=1))
+    experiences = experiences_from(generator, [failed] * N_SAMPLES)
+    credit_advantages(experiences, openrlhf_args())
+    assert all(not e.advantages.any() and e.info["credit/excluded"].all() for e in experiences)
+
+
+def test_budget_forced_submits_can_be_masked(tokenizer, tiny_task):
+    full, _ = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1])
+    max_length = full["action_ranges"][0][1] + 5
+    trained, _ = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1], max_length=max_length)
+    masked, _ = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1], max_length=max_length,
+                            config=AgentConfig(budget_submit="mask"))
+    assert trained[RECORD_KEY].excluded == "" and masked[RECORD_KEY].excluded == "budget_submit"
+    assert masked["extra_logs"]["code_gym/budget_submit"] == 1.0 and masked[RECORD_KEY].outcome > 0
+    unmasked, _ = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1],
+                              config=AgentConfig(budget_submit="mask"))
+    assert unmasked[RECORD_KEY].excluded == ""  # a submit of the agent's own is trained on
+    with pytest.raises(ValueError, match="budget_submit"):
+        AgentConfig(budget_submit="drop")
+
+
+def test_eval_metrics_are_the_resolve_rate(generator, rollouts, monkeypatch):
+    from openrlhf.trainer.ppo_trainer import compute_eval_metrics
+
+    # the six scripted episodes as an eval set of two prompts; vLLM's dispatch is stood in
+    samples = [generator._process_response_into_experience(r, max_len=MAX_LEN) for r in rollouts]
+    monkeypatch.setattr(generator, "_generate_vllm", lambda **kwargs: (samples, 2, True), raising=False)
+    generator.args.vllm = SimpleNamespace(enable_sleep=False)
+    generator.args.rollout.batch_size = 2
+    generator.eval_dataloader = [(["code_gym"] * 2, ["the prompt"] * 2, ["a", "b"], [None] * 2)]
+    logs = compute_eval_metrics(generator.eval_dataloader, generator.generate_eval_samples(), N_SAMPLES)
+    resolved = [r[RECORD_KEY].resolved for r in rollouts]
+    assert logs["eval_code_gym_pass1"] == pytest.approx(np.mean(resolved))
+    assert logs["eval_code_gym_pass3"] == pytest.approx(np.mean([any(resolved[:3]), any(resolved[3:])]))
+    assert np.mean([r["reward"] for r in rollouts]) != pytest.approx(np.mean(resolved))  # not the mean reward
+
+
+class CountingTokenizer:
+    """The tokenizer of the tests, counting the tokens it is asked to decode."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.decoded = tokenizer, 0
+
+    def decode(self, ids, **kwargs):
+        self.decoded += len(ids)
+        return self.tokenizer.decode(ids, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+    def __call__(self, *args, **kwargs):
+        return self.tokenizer(*args, **kwargs)
+
+
+def test_token_offsets_decoding_is_linear_in_the_action_length(tokenizer):
+    text = "def add(a, b):\n    return a + b  # é\n" * 40
+    canonical = tokenizer(text, add_special_tokens=False)["input_ids"]
+    spelled = [tokenizer.convert_tokens_to_ids(t) for t in tokenizer.convert_ids_to_tokens(canonical) for t in t]
+    counting = CountingTokenizer(tokenizer)
+    offsets = token_offsets(counting, spelled, text)
+    assert "".join(text[s:e] for s, e in offsets) == text and (np.diff(offsets[:, 0]) >= 0).all()
+    assert counting.decoded <= 4 * len(spelled)  # a few tokens per decode, not a growing prefix
+
+
+def test_entry_point_refuses_the_overlong_penalty_for_episodes(capsys):
+    with pytest.raises(SystemExit):
+        parse(["--algo.advantage.estimator", "group_norm", "--rollout.n_samples_per_prompt", "4",
+               "--reward.overlong_buffer_len", "512", "--rollout.max_new_tokens", "4096"])
+    assert "whole response span" in capsys.readouterr().err

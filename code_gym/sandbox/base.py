@@ -27,14 +27,18 @@ class ExecResult:
     timed_out: bool = False
     truncated: bool = False
     duration: float = 0.0
+    disk_full: int | None = None  # the size of the workspace's disk quota when the command filled it
 
     def describe(self) -> str:
-        """Output plus what a reader must know: timeouts and exit codes."""
+        """Output plus what a reader must know: timeouts, exit codes, a full disk quota."""
         text = self.output
         if self.timed_out:
             text += "\n[command timed out and was killed]"
         elif self.exit_code not in (0, None):
             text += f"\n[exit code {self.exit_code}]"
+        if self.disk_full:
+            text += (f"\n[the episode's disk quota of {self.disk_full >> 20} MiB is full: writes fail with "
+                     "'No space left on device' until files are deleted]")
         return text
 
 

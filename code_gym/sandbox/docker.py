@@ -32,11 +32,11 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from code_gym.sandbox import leftovers, mounts, runner
 from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL
-from code_gym.sandbox import mounts, runner
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
 from code_gym.sandbox.cgroup import pid_alive
-from code_gym.hostfs import TEMP_PREFIX
+from code_gym.hostfs import TEMP_PREFIX, disk_full
 
 WORKDIR = "/repo"
 BINDS_DIR = "/mnt/code-gym"
@@ -47,12 +47,16 @@ _START_SLOTS = threading.BoundedSemaphore(4)  # parallel container starts (docke
 _COUNTER = itertools.count()
 _HOST = socket.gethostname()
 
-# Runs each command: the timeout kills its process group, `kill -9 -1` everything else it left.
-_WRAPPER = 'timeout -k 1 "$1" bash -c "$2" </dev/null; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+# Runs each command: the timeout kills its process group, `kill -9 -1` everything else it left, and
+# /tmp and /dev/shm are emptied (a folder the command made unreadable is made readable first: the
+# command owns what it left there).
+_FIND = "find /tmp /dev/shm -mindepth 1 -delete 2>/dev/null"
+_WIPE = f"{_FIND} || {{ chmod -R u+rwX /tmp /dev/shm 2>/dev/null; {_FIND}; }}"
+_WRAPPER = f'timeout -k 1 "$1" bash -c "$2" </dev/null; rc=$?; kill -9 -1 2>/dev/null; {_WIPE}; exit $rc'
 _ENV = {"HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
         "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "PATH": "/usr/local/bin:/usr/bin:/bin"}
-_CLEAN = "kill -9 -1 2>/dev/null; find /tmp /dev/shm -mindepth 1 -delete 2>/dev/null; true"
+_CLEAN = f"kill -9 -1 2>/dev/null; {_WIPE}; true"
 
 
 def docker_unavailable() -> str | None:
@@ -124,6 +128,7 @@ class DockerBackend:
         self.warm = runner.warm_default() if warm is None else warm  # `python -m pytest` via the warm runner
         self._pool = _Pool()
         self.name = "docker" if pool else "docker-fresh"
+        leftovers.reap_on_start()
         reap()
         _BACKENDS.add(self)
 
@@ -357,11 +362,12 @@ class DockerSandbox:
         duration = time.monotonic() - started
         if warm:  # the server killed a run that timed out (the host closed the connection)
             output, exit_code, timed_out = warm
-            return ExecResult(output.text(), exit_code, timed_out, output.dropped > 0, duration)
+            return ExecResult(output.text(), exit_code, timed_out, output.dropped > 0, duration, disk_full(self.root))
         if abandoned:
             box.dirty = True
         timed_out = abandoned or exit_code == 124 or (exit_code == 137 and duration >= timeout)
-        return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0, duration)
+        return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0, duration,
+                          disk_full(self.root))
 
     def close(self) -> None:
         self._finalizer()

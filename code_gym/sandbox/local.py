@@ -2,10 +2,15 @@
 
 Under bubblewrap a command sees a read-only system, the Python installation, an empty /tmp and
 the workspace at /repo, nothing else of the host; it has no network but loopback and its own PID
-namespace, so every process it started dies with it (a `setsid` child included). Where a cgroup is
-ours to use (code_gym.sandbox.cgroup), each command also runs in its own group with a process-count
-and a total-memory limit, and the group is emptied and removed when the command ends. Under
-bubblewrap as root, a plain `python -m pytest ...` goes to a warm runner (code_gym.sandbox.runner).
+namespace, so every process it started dies with it (a `setsid` child included). It runs as uid
+SANDBOX_UID in a user namespace of its own with no capabilities at all (so it cannot mount,
+remount or unmount anything) and cannot create further user namespaces. That uid maps to the host
+uid that started bubblewrap (root here): files it creates in the workspace belong to the host-side
+editor tools and the grader like their own, and the read-only mounts hold because nothing inside
+has CAP_SYS_ADMIN. Where a cgroup is ours to use (code_gym.sandbox.cgroup), each command also runs
+in its own group with a process-count and a total-memory limit, and the group is emptied and
+removed when the command ends. Under bubblewrap as root, a plain `python -m pytest ...` goes to a
+warm runner (code_gym.sandbox.runner).
 """
 from __future__ import annotations
 
@@ -21,11 +26,16 @@ import time
 import warnings
 from pathlib import Path
 
-from code_gym.sandbox import cgroup, mounts, runner
+from code_gym.sandbox import cgroup, leftovers, mounts, runner
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
-from code_gym.hostfs import TEMP_PREFIX
+from code_gym.hostfs import TEMP_PREFIX, disk_full
 
 WORKDIR = "/repo"
+SANDBOX_UID = 1000  # the uid and gid commands run as (inside their user namespace)
+_BWRAP = shutil.which("bwrap") or "bwrap"
+# every namespace, a non-root uid, no capabilities, no nested user namespaces (bubblewrap >= 0.8)
+_BWRAP_PRIVILEGES = ("--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID),
+                     "--gid", str(SANDBOX_UID), "--cap-drop", "ALL", "--die-with-parent", "--new-session")
 _SYSTEM_DIRS = ("/usr", "/opt/code-gym-none")
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
               "localtime", "alternatives", "ssl", "mime.types", "hosts")
@@ -35,9 +45,11 @@ _TOP_LINKS = ("bin", "lib", "lib64", "lib32", "sbin")
 def available_isolation() -> list[str]:
     """Isolation kinds that work on this machine, strongest first."""
     kinds = []
-    if shutil.which("bwrap") and _probe(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"]):
+    if shutil.which("bwrap") and _probe([_BWRAP, "--ro-bind", "/", "/", *_BWRAP_PRIVILEGES, "true"]):
         kinds.append("bwrap")
-    if shutil.which("unshare") and _probe(["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "true"]):
+    if shutil.which("unshare") and shutil.which("setpriv") and _probe(
+            ["unshare", "--user", f"--map-user={SANDBOX_UID}", "--keep-caps", "--mount", "--net", "--pid", "--fork",
+             "true"]):
         kinds.append("unshare")
     return kinds + ["none"]
 
@@ -55,6 +67,16 @@ def _probe(cmd: list[str]) -> bool:
     return _PROBES[key]
 
 
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _shipped_tasks() -> list[str]:
+    """The task pool shipped inside the installed package (a wheel puts it in site-packages, which
+    every sandbox sees): masked like the current task's own folder."""
+    return [str(Path(__file__).resolve().parent.parent / "bundled_tasks")]
+
+
 def _python_dirs() -> list[str]:
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).resolve().parent.parent)}
     return sorted(d for d in dirs if d and not d.startswith("/usr"))
@@ -65,6 +87,7 @@ class LocalSandbox:
 
     def __init__(self, workspace: str | Path, isolation: str = "auto", limits: Limits = Limits(),
                  mask: tuple[str | Path, ...] = (), warm: bool | None = None):
+        leftovers.reap_on_start()
         self.root = Path(workspace).resolve()
         self.limits = limits
         self.mask = tuple(str(Path(m).resolve()) for m in mask)
@@ -106,13 +129,35 @@ class LocalSandbox:
         if self.name == "none":
             return shell
         if self.name == "unshare":
-            hide = "".join(f"mount -t tmpfs none {shlex.quote(m)} && " for m in self.mask if Path(m).is_dir())
-            return ["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child",
-                    "--mount-proc", "bash", "-c", f"{hide}exec bash -c {shlex.quote(command)}"]
+            return self._unshare(command, binds)
         return self._bwrap(self.root, binds) + shell
 
+    def _unshare(self, command: str, binds: dict[Path, str]) -> list[str]:
+        """The fallback: its own user (uid SANDBOX_UID, mapped to the host uid that starts it), mount,
+        network and PID namespaces. Capabilities in the new namespace (kept for the set-up only) put a
+        fresh tmpfs on /tmp (the folders it would hide, the workspace first, are bound back through a
+        descriptor opened before), make the system and Python folders read-only and mask the task; the
+        command then runs with none (an empty bounding set) and no new privileges. The rest of the
+        file system is the host's."""
+        q = shlex.quote
+        keep = [p for p in dict.fromkeys([str(self.root), *(str(Path(h).resolve()) for h in binds), *_python_dirs()])
+                if _under(p, "/tmp") and Path(p).is_dir()][:7]  # descriptors 3-9
+        setup = [f"exec {3 + i}<{q(p)}" for i, p in enumerate(keep)]
+        setup.append(f"mount -t tmpfs -o size={self.limits.file_size_bytes},nosuid,nodev code-gym /tmp")
+        setup += [f"mkdir -p {q(p)} && mount --no-canonicalize --bind /proc/self/fd/{3 + i} {q(p)} && exec {3 + i}<&-"
+                  for i, p in enumerate(keep)]
+        setup += [f"mount --bind {q(d)} {q(d)} && mount -o remount,bind,ro {q(d)}"
+                  for d in ("/usr", "/etc", *_python_dirs()) if Path(d).is_dir()]
+        setup += [f"mount -t tmpfs none {q(m)}" for m in self.mask if Path(m).is_dir()  # what /tmp's tmpfs did not hide
+                  and (not _under(m, "/tmp") or any(_under(m, k) for k in keep))]
+        setup.append(f"cd {q(str(self.root))}")
+        drop = "setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all"
+        script = " && ".join(setup + [f"exec {drop} bash -c {q(command)}"])
+        return ["unshare", "--user", f"--map-user={SANDBOX_UID}", f"--map-group={SANDBOX_UID}", "--keep-caps",
+                "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", script]
+
     def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = ()) -> list[str]:
-        argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--clearenv", *flags]
+        argv = [_BWRAP, *_BWRAP_PRIVILEGES, "--clearenv", *flags]
         for d in _SYSTEM_DIRS:
             argv += ["--ro-bind-try", d, d]
         for name in _TOP_LINKS:
@@ -125,10 +170,13 @@ class LocalSandbox:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         # /tmp first: a Python installation (a venv) or a workspace under /tmp is bound over it
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.file_size_bytes), "--tmpfs", "/tmp"]
+        visible = [*_SYSTEM_DIRS, *_python_dirs()]
         for d in _python_dirs():
             argv += ["--ro-bind-try", d, d]
-        for m in self.mask:
-            if Path(m).is_dir():
+        # a masked folder is covered only where a bound folder would show it: elsewhere it is not
+        # there at all, and a tmpfs on its path would tell mountinfo where tasks live
+        for m in (*self.mask, *_shipped_tasks()):
+            if Path(m).is_dir() and any(_under(m, d) for d in visible):
                 argv += ["--tmpfs", m]
         argv += ["--bind", str(repo), WORKDIR]
         for host, inside in binds.items():
@@ -156,8 +204,8 @@ class LocalSandbox:
         if warm is not None:
             output, exit_code, timed_out = warm
             return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0,
-                              time.monotonic() - started)
-        env = self._env() if self.name != "bwrap" else {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+                              time.monotonic() - started, disk_full(self.root))
+        env = self._env()  # bubblewrap's own environment is what /proc/1/environ shows inside
         group = cgroup.CommandGroup(self.limits.processes, self.limits.memory_bytes) if cgroup.available() else None
 
         def enter_limits() -> None:
@@ -183,7 +231,7 @@ class LocalSandbox:
             if group is not None:
                 group.remove()  # a setsid child that left the session (no-isolation mode)
         return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0,
-                          time.monotonic() - started)
+                          time.monotonic() - started, disk_full(self.root))
 
     def _warm_run(self, argv: list[str], binds: dict[Path, str], timeout: float):
         """Run pytest through a warm runner sandbox (None: run it cold)."""
@@ -219,8 +267,7 @@ class LocalSandbox:
         argv = self._bwrap(slot / "repo", binds, ("--as-pid-1",)) + [
             "python", "-c", runner.SERVER, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=enter_limits,
-                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+                                start_new_session=True, preexec_fn=enter_limits, env=self._env())
         zygote = runner.Zygote(slot, proc, group)
         if not runner.wait_for_socket(zygote.socket, proc):
             zygote.stop()

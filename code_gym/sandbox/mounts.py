@@ -47,11 +47,16 @@ def detach(path: Path, keep: int = 1) -> None:
 
 
 def remove_slot(slot: Path) -> None:
-    """Unmount everything under `slot` and remove its folders."""
+    """Unmount everything under `slot` (a workspace's quota tmpfs: `slot` itself) and remove its folders."""
     if not slot.is_dir():
         return
-    for sub in sorted(p for p in slot.iterdir() if p.is_dir()):
+    try:
+        subs = sorted(p for p in slot.iterdir() if p.is_dir())
+    except PermissionError:
+        subs = []
+    for sub in subs:
         detach(sub, keep=0)
+    detach(slot, keep=0)
     for path in sorted(slot.glob("**/*"), reverse=True) + [slot]:
         try:
             path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()

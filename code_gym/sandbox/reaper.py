@@ -1,8 +1,10 @@
 """What code-gym processes leave on a machine: count it (`census`) and remove what dead ones left (`reap_all`).
 
 Everything code-gym creates is recognisable: temp folders are named `code-gym-<kind>-<pid>-...`
-(workspaces, grading results, slots, git layers), cgroups carry the creating process's id,
-containers the `code-gym` label.
+(workspaces with their mounts, grading results, slots, git layers), cgroups carry the creating
+process's id, containers the `code-gym` label. Every process reaps once, when it makes its first
+sandbox (`code_gym.sandbox.leftovers.reap_on_start`: a glob of /tmp and of the cgroup folders,
+and a pid check each); the Docker backend removes dead processes' containers when it is created.
 """
 from __future__ import annotations
 
@@ -10,16 +12,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from code_gym.sandbox import cgroup, mounts
-from code_gym.sandbox.cgroup import pid_alive
 from code_gym.hostfs import TEMP_PREFIX
+from code_gym.sandbox import cgroup
+from code_gym.sandbox.leftovers import reap_folders
 
-def _slot_owner(path: Path) -> int | None:
-    """The pid in a temp folder's name (code-gym-<kind>-<pid>-<suffix>), None when it has none."""
-    parts = path.name.split("-")
-    if len(parts) == 5 and parts[3].isdigit():
-        return int(parts[3])
-    return None
 
 
 def census() -> dict[str, set[str]]:
@@ -71,9 +67,5 @@ def reap_all() -> dict[str, int]:
             removed["containers"] = reap()
     except ImportError:
         pass
-    for slot in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
-        owner = _slot_owner(slot)
-        if owner is not None and not pid_alive(owner):
-            mounts.remove_slot(slot)
-            removed["slots"] += 1
+    removed["slots"] = reap_folders()
     return removed

@@ -12,7 +12,9 @@ folder holds a module that would shadow one it preloaded, since a cold run would
 
 Where the runner lives: in a Docker container it is PID 1 (so it also reaps orphans, and after
 each run kills every process the run left); locally it is PID 1 of a long-lived bubblewrap
-sandbox whose /repo is a shared "slot" mount, like a warm container (`LocalRunners`).
+sandbox whose /repo is a shared "slot" mount, like a warm container (`LocalRunners`). After each
+run the server empties /tmp and /dev/shm, so a run sees no file an earlier run (of this or another
+episode) left there.
 """
 from __future__ import annotations
 
@@ -64,6 +66,27 @@ def reap():
             pass
     except ChildProcessError:
         pass
+
+
+def wipe(folder):
+    """Empty a folder a run wrote to (a run may have made its folders unreadable: we own them)."""
+    try:
+        entries = list(os.scandir(folder))
+    except PermissionError:
+        os.chmod(folder, 0o700)
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                os.chmod(entry.path, 0o700)
+                wipe(entry.path)
+                os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
 
 
 def send(conn, kind, payload=b""):
@@ -155,6 +178,14 @@ def main(path):
                 except ProcessLookupError:
                     pass
             reap()
+            try:  # nothing a run wrote outside the workspace lasts
+                for folder in ("/tmp", "/dev/shm"):
+                    wipe(folder)
+                clean = not any(os.listdir(f) for f in ("/tmp", "/dev/shm") if os.path.isdir(f))
+            except Exception:  # e.g. a tree too deep to walk
+                clean = False
+            if not clean:  # the runner goes; the next run starts a fresh one, with a fresh /tmp
+                sys.exit(1)
 
 
 main(sys.argv[1])

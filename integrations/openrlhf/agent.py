@@ -9,11 +9,18 @@ plus an `EpisodeRecord` of every step under `records.RECORD_KEY`.
 
 Configuration comes from the environment variable CODE_GYM_AGENT (JSON, see `AgentConfig`): the
 executor is built with no arguments inside Ray actors.
+
+Faults stay inside their episode: a reset that raises is retried (`AgentConfig.reset_attempts`), and
+a reset that keeps failing or a step that raises (a sandbox that died, a grader that crashed) ends
+that episode as failed: reward 0, `code_gym/failed` 1 in `extra_logs`, and a record that the
+didpo/gigpo estimators leave out (zero advantage, in no group baseline). One sample's fault never
+reaches `asyncio.gather` in the engine actor, so it cannot end the training run.
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from copy import deepcopy
 from dataclasses import dataclass, field
@@ -27,7 +34,10 @@ import code_gym
 from code_gym.episode import EpisodeRun
 from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord, StepRecord, observation_key
 
+logger = logging.getLogger(__name__)
+
 CONFIG_VARIABLE = "CODE_GYM_AGENT"
+BUDGET_SUBMIT = ("train", "mask")  # AgentConfig.budget_submit
 SUBMIT = {"name": "submit", "arguments": {}}
 _PROBE_QUESTION, _PROBE_REPLY = "\x00question\x00", "\x00reply\x00"
 
@@ -44,12 +54,25 @@ class AgentConfig:
       template_tools: pass `code_gym.TOOL_SCHEMAS` to the chat template (`tools=`), for models
         trained on their template's tool format (Qwen2.5, Llama 3.1), instead of listing the
         schemas in the task prompt.
+      reset_attempts: how many times a reset that raises is tried before the episode counts as failed.
+      budget_submit: what the estimators do with an episode that the length budget ended (the
+        executor submitted for the agent): "train" it like any other, or "mask" it (zero advantage,
+        in no group baseline, like a failed one).
     """
 
     env: dict[str, Any] = field(default_factory=dict)
     system: str | None = None
     feedback_role: str = "user"
     template_tools: bool = False
+    reset_attempts: int = 3
+    budget_submit: str = "train"
+
+    def __post_init__(self):
+        if self.budget_submit not in BUDGET_SUBMIT:
+            raise ValueError(f"{CONFIG_VARIABLE}: budget_submit must be one of {BUDGET_SUBMIT}, "
+                             f"got {self.budget_submit!r}")
+        if self.reset_attempts < 1:
+            raise ValueError(f"{CONFIG_VARIABLE}: reset_attempts must be 1 or more, got {self.reset_attempts}")
 
     @classmethod
     def from_environ(cls, environ: Any = os.environ) -> "AgentConfig":
@@ -60,7 +83,7 @@ class AgentConfig:
             return cls(**json.loads(text))
         except (ValueError, TypeError) as err:
             raise ValueError(f"{CONFIG_VARIABLE} must be a JSON object with keys env, system, feedback_role, "
-                             f"template_tools: {err}") from None
+                             f"template_tools, reset_attempts, budget_submit: {err}") from None
 
     def env_options(self) -> dict[str, Any]:
         return {**self.env, "tool_schemas": False} if self.template_tools else dict(self.env)
@@ -116,9 +139,10 @@ def token_offsets(tokenizer: Any, token_ids: list[int], text: str, skip_special_
     `text` is the engine's decoding of the tokens. Trailing special tokens (the stop token, whose
     text vLLM leaves out) get empty spans at the end. The rest come from the fast tokenizer's offset
     mapping when re-encoding `text` gives the same ids (the usual case); otherwise from decoding
-    prefixes: token k ends where the decoding of tokens 0..k stops agreeing with `text` (a
-    character split over several byte-level tokens belongs to the token that completes it), made
-    non-decreasing. That costs one decode per token, O(n^2) characters, and is rare.
+    incrementally, as vLLM's detokenizer does: each token is decoded in a window that starts at the
+    previous emitted token, so a character split over several byte-level tokens belongs to the
+    token that completes it. Both are linear in the number of tokens. Where the decoding stops
+    agreeing with `text`, the remaining tokens end where the agreement does.
     """
     body = len(token_ids)
     special = set(tokenizer.all_special_ids)
@@ -142,9 +166,24 @@ def _encoded_spans(tokenizer: Any, token_ids: list[int], text: str) -> np.ndarra
 
 
 def _decoded_spans(tokenizer: Any, token_ids: list[int], text: str, skip_special_tokens: bool) -> np.ndarray:
-    settled = np.array([len(os.path.commonprefix([tokenizer.decode(token_ids[:k], skip_special_tokens=skip_special_tokens),
-                                                  text])) for k in range(1, len(token_ids) + 1)], np.int64)
-    ends = np.minimum.accumulate(settled[::-1])[::-1] if len(settled) else settled
+    """Spans from incremental decoding (vLLM's `detokenize_incrementally` scheme): the text of
+    tokens[prefix:k+1] beyond that of tokens[prefix:read] is token k's, unless it ends in an
+    incomplete character (U+FFFD), which waits for the next token. One short decode per token."""
+    def decode(ids):
+        return tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    ends = np.zeros(len(token_ids), np.int64)
+    decoded, prefix, read, pieces = 0, 0, 0, []
+    for k in range(len(token_ids)):
+        before = decode(token_ids[prefix:read])
+        after = decode(token_ids[prefix:k + 1])
+        if len(after) > len(before) and not after.endswith("\ufffd"):
+            pieces.append(after[len(before):])
+            decoded += len(pieces[-1])
+            prefix, read = read, k + 1
+        ends[k] = decoded
+    agreed = len(os.path.commonprefix(["".join(pieces), text]))
+    ends = np.minimum(ends, agreed)
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     return np.stack([starts, ends], axis=1)
 
@@ -190,24 +229,51 @@ class AgentExecutor(AgentExecutorBase):
 
     async def execute(self, prompt, label, sampling_params, max_length: int, hf_tokenizer, llm_engine, images=None):
         chat = ChatFormat(hf_tokenizer, self.config)
-        env = await asyncio.to_thread(gym.make, code_gym.ENV_ID, **self.config.env_options())
+        env, run, error = await self._start(label)
         try:
-            run = await asyncio.to_thread(EpisodeRun.start, env, label)
-            tokens = _encode(hf_tokenizer, chat.first_turn(run.observation))
-            if len(tokens) >= max_length:
+            tokens = _encode(hf_tokenizer, chat.first_turn(prompt if run is None else run.observation))
+            if run is not None and len(tokens) >= max_length:
                 raise ValueError(f"task {label!r}: the first prompt has {len(tokens)} tokens and --data.max_len is "
                                  f"{max_length}: raise --data.max_len so the agent can act")
+            tokens = tokens[:max_length]
             rollout = _Rollout(tokens, [0.0] * len(tokens) if sampling_params.logprobs is not None else None)
-            episode = await self._play(run, chat, rollout, sampling_params, max_length, llm_engine)
+            if run is None:
+                episode = _failed(label, error, steps=0)
+            else:
+                try:
+                    episode = await self._play(run, chat, rollout, sampling_params, max_length, llm_engine)
+                except _StepFailed as failed:
+                    logger.warning("task %r: step %d raised; the episode counts as failed", label,
+                                   len(rollout.action_ranges), exc_info=failed.__cause__)
+                    episode = _failed(label, failed.__cause__, steps=len(rollout.action_ranges))
         finally:
-            await asyncio.to_thread(env.close)
+            if env is not None:
+                await _close(env, label)
         return {**episode, "prompt": prompt, "label": label, "images": images, "mm_train_inputs": None,
                 "observation_tokens": rollout.tokens, "action_ranges": rollout.action_ranges,
                 "rollout_log_probs": rollout.log_probs}
 
+    async def _start(self, label: str) -> tuple[gym.Env | None, EpisodeRun | None, BaseException | None]:
+        """(env, run, None) after a reset of a new env on `label`, tried up to `reset_attempts` times;
+        (None, None, the last error) when every try raised."""
+        error = None
+        for attempt in range(1, self.config.reset_attempts + 1):
+            env = None
+            try:
+                env = await asyncio.to_thread(gym.make, code_gym.ENV_ID, **self.config.env_options())
+                return env, await asyncio.to_thread(EpisodeRun.start, env, label), None
+            except Exception as err:  # a sandbox or workspace fault: retried, then the episode fails
+                error = err
+                logger.warning("task %r: reset attempt %d of %d raised", label, attempt, self.config.reset_attempts,
+                               exc_info=err)
+                if env is not None:
+                    await _close(env, label)
+        return None, None, error
+
     async def _play(self, run: EpisodeRun, chat: ChatFormat, rollout: _Rollout, sampling_params, max_length: int,
                     llm_engine) -> dict[str, Any]:
-        """Steps until the episode ends or the length budget does; the response's reward fields."""
+        """Steps until the episode ends or the length budget does; the response's reward fields.
+        An exception of the environment's step is raised as `_StepFailed`."""
         tokenizer = chat.tokenizer
         skip_special = bool(getattr(sampling_params, "skip_special_tokens", False))
         wants_log_probs = rollout.log_probs is not None
@@ -219,26 +285,58 @@ class AgentExecutor(AgentExecutorBase):
             output = (await llm_engine.generate(rollout.tokens, params)).outputs[0]
             action_ids = list(output.token_ids)
             spans.append(rollout.add_action(action_ids, _log_probs(output, action_ids) if wants_log_probs else None))
-            offsets.append(token_offsets(tokenizer, action_ids, output.text, skip_special))
-            observation, reward, _ = await asyncio.to_thread(run.step, output.text)
+            offsets.append(await asyncio.to_thread(token_offsets, tokenizer, action_ids, output.text, skip_special))
+            observation, reward = await _step(run, output.text)
             rewards.append(reward)
             if run.done:
                 break
             feedback = _encode(tokenizer, chat.feedback(observation, action_ids[-1] if action_ids else None))
             if len(rollout.tokens) + len(feedback) >= max_length:
                 budget_submit = True
-                _, reward, _ = await asyncio.to_thread(run.step, SUBMIT)
+                _, reward = await _step(run, SUBMIT)
                 rewards.append(reward)
                 spans.append((len(rollout.tokens), len(rollout.tokens)))
                 offsets.append(np.zeros((0, 2), np.int64))
                 break
             rollout.add_feedback(feedback)
         result = run.result()
-        record = _record(result.trajectory, result.resolved, spans, offsets)
+        excluded = "budget_submit" if budget_submit and self.config.budget_submit == "mask" else ""
+        record = _record(result.trajectory, result.resolved, spans, offsets, excluded)
         return {"reward": float(sum(rewards)), "scores": record.outcome, RECORD_KEY: record,
                 "truncated": output.finish_reason == "length",
-                "extra_logs": {"code_gym/resolved": float(record.resolved), "code_gym/steps": float(len(record.steps)),
-                               "code_gym/budget_submit": float(budget_submit)}}
+                "extra_logs": _logs(record.resolved, len(record.steps), budget_submit, failed=False)}
+
+
+class _StepFailed(Exception):
+    """The environment's step raised (the cause); the episode ends as failed."""
+
+
+async def _step(run: EpisodeRun, action: str | dict) -> tuple[str, float]:
+    try:
+        observation, reward, _ = await asyncio.to_thread(run.step, action)
+    except Exception as err:
+        raise _StepFailed() from err
+    return observation, reward
+
+
+async def _close(env: gym.Env, label: str) -> None:
+    try:
+        await asyncio.to_thread(env.close)
+    except Exception as err:  # the episode's result is already taken; a dead sandbox must not lose it
+        logger.warning("task %r: closing the environment raised", label, exc_info=err)
+
+
+def _failed(label: str, error: BaseException | None, steps: int) -> dict[str, Any]:
+    """The reward fields of an episode that a fault ended: nothing to train on."""
+    record = EpisodeRecord(task_id=str(label), outcome=0.0, resolved=False, steps=(), excluded=f"failed: {error!r}")
+    return {"reward": 0.0, "scores": 0.0, RECORD_KEY: record, "truncated": False,
+            "extra_logs": _logs(False, steps, False, failed=True)}
+
+
+def _logs(resolved: bool, steps: int, budget_submit: bool, failed: bool) -> dict[str, float]:
+    """`extra_logs`: the same keys on every sample (OpenRLHF concatenates them per key)."""
+    return {"code_gym/resolved": float(resolved), "code_gym/steps": float(steps),
+            "code_gym/budget_submit": float(budget_submit), "code_gym/failed": float(failed)}
 
 
 def _encode(tokenizer: Any, text: str) -> list[int]:
@@ -250,9 +348,11 @@ def _log_probs(output: Any, action_ids: list[int]) -> list[float]:
     return [output.logprobs[i][token].logprob for i, token in enumerate(action_ids)]
 
 
-def _record(trajectory, resolved: bool, spans: list[tuple[int, int]], offsets: list[np.ndarray]) -> EpisodeRecord:
+def _record(trajectory, resolved: bool, spans: list[tuple[int, int]], offsets: list[np.ndarray],
+            excluded: str) -> EpisodeRecord:
     steps = tuple(
         StepRecord(action=step.action, diff=step.diff, provenance=step.provenance or (), reward=step.reward,
                    observation=observation_key(step.observation or ""), token_span=span, token_offsets=offset)
         for step, span, offset in zip(trajectory.steps, spans, offsets, strict=True))
-    return EpisodeRecord(task_id=str(trajectory.task_id), outcome=trajectory.reward, resolved=resolved, steps=steps)
+    return EpisodeRecord(task_id=str(trajectory.task_id), outcome=trajectory.reward, resolved=resolved, steps=steps,
+                         excluded=excluded)

@@ -1,10 +1,13 @@
 """`--algo.advantage.estimator didpo` (and `gigpo`) inside OpenRLHF's PPO trainer.
 
-Two narrow patches of OpenRLHF classes, applied in each Ray worker by `hook.install` (train.py
-registers it as Ray's worker_process_setup_hook):
+Narrow patches of OpenRLHF classes, applied in each Ray worker by `hook.install` (train.py
+registers it as Ray's worker_process_setup_hook; `preflight.py` checks them on every node):
 
 - `SamplesGenerator._process_response_into_experience` keeps the executor's `EpisodeRecord` (the
   response key `records.RECORD_KEY`, which OpenRLHF would drop) in `experience.info[RECORD_KEY]`;
+- `SamplesGenerator.generate_eval_samples` scores evaluation episodes by whether they resolved the
+  task, so OpenRLHF's `eval_<datasource>_pass1` is the resolve rate (and `pass<n>` the share of tasks
+  that some sample resolved), not the mean of shaped, fractional rewards;
 - `RemoteExperienceMaker.compute_advantages_and_returns` hands batches to `credit_advantages` when
   the estimator is one of `ESTIMATORS`, and otherwise runs unchanged (the records removed first).
 """
@@ -53,26 +56,51 @@ def credit_advantages(experiences: Sequence[Any], args: Any) -> Sequence[Any]:
     (`args.algo.advantage.estimator`, options from `args.credit.options`) and places each step's
     per-token values on its span; `returns` holds the step's return G_t on the same tokens.
     Action-mask position p is sequence position p + 1 (OpenRLHF drops the first token), so a span
-    [start, end) of `observation_tokens` is [start - 1, end - 1) on the mask.
+    [start, end) of `observation_tokens` is [start - 1, end - 1) on the mask. The outcome is
+    clipped to `--reward.clip_range`, as OpenRLHF clips the rewards of its own estimators.
+
+    An episode whose record is `excluded` (a fault ended it, or a masked budget submit) never
+    reaches credit: its row keeps zero advantages and returns, and no group baseline counts it, for
+    every estimator (credit only sees the episodes it is given).
     """
     records = [_take_records(e) for e in experiences]
-    batch = _flatten(experiences, records, _length_penalties(experiences, args), args.rollout.n_samples_per_prompt)
-    advantages, result = credit.token_advantages(
-        batch.action_mask, batch.group_ids, batch.trajectory_ids, batch.step_ids, batch.rewards,
-        estimator=args.algo.advantage.estimator, step_rewards=batch.step_rewards, actions=batch.actions,
-        diffs=batch.diffs, token_offsets=batch.token_offsets, provenance=batch.provenance,
-        observations=batch.observations, rows=batch.rows, token_spans=batch.token_spans, return_result=True,
-        **estimator_options(args))
-    returns, episode_returns = _returns(batch, result.steps.returns, advantages)
+    batch = _flatten(experiences, records, _length_penalties(experiences, args), args)
+    if batch.rows:
+        advantages, result = credit.token_advantages(
+            batch.action_mask, batch.group_ids, batch.trajectory_ids, batch.step_ids, batch.rewards,
+            estimator=args.algo.advantage.estimator, step_rewards=batch.step_rewards, actions=batch.actions,
+            diffs=batch.diffs, token_offsets=batch.token_offsets, provenance=batch.provenance,
+            observations=batch.observations, rows=batch.rows, token_spans=batch.token_spans, return_result=True,
+            **estimator_options(args))
+        step_returns, episode_advantages = result.steps.returns, result.episode
+    else:  # every episode of the batch is excluded
+        advantages = torch.zeros(batch.action_mask.shape)
+        step_returns, episode_advantages = np.zeros(0), np.zeros(0)
+    returns, episode_returns = _returns(batch, step_returns, advantages)
+    excluded, row_advantages = _row_statistics(batch, episode_advantages)
     first = 0
     for experience in experiences:
         size, width = experience.action_mask.shape
         experience.advantages = advantages[first:first + size, :width]
         experience.returns = returns[first:first + size, :width]
         experience.info["return"] = episode_returns[first:first + size]
+        experience.info["credit/excluded"] = excluded[first:first + size]
+        experience.info["credit/episode_advantage"] = row_advantages[first:first + size]
         experience.kl = None  # only OpenRLHF's reward shaping used it
         first += size
     return experiences
+
+
+def _row_statistics(batch: _Batch, episode_advantages: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row: 1.0 where the episode was left out of credit; the episode advantage A^E (0 there)."""
+    rows = batch.action_mask.shape[0]
+    included = sorted(set(batch.rows))
+    excluded = torch.ones(rows)
+    excluded[included] = 0.0
+    advantages = torch.zeros(rows)
+    # credit numbers trajectories in order of first appearance, which is row order here
+    advantages[included] = torch.as_tensor(np.asarray(episode_advantages, np.float64), dtype=torch.float32)
+    return excluded, advantages
 
 
 def _length_penalties(experiences: Sequence[Any], args: Any) -> list[list[float]]:
@@ -111,16 +139,18 @@ def _take_records(experience: Any) -> list[EpisodeRecord]:
     return list(records)
 
 
-def _flatten(experiences, records, penalties, n_samples_per_prompt: int) -> _Batch:
+def _flatten(experiences, records, penalties, args: Any) -> _Batch:
     masks = [e.action_mask.bool() for e in experiences]
     width = max(m.shape[1] for m in masks)
     mask = torch.cat([torch.nn.functional.pad(m, (0, width - m.shape[1])) for m in masks])
     batch = _Batch(mask)
+    low, high = getattr(args.reward, "clip_range", None) or (-np.inf, np.inf)
     row = 0
     for experience, episodes, penalty in zip(experiences, records, penalties):
         for index, episode, extra in zip(experience.index, episodes, penalty):
-            _add_episode(batch, row, index, index // n_samples_per_prompt, episode, episode.outcome + extra,
-                         experience.action_mask.shape[1])
+            if not episode.excluded:
+                _add_episode(batch, row, index, index // args.rollout.n_samples_per_prompt, episode,
+                             float(np.clip(episode.outcome + extra, low, high)), experience.action_mask.shape[1])
             row += 1
     return batch
 
@@ -134,7 +164,7 @@ def _add_episode(batch: _Batch, row: int, index: int, group: int, episode: Episo
                              f"{len(step.token_offsets)} token offsets does not fit its {width + 1}-token "
                              "sequence: the executor must keep episodes within --data.max_len")
         batch.group_ids.append(group)
-        batch.trajectory_ids.append(index)
+        batch.trajectory_ids.append(row)
         batch.step_ids.append(t)
         batch.rewards.append(outcome)
         batch.step_rewards.append(step.reward)
@@ -148,7 +178,9 @@ def _add_episode(batch: _Batch, row: int, index: int, group: int, episode: Episo
 
 
 def patch_samples_generator(module: Any) -> None:
-    """Make `SamplesGenerator` keep each response's episode record in `experience.info`."""
+    """Make `SamplesGenerator` keep each response's episode record in `experience.info`, and score
+    evaluation episodes by resolution (`_patch_eval_samples`)."""
+    _patch_eval_samples(module)
     cls = module.SamplesGenerator
     original = cls._process_response_into_experience
     if getattr(original, "_code_gym", False):
@@ -163,6 +195,26 @@ def patch_samples_generator(module: Any) -> None:
 
     _process_response_into_experience._code_gym = True
     cls._process_response_into_experience = _process_response_into_experience
+
+
+def _patch_eval_samples(module: Any) -> None:
+    """Make `SamplesGenerator.generate_eval_samples` reward each code-gym episode by whether it
+    resolved its task (OpenRLHF's eval metrics average the rewards)."""
+    cls = module.SamplesGenerator
+    original = cls.generate_eval_samples
+    if getattr(original, "_code_gym", False):
+        return
+
+    @functools.wraps(original)
+    def generate_eval_samples(self, **generate_kwargs):
+        experiences = original(self, **generate_kwargs)
+        for experience in experiences:
+            if experience.info.pop(RECORD_KEY, None) is not None:
+                experience.rewards = experience.info["code_gym/resolved"].to(torch.float32)
+        return experiences
+
+    generate_eval_samples._code_gym = True
+    cls.generate_eval_samples = generate_eval_samples
 
 
 def patch_experience_maker(module: Any) -> None:

@@ -63,12 +63,18 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class EpisodeRecord:
-    """One episode: the task, the graded outcome and the steps in order."""
+    """One episode: the task, the graded outcome and the steps in order.
+
+    `excluded` says why the estimators leave the episode out (zero advantage, in no group
+    baseline): "failed: <the error>" when a fault ended it (no steps then), "budget_submit" when
+    the length budget ended it and `AgentConfig.budget_submit` is "mask"; "" when it is trained on.
+    """
 
     task_id: str
     outcome: float
     resolved: bool
     steps: tuple[StepRecord, ...]
+    excluded: str = ""
 
     def to_trajectory(self, group: str | int | None = None, outcome: float | None = None) -> credit.Trajectory:
         """The `credit.Trajectory` (e.g. for `credit.dump_jsonl`), grouped under `group` (default: the

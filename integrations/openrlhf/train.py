@@ -6,10 +6,12 @@ it, while three narrow patches are in place (undone afterwards):
 
 - its argument parser also accepts `didpo` and `gigpo` as estimators, and `--credit.options JSON`
   (keyword options of the credit estimator);
-- after parsing, `--train.agent_func_path` defaults to this package's agent_func.py and a
-  didpo/gigpo run is checked (several samples per prompt, KL in the loss, known options);
+- after parsing, `--train.agent_func_path` defaults to this package's agent_func.py, the DAPO
+  overlong penalty is refused for its episodes, and a didpo/gigpo run is checked (several samples
+  per prompt, KL in the loss, known options);
 - `ray.init` registers `hook.install` as the job's worker_process_setup_hook (the patches of
-  estimator.py, applied inside OpenRLHF's Ray actors) and forwards the CODE_GYM_* variables.
+  estimator.py, applied inside OpenRLHF's Ray actors), forwards the CODE_GYM_* variables, and
+  then runs `preflight.check_cluster` on every node before OpenRLHF makes a placement group.
 """
 from __future__ import annotations
 
@@ -92,6 +94,11 @@ def check_arguments(parsed: argparse.Namespace, error: Callable[[str], None]) ->
     args = vars(parsed)
     if args["train.agent_func_path"] is None:
         args["train.agent_func_path"] = AGENT_FUNC
+    if Path(args["train.agent_func_path"]).resolve() == Path(AGENT_FUNC) and args["reward.overlong_buffer_len"]:
+        error("--reward.overlong_buffer_len compares a sample's whole response span with --rollout.max_new_tokens; "
+              "a CodeRepo-v0 episode's span holds every turn and tool output, so it would penalise almost every "
+              "multi-step episode: leave it off (--data.max_len bounds the episode, --rollout.max_new_tokens each "
+              "action, --reward.stop_properly_penalty_coef penalises a last action cut at its limit)")
     estimator = args["algo.advantage.estimator"]
     if estimator not in ESTIMATORS:
         return
@@ -122,7 +129,11 @@ def json_object(text: str) -> str:
 
 def _ray_init(original):
     def init(*args, runtime_env=None, **kwargs):
-        return original(*args, runtime_env=runtime_env_with_hook(runtime_env), **kwargs)
+        from integrations.openrlhf.preflight import check_cluster
+
+        context = original(*args, runtime_env=runtime_env_with_hook(runtime_env), **kwargs)
+        check_cluster()
+        return context
 
     return init
 
