@@ -34,6 +34,8 @@ class ToolCall:
     arguments: dict[str, Any]
     # argument name -> absolute index in the action string of each decoded character (+ one past the end)
     offsets: dict[str, list[int]] = field(default_factory=dict)
+    # the whole call's (start, end) in the action text, tool name included (None: not from text)
+    span: tuple[int, int] | None = None
 
     def action_span(self, arg: str, start: int, end: int) -> tuple[int, int] | None:
         """Characters [start, end) of argument `arg`, as a span of the action string (None if unknown)."""
@@ -47,6 +49,47 @@ class ToolCall:
 class Parsed:
     calls: list[ToolCall]
     errors: list[str]
+    # the text the calls' spans and offsets index: the action itself, or for tool-call dicts their
+    # canonical text (`canonical_text`); None when dicts could not be rendered (format errors)
+    text: str | None = None
+
+
+def render_call(name: str, arguments: Any) -> str:
+    """One tool call as the Hermes / Qwen `<tool_call>` block: the canonical text of a function call
+    (the model client renders served tool calls this way, and dict actions are parsed over it)."""
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def _function(item: Any) -> tuple[str | None, Any]:
+    if isinstance(item, dict) and item.get("type") == "function" and isinstance(item.get("function"), dict):
+        item = item["function"]
+    if not isinstance(item, dict):
+        return None, None
+    arguments = item.get("arguments", item.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            pass
+    return item.get("name"), arguments
+
+
+def canonical_text(action: Any) -> str:
+    """The canonical text of an assistant turn given as OpenAI objects (a function call, a list of
+    them, or a message with `content` and `tool_calls`): its content, then each call as
+    `render_call` writes it, joined by newlines. Text is returned as it is."""
+    if isinstance(action, str):
+        return action
+    parts: list[str] = []
+    for item in action if isinstance(action, list) else [action]:
+        if isinstance(item, dict) and isinstance(item.get("tool_calls"), list):
+            if isinstance(item.get("content"), str):
+                parts.append(item["content"])
+            parts.append(canonical_text(item["tool_calls"]))
+            continue
+        name, arguments = _function(item)
+        parts.append(render_call(name, arguments))
+    return "\n".join(p for p in parts if p)
 
 
 def _decoded_offsets(raw: str, base: int) -> list[int]:
@@ -148,21 +191,28 @@ def parse_action(action: Any) -> Parsed:
     """Parse a response (str) or tool-call object(s) into tool calls plus format errors."""
     if not isinstance(action, str):
         if isinstance(action, (dict, list)):
-            return _parse_objects(action)
+            parsed = _parse_objects(action)
+            if parsed.errors or not parsed.calls:
+                return parsed
+            text = canonical_text(action)
+            again = parse_action(text)
+            same = [(c.name, c.arguments) for c in again.calls] == [(c.name, c.arguments) for c in parsed.calls]
+            return again if same and not again.errors else parsed
         return Parsed([], [f"an action must be response text or a tool-call dict, got {type(action).__name__}"])
     calls, errors = [], []
     for match in _TOOL_CALL_RE.finditer(action):
         call, error = _parse_json_call(match.group(1), match.start(1))
         if call:
+            call.span = (match.start(), match.end())
             calls.append(call)
         else:
             errors.append(error)
     if calls or errors:
-        return Parsed(calls, errors)
+        return Parsed(calls, errors, action)
     for match in _FENCE_RE.finditer(action):
         command = match.group(1)
         offsets = list(range(match.start(1), match.end(1) + 1))
-        calls.append(ToolCall("bash", {"command": command}, {"command": offsets}))
+        calls.append(ToolCall("bash", {"command": command}, {"command": offsets}, (match.start(), match.end())))
     if not calls:
         errors.append(f"no tool call found in the response. {FORMAT_HELP}")
-    return Parsed(calls, errors)
+    return Parsed(calls, errors, action)

@@ -9,7 +9,7 @@ import gymnasium as gym
 from code_gym.actions import ToolCall, parse_action
 from code_gym.grading import Grader, GradeResult, grade
 from code_gym.prompt import initial_prompt, integrity_note, step_observation
-from code_gym.provenance import provenance
+from code_gym.provenance import READ_ONLY_TOOLS, Transition, attribute, call_provenance
 from code_gym.hints import reference_hint
 from code_gym.rewards import make_reward, total
 from code_gym.sandbox import Limits, make_sandbox
@@ -150,21 +150,37 @@ class CodeRepoEnv(gym.Env):
         pairs: list[tuple[ToolCall | None, ToolResult]] = [
             (None, ToolResult(f"error: {e}", error=True)) for e in parsed.errors]
         submitted = False
-        for call in parsed.calls:
+        before = self.ws.last
+        transitions: list[Transition] = []  # the workspace after each call that may write
+        writer, scans = -1, 0  # the last call that may write; the scans between calls
+        for k, call in enumerate(parsed.calls):
+            writes = call.name not in READ_ONLY_TOOLS
+            if writes and writer >= 0:  # what the previous writer changed
+                paths, scans = [d.path for d in self.ws.scan_changes()], scans + 1
+                transitions.append(Transition(writer, self.ws.last, paths))
             result = run_tool(self.ctx, call)
             pairs.append((call, result))
             if result.submitted:
                 submitted = True
                 break
+            if writes:
+                writer = k
         tool_time = time.monotonic() - started
-        diffs = self.ws.scan_changes()
-        written = [w for _, r in pairs for w in r.written]
+        last_diffs = self.ws.scan_changes()  # also what a background process of an earlier call changed
+        transitions.append(Transition(max(writer, 0), self.ws.last, [d.path for d in last_diffs]))
+        transitions = [t for t in transitions if t.paths]
+        # one scan: its diff is the step's; several: the step's diff is from the snapshot before the step
+        diffs = last_diffs if scans == 0 else self.ws.diff(before, self.ws.last)
         terminated = submitted
         truncated = not submitted and self.steps >= self.step_limit
+        spans = call_provenance(parsed.calls, diffs, attribute(self.ws, before, transitions, diffs, max(writer, 0))) \
+            if parsed.text is not None and parsed.calls else {"calls": [], "edits": [], "line_calls": [],
+                                                               "provenance": []}
         info: dict[str, Any] = {
             "diff": render(diffs),
             "changed_files": [d.path for d in diffs],
-            "provenance": provenance(diffs, written) if isinstance(action, str) else [],
+            "action_text": parsed.text if parsed.text is not None else (action if isinstance(action, str) else None),
+            **spans,
             "invalid_action": bool(parsed.errors) or not parsed.calls or any(r.error for _, r in pairs),
             "tool_calls": [{"name": c.name, "arguments": c.arguments} for c, _ in pairs if c],
             "tool_results": [{"tool": c.name if c else None, "output": r.output, "error": r.error} for c, r in pairs],

@@ -9,7 +9,11 @@ from credit import Step, Trajectory
 
 
 class RecordTrajectory(gym.Wrapper):
-    """Records each step (observation seen, action text, step diff, provenance, step reward).
+    """Records each step (observation seen, action text, step diff, step reward, and which call and
+    characters made each changed line: provenance, calls, edits, line_calls).
+
+    The action text is the response text, or for tool-call dicts their canonical text
+    (`code_gym.actions.canonical_text`), which the spans index.
 
     When the episode ends, `info["trajectory"]` holds the `credit.Trajectory` (also kept as
     `self.trajectory`). The outcome reward (the grade) is the trajectory's `reward`; a step's own
@@ -31,10 +35,13 @@ class RecordTrajectory(gym.Wrapper):
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
         outcome = info.get("outcome_reward", 0.0)
-        text = action if isinstance(action, str) else repr(action)
-        provenance = info.get("provenance") if isinstance(action, str) else None
+        text = info.get("action_text")
+        if text is None:  # not parsed into calls over a text: nothing to attribute
+            text, spans = (action if isinstance(action, str) else repr(action)), {}
+        else:
+            spans = {key: info.get(key) or None for key in ("provenance", "calls", "edits", "line_calls")}
         self._steps.append(Step(action=text, diff=info.get("diff", ""), reward=reward - outcome,
-                                provenance=provenance or None, observation=self._observation))
+                                observation=self._observation, **spans))
         self._observation = obs
         if terminated or truncated:
             self.trajectory = Trajectory(task_id=self._task_id or info.get("task_id", ""), steps=self._steps,

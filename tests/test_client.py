@@ -4,6 +4,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pytest
 
 import credit
@@ -157,3 +158,121 @@ def test_bad_settings_are_rejected(tiny_task, tmp_path):
     with pytest.raises(ValueError, match="concurrency"):
         rollout([tiny_task], client, tmp_path / "r.jsonl", concurrency=0)
     client.close()
+
+
+# --- served rollouts with tokens: a replay server that answers in vLLM's format --------------------
+
+PIECE_RE = __import__("re").compile(r"<\|im_end\|>|<tool_call>|</tool_call>|\w+|[^\w\s]|\s+")
+
+
+def vllm_choice(raw, message, vocab):
+    """A choice as vLLM's chat completions return it with logprobs=true and return_token_ids=true:
+    `logprobs.content` (token text, logprob, utf-8 bytes, top_logprobs) and `token_ids`."""
+    pieces = PIECE_RE.findall(raw + "<|im_end|>")
+    assert "".join(pieces) == raw + "<|im_end|>"
+    ids = [vocab.setdefault(p, len(vocab)) for p in pieces]
+    content = [{"token": p, "logprob": -0.01 * (k % 7), "bytes": list(p.encode()), "top_logprobs": []}
+               for k, p in enumerate(pieces)]
+    return {"index": 0, "message": message, "logprobs": {"content": content}, "finish_reason": "stop",
+            "stop_reason": None, "token_ids": ids}
+
+
+def parsed_reply(name, arguments, call_id):
+    """What a server with the hermes tool parser returns: the calls moved out of `content`."""
+    raw = "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+    return raw, tool_calls_reply(name, arguments, call_id)
+
+
+def text_only(name, arguments, thought):
+    raw = f"{thought}\n<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+    return raw, {"role": "assistant", "content": raw}
+
+
+WRONG_ADD = {**FIX_ADD, "new_str": "def add(a, b):\n    return a * b"}
+EPISODES = [  # episode k (in the order their first request comes), turn by turn
+    [parsed_reply("str_replace", FIX_ADD, "c1"), text_only("str_replace", FIX_MUL, "Now mul \u00e9."),
+     parsed_reply("submit", {}, "c2")],
+    [parsed_reply("str_replace", WRONG_ADD, "c1"), parsed_reply("submit", {}, "c2")],
+]
+
+
+class ReplayServer(Server):
+    """Replays recorded vLLM-format replies: the n-th conversation gets EPISODES[n]."""
+
+    def __init__(self):
+        super().__init__()
+        self.vocab, self.started = {}, 0
+        replay = self
+
+        class Handler(self.httpd.RequestHandlerClass):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with replay.lock:
+                    replay.requests.append((self.path, body))
+                    turn = sum(m["role"] == "assistant" for m in body["messages"])
+                    if turn == 0:
+                        replay.started += 1
+                    script = EPISODES[(replay.started - 1) % len(EPISODES)]
+                    raw, message = script[min(turn, len(script) - 1)]
+                    choice = vllm_choice(raw, message, replay.vocab)
+                self.reply(200, {"id": "x", "object": "chat.completion", "model": body["model"], "choices": [choice]})
+
+        self.httpd.RequestHandlerClass = Handler
+
+
+def test_served_rollout_records_tokens_and_round_trips_into_token_advantages(tiny_task, tmp_path):
+    from code_gym.apps.client import tokens_path
+
+    out = tmp_path / "r.jsonl"
+    with ReplayServer() as server:
+        client = ChatClient(ClientConfig(base_url=server.url, model="qwen-test", timeout=5, retries=0))
+        outcomes = rollout([tiny_task], client, out, episodes_per_task=2, concurrency=1)
+        client.close()
+    assert [o.error for o in outcomes] == [None, None]
+    body = server.requests[0][1]
+    assert body["logprobs"] is True and body["return_token_ids"] is True
+    trajectories = credit.load_jsonl(out)
+    sidecar = [json.loads(line) for line in tokens_path(out).read_text().splitlines()]
+    assert [t.reward for t in trajectories] == [1.0, 0.0] and len(sidecar) == 2
+    good = trajectories[0]
+    first, second = good.steps[0], good.steps[1]
+    # the action is what the model wrote (the tool call the parser moved out of content), token for token
+    assert first.action.startswith("<tool_call>\n{\"name\": \"str_replace\"") and "<|im_end|>" not in first.action
+    assert second.action.startswith("Now mul \u00e9.")
+    for traj, record in zip(trajectories, sidecar):
+        for step, tokens in zip(traj.steps, record["steps"]):
+            offsets = step.offsets
+            assert offsets is not None and len(tokens["token_ids"]) == len(tokens["logprobs"]) == len(offsets)
+            assert "".join(step.action[a:b] for a, b in offsets) == step.action  # the pieces rebuild the text
+            assert tuple(offsets[-1]) == (len(step.action),) * 2  # the end-of-turn token: zero-width
+            assert step.calls and step.line_calls is not None or not step.diff
+    result = credit.didpo(trajectories)
+    assert all(t is not None for row in result.tokens for t in row)
+    [(path, line, start, end)] = first.provenance
+    assert first.action[start:end] == "    return a + b"
+    # every credited token carries A^E + A^D of an anchor occurrence of its step; the bad episode's
+    # written line `return a * b` is one (grouped with the good episode's mul fix)
+    rows = [0, len(good.steps)]
+    for i, row in enumerate(rows):
+        values = result.steps.diff_advantage[result.steps.diff_row == row]
+        extra = np.asarray(result.tokens[i][0]) - result.episode[i]
+        assert values.size and np.isin(np.round(extra[extra != 0], 9), np.round(values, 9)).all()
+    bad = trajectories[1].steps[0]
+    [(_, _, start, end)] = bad.provenance
+    assert bad.action[start:end] == "    return a * b"
+    hit = (bad.offsets[:, 0] < end) & (bad.offsets[:, 1] > start)
+    extra = np.asarray(result.tokens[1][0])[hit] - result.episode[1]
+    assert hit.any() and np.all(extra < 0)  # the wrong line's tokens get the anchor's negative A^D
+
+
+def test_sampled_tokens_reads_vllm_token_id_strings_and_split_characters():
+    from code_gym.apps.client import sampled_tokens
+
+    e_acute = "\u00e9".encode()
+    choice = {"message": {"content": "a\u00e9"}, "logprobs": {"content": [
+        {"token": "token_id:5", "logprob": -0.5, "bytes": [97]},
+        {"token": "token_id:6", "logprob": -0.25, "bytes": [e_acute[0]]},
+        {"token": "token_id:7", "logprob": -0.125, "bytes": [e_acute[1]]}]}}
+    text, tokens = sampled_tokens(choice)
+    assert text == "a\u00e9" and tokens.token_ids == [5, 6, 7] and tokens.logprobs == [-0.5, -0.25, -0.125]
+    assert tokens.offsets == [(0, 1), (1, 1), (1, 2)]  # a split character belongs to the token that ends it

@@ -53,6 +53,7 @@ from vllm.logprobs import Logprob
 from vllm.outputs import CompletionOutput, RequestOutput
 
 import credit
+from code_gym.actions import canonical_text
 from code_gym import TOOL_SCHEMAS
 from code_gym.apps.cli import main as code_gym_main
 from code_gym.replay import hermes
@@ -273,7 +274,7 @@ def test_length_budget_ends_the_episode_with_a_graded_submit(tokenizer, tiny_tas
     response, engine = run_episode(tokenizer, str(tiny_task.root), SCRIPTS_BY_SAMPLE[1], max_length=max_length)
     record = response[RECORD_KEY]
     assert len(engine.calls) == 1 and len(response["observation_tokens"]) <= max_length
-    assert [s.action for s in record.steps] == [SCRIPTS_BY_SAMPLE[1][0], repr(SUBMIT)]
+    assert [s.action for s in record.steps] == [SCRIPTS_BY_SAMPLE[1][0], canonical_text(SUBMIT)]
     assert record.steps[1].token_span == (len(response["observation_tokens"]),) * 2
     assert record.steps[1].token_offsets.shape == (0, 2)
     assert record.outcome == full[RECORD_KEY].outcome > 0  # graded: the fix of add counts

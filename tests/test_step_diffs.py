@@ -25,12 +25,19 @@ def call(name, **arguments):
 
 
 def test_sed_in_bash_appears_in_step_diff(env):
-    _, _, _, _, info = env.step(bash("sed -i 's/a - b/a + b/' calc/ops.py"))
+    action = bash("sed -i 's/a - b/a + b/' calc/ops.py")
+    _, _, _, _, info = env.step(action)
     [patch] = PatchSet(info["diff"])
     assert patch.path == "calc/ops.py"
     assert [l.value for h in patch for l in h if l.is_added] == ["    return a + b\n"]
     assert [l.value for h in patch for l in h if l.is_removed] == ["    return a - b\n"]
-    assert info["provenance"] == []  # bash wrote it: no action text maps to the line
+    # the new line is not in the command: it maps to the command, made by call 0
+    command = action.index("sed")
+    assert info["provenance"] == [{"path": "calc/ops.py", "line": 2, "start": command,
+                                   "end": command + len("sed -i 's/a - b/a + b/' calc/ops.py\n")}]
+    assert info["line_calls"] == [{"path": "calc/ops.py", "kind": "added", "line": 2, "call": 0},
+                                  {"path": "calc/ops.py", "kind": "deleted", "line": 2, "call": 0}]
+    assert info["calls"] == [{"start": 0, "end": len(action)}]
 
 
 def test_step_diff_is_per_step_and_patch_is_cumulative(env):

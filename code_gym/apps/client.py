@@ -8,6 +8,16 @@ text in `content` from a server without a tool parser) become the step's action 
 a Qwen/Hermes chat template renders, so the environment's provenance maps diff lines to
 characters of that text. Tool results go back as `tool` messages.
 
+Tokens (`ClientConfig.tokens`, on by default): each request asks for `logprobs` and vLLM's
+`return_token_ids`; a reply's `logprobs.content` (each token's text as `bytes`, its sampling
+logprob) and `token_ids` give the response's tokens, and their text joined is what the model wrote,
+which becomes the step's action when it parses into the same tool calls (a server's tool parser
+moves them out of `content`; the tokens still hold them). Each step's `token_offsets` are then
+exact, so `credit.didpo(credit.load_jsonl(out))` gives per-token advantages; the token ids and
+logprobs go to `<out stem>.tokens.jsonl`, one line per trajectory line (credit.Step has no fields
+for them). Without logprobs in the reply, a local tokenizer (`ClientConfig.tokenizer`, a
+`tokenizer.json` path or a folder holding one) tokenizes the rendered text instead (no logprobs).
+
 Requests time out after `timeout` seconds and are retried (timeouts, connection errors, HTTP 408,
 409, 429 and 5xx) up to `retries` times with exponential back-off; an episode whose request still
 fails is reported and left out of the file. Episodes run `concurrency` at a time, each in its own
@@ -15,7 +25,9 @@ environment.
 """
 from __future__ import annotations
 
+import codecs
 import json
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -29,6 +41,7 @@ from tqdm import tqdm
 
 import credit
 from code_gym import episode
+from code_gym.actions import parse_action, render_call
 from code_gym.env import CodeRepoEnv
 from code_gym.task import Task
 from code_gym.tools import TOOL_SCHEMAS
@@ -51,6 +64,8 @@ class ClientConfig:
     retries: int = 3  # further attempts after a failed one
     backoff: float = 1.0  # seconds before the first retry, doubled after each
     extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request body
+    tokens: bool = True  # ask for logprobs and token ids (vLLM's return_token_ids) to record tokens
+    tokenizer: str | None = None  # a tokenizer.json (or its folder) for replies without logprobs
 
 
 class ChatClient:
@@ -66,8 +81,13 @@ class ChatClient:
 
     def complete(self, messages: list[dict]) -> dict:
         """The assistant message of the first choice."""
+        return self.complete_choice(messages)["message"]
+
+    def complete_choice(self, messages: list[dict]) -> dict:
+        """The first choice of the reply (message, logprobs, token_ids when the server gives them)."""
         body = {"model": self.config.model, "messages": messages, "tools": TOOL_SCHEMAS, "tool_choice": "auto",
                 "temperature": self.config.temperature, "max_tokens": self.config.max_tokens,
+                **({"logprobs": True, "return_token_ids": True} if self.config.tokens else {}),
                 **self.config.extra_body}
         delay = self.config.backoff
         for attempt in range(self.config.retries + 1):
@@ -77,7 +97,7 @@ class ChatClient:
                 failure = f"{type(exc).__name__}: {exc}"
             else:
                 if response.status_code == 200:
-                    return _message(response)
+                    return _choice(response)
                 failure = f"HTTP {response.status_code}: {response.text[:300]}"
                 if response.status_code < 500 and response.status_code not in _RETRY_STATUS:
                     raise ClientError(f"{self.config.base_url}/chat/completions refused the request ({failure})")
@@ -94,11 +114,81 @@ class ChatClient:
         self.http.close()
 
 
-def _message(response: httpx.Response) -> dict:
+def _choice(response: httpx.Response) -> dict:
     try:
-        return response.json()["choices"][0]["message"]
+        choice = response.json()["choices"][0]
+        if not isinstance(choice["message"], dict):
+            raise TypeError
+        return choice
     except (ValueError, KeyError, IndexError, TypeError):
         raise ClientError(f"the server's reply is not a chat completion: {response.text[:300]}") from None
+
+
+@dataclass(frozen=True)
+class StepTokens:
+    """A response's tokens: ids (None when the server gave none), (start, end) character offsets in
+    the step's action, and sampling logprobs (None without them)."""
+    token_ids: list[int] | None
+    offsets: list[tuple[int, int]]
+    logprobs: list[float] | None
+
+
+_SPECIAL = re.compile(r"<\|[^|<>]*\|>|</s>|<eos>|<end_of_turn>")
+_TOKEN_ID = re.compile(r"token_id:(\d+)")
+
+
+def sampled_tokens(choice: dict) -> tuple[str, StepTokens] | None:
+    """(the text the model wrote, its tokens) from a choice's `logprobs.content` (vLLM and OpenAI
+    format: each entry's `bytes`, or its `token` text; `token_id:N` tokens from vLLM's
+    return_tokens_as_token_ids name the id) and vLLM's `token_ids`; None without logprobs. Special
+    tokens at the end (the end-of-turn token) get zero-width offsets and leave the text."""
+    content = (choice.get("logprobs") or {}).get("content")
+    if not content:
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    text, offsets, ids, logprobs = [], [], [], []
+    pos = 0
+    for entry in content:
+        raw = entry.get("bytes")
+        token = entry.get("token") or ""
+        named = _TOKEN_ID.fullmatch(token)
+        piece = decoder.decode(bytes(raw)) if raw is not None else ("" if named else token)
+        ids.append(int(named.group(1)) if named else None)
+        text.append(piece)
+        offsets.append((pos, pos + len(piece)))
+        pos += len(piece)
+        logprobs.append(float(entry.get("logprob", -9999.0)))
+    joined = "".join(text)
+    end = len(joined)
+    for k in range(len(text) - 1, -1, -1):  # trailing special tokens: zero-width, not in the text
+        if text[k] and _SPECIAL.fullmatch(text[k]) and offsets[k][1] == end:
+            end = offsets[k][0]
+        elif text[k]:
+            break
+    offsets = [(min(a, end), min(b, end)) for a, b in offsets]
+    token_ids = choice.get("token_ids")
+    if not (isinstance(token_ids, list) and len(token_ids) == len(content)):
+        token_ids = ids if all(i is not None for i in ids) else None
+    return joined[:end], StepTokens(token_ids, offsets, logprobs)
+
+
+def _same_calls(a: str, b: str) -> bool:
+    pa, pb = parse_action(a), parse_action(b)
+    return [(c.name, c.arguments) for c in pa.calls] == [(c.name, c.arguments) for c in pb.calls]
+
+
+class LocalTokenizer:
+    """A `tokenizers` tokenizer from a tokenizer.json (or a folder holding one)."""
+
+    def __init__(self, path: str | Path):
+        from tokenizers import Tokenizer
+
+        path = Path(path)
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json" if path.is_dir() else path))
+
+    def __call__(self, text: str) -> StepTokens:
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        return StepTokens(list(encoding.ids), [tuple(o) for o in encoding.offsets], None)
 
 
 def response_text(message: dict) -> str:
@@ -113,8 +203,7 @@ def response_text(message: dict) -> str:
                 arguments = json.loads(arguments)
             except json.JSONDecodeError:
                 pass
-        body = json.dumps({"name": function.get("name"), "arguments": arguments})
-        parts.append(f"<tool_call>\n{body}\n</tool_call>")
+        parts.append(render_call(function.get("name"), arguments))
     return "\n".join(p for p in parts if p)
 
 
@@ -139,25 +228,35 @@ class EpisodeOutcome:
     resolved: bool = False
     steps: int = 0
     error: str | None = None
+    tokens: list[StepTokens | None] = field(default_factory=list)  # per step (None: not known)
 
 
 class ChatPolicy:
     """The served model as a `code_gym.episode.Policy`: the conversation so far goes to the server
     with each observation; a step's tool results come back as `tool` messages (`observe`)."""
 
-    def __init__(self, client: ChatClient):
+    def __init__(self, client: ChatClient, tokenizer: Any = None):
         self.client = client
+        self.tokenizer = tokenizer  # text -> StepTokens, for replies without logprobs
         self.messages: list[dict] = []
+        self.tokens: list[StepTokens | None] = []  # per action, in order
         self._last: dict = {}
 
     def reset(self) -> None:
-        self.messages, self._last = [], {}
+        self.messages, self.tokens, self._last = [], [], {}
 
     def __call__(self, observation: str) -> str:
         if not self.messages:
             self.messages.append({"role": "user", "content": observation})
-        self._last = self.client.complete(self.messages)
-        return response_text(self._last)
+        choice = self.client.complete_choice(self.messages)
+        self._last = choice["message"]
+        rendered = response_text(self._last)
+        sampled = sampled_tokens(choice)
+        if sampled is not None and (sampled[0] == rendered or _same_calls(sampled[0], rendered)):
+            self.tokens.append(sampled[1])
+            return sampled[0]  # what the model wrote, token for token
+        self.tokens.append(self.tokenizer(rendered) if self.tokenizer is not None else None)
+        return rendered
 
     def observe(self, observation: str, info: dict) -> None:
         message = self._last
@@ -167,12 +266,23 @@ class ChatPolicy:
         self.messages += [assistant] + _replies(message, info, observation)
 
 
-def run_episode(client: ChatClient, task: Task, max_steps: int = 30, isolation: str = "auto") -> EpisodeOutcome:
+def with_tokens(trajectory: credit.Trajectory, tokens: list[StepTokens | None]) -> credit.Trajectory:
+    """The trajectory with each step's token offsets (steps without tokens keep none)."""
+    steps = [credit.Step.from_dict(step.to_dict(), token_offsets=t.offsets) if t is not None else step
+             for step, t in zip(trajectory.steps, list(tokens) + [None] * len(trajectory.steps))]
+    return credit.Trajectory(task_id=trajectory.task_id, steps=steps, reward=trajectory.reward)
+
+
+def run_episode(client: ChatClient, task: Task, max_steps: int = 30, isolation: str = "auto",
+                tokenizer: Any = None) -> EpisodeOutcome:
     """One episode of the served model on `task`."""
     env = CodeRepoEnv(tasks=[task], max_steps=max_steps, isolation=isolation, tool_schemas=False)
+    policy = ChatPolicy(client, tokenizer)
     try:
-        result = episode.run_episode(env, ChatPolicy(client), task)
-        return EpisodeOutcome(task.id, result.trajectory, result.resolved, result.steps)
+        result = episode.run_episode(env, policy, task)
+        tokens = policy.tokens[:len(result.trajectory.steps)]
+        return EpisodeOutcome(task.id, with_tokens(result.trajectory, tokens), result.resolved, result.steps, None,
+                              tokens)
     except ClientError as exc:
         return EpisodeOutcome(task.id, None, error=str(exc))
     finally:
@@ -188,14 +298,27 @@ def rollout(tasks: Sequence[Task], client: ChatClient, out: Path, episodes_per_t
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     outcomes = []
-    with out.open("w", encoding="utf-8") as fh, ThreadPoolExecutor(concurrency) as pool:
-        futures = [pool.submit(run_episode, client, task, max_steps, isolation)
+    tokenizer = LocalTokenizer(client.config.tokenizer) if client.config.tokenizer else None
+    with out.open("w", encoding="utf-8") as fh, tokens_path(out).open("w", encoding="utf-8") as th, \
+            ThreadPoolExecutor(concurrency) as pool:
+        futures = [pool.submit(run_episode, client, task, max_steps, isolation, tokenizer)
                    for task in tasks for _ in range(episodes_per_task)]
         for future in tqdm(as_completed(futures), total=len(futures), desc="rollouts", unit="episode",
                            disable=not progress):
             outcome = future.result()
             if outcome.trajectory is not None:
                 fh.write(json.dumps(outcome.trajectory.to_dict(), ensure_ascii=False) + "\n")
+                th.write(json.dumps({"task_id": outcome.task_id, "steps": [
+                    None if t is None else {"token_ids": t.token_ids, "logprobs": t.logprobs}
+                    for t in outcome.tokens]}) + "\n")
                 fh.flush()
+                th.flush()
             outcomes.append(outcome)
     return outcomes
+
+
+def tokens_path(out: str | Path) -> Path:
+    """Where `rollout` writes the token ids and logprobs of the trajectories in `out`."""
+    out = Path(out)
+    return out.with_name(out.name[:-len(".jsonl")] + ".tokens.jsonl" if out.name.endswith(".jsonl")
+                         else out.name + ".tokens.jsonl")

@@ -39,6 +39,9 @@ class StepRecord:
         (its entry in `action_ranges`); start == end for a step the executor made without tokens
         (the submit that ends an episode cut off by the length budget).
       token_offsets: (end - start, 2) int64 character span in `action` of each action token.
+      calls, edits, line_calls: which tool call made each changed line and the spans of the calls
+        and their edit arguments (code_gym's `info["calls"]`, `["edits"]`, `["line_calls"]`; the
+        `credit.Step` fields of the same names), None when not given.
     """
 
     action: str
@@ -48,10 +51,14 @@ class StepRecord:
     observation: str
     token_span: tuple[int, int]
     token_offsets: np.ndarray
+    calls: tuple | None = None
+    edits: tuple | None = None
+    line_calls: tuple | None = None
 
     def to_step(self) -> credit.Step:
         return credit.Step(action=self.action, diff=self.diff, reward=self.reward, token_offsets=self.token_offsets,
-                           provenance=self.provenance or None, observation=self.observation)
+                           provenance=self.provenance or None, observation=self.observation,
+                           calls=self.calls or None, edits=self.edits or None, line_calls=self.line_calls or None)
 
 
 @dataclass(frozen=True)
