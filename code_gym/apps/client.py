@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -29,15 +28,12 @@ from tqdm import tqdm
 
 import credit
 from code_gym import episode
+from code_gym.chat import ChatError, http_client, post_chat
 from code_gym.env import CodeRepoEnv
 from code_gym.task import Task
 from code_gym.tools import TOOL_SCHEMAS
 
-_RETRY_STATUS = {408, 409, 429}
-
-
-class ClientError(RuntimeError):
-    """A request that failed for good (retries spent, or an error a retry cannot fix)."""
+ClientError = ChatError  # a request that failed for good (retries spent, or an error a retry cannot fix)
 
 
 @dataclass(frozen=True)
@@ -58,47 +54,28 @@ class ChatClient:
 
     def __init__(self, config: ClientConfig, transport: httpx.BaseTransport | None = None):
         self.config = config
-        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        self.http = httpx.Client(base_url=config.base_url.rstrip("/"), headers=headers,
-                                 timeout=httpx.Timeout(config.timeout), transport=transport)
+        self.http = http_client(config.base_url, config.timeout, config.api_key, transport)
         self.retried = 0  # requests sent again after a failure, over the client's life
         self._lock = threading.Lock()
 
     def complete(self, messages: list[dict]) -> dict:
-        """The assistant message of the first choice."""
+        """The assistant message of the first choice; the choice's "logprobs" (when the request
+        asked for them, e.g. `extra_body={"logprobs": True, "top_logprobs": 5}`) under "logprobs"."""
         body = {"model": self.config.model, "messages": messages, "tools": TOOL_SCHEMAS, "tool_choice": "auto",
                 "temperature": self.config.temperature, "max_tokens": self.config.max_tokens,
                 **self.config.extra_body}
-        delay = self.config.backoff
-        for attempt in range(self.config.retries + 1):
-            try:
-                response = self.http.post("/chat/completions", json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                failure = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code == 200:
-                    return _message(response)
-                failure = f"HTTP {response.status_code}: {response.text[:300]}"
-                if response.status_code < 500 and response.status_code not in _RETRY_STATUS:
-                    raise ClientError(f"{self.config.base_url}/chat/completions refused the request ({failure})")
-            if attempt == self.config.retries:
-                break
-            with self._lock:
-                self.retried += 1
-            time.sleep(delay)
-            delay *= 2
-        raise ClientError(f"{self.config.base_url}/chat/completions failed {self.config.retries + 1} times; "
-                          f"last: {failure}. Is the server up and serving model {self.config.model!r}?")
+        choice = post_chat(self.http, body, self.config.retries, self.config.backoff, self._count_retry)
+        message = dict(choice["message"])
+        if choice.get("logprobs"):
+            message["logprobs"] = choice["logprobs"]
+        return message
+
+    def _count_retry(self) -> None:
+        with self._lock:
+            self.retried += 1
 
     def close(self) -> None:
         self.http.close()
-
-
-def _message(response: httpx.Response) -> dict:
-    try:
-        return response.json()["choices"][0]["message"]
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise ClientError(f"the server's reply is not a chat completion: {response.text[:300]}") from None
 
 
 def response_text(message: dict) -> str:
