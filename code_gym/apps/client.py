@@ -130,11 +130,13 @@ class ChatPolicy:
     def reset(self) -> None:
         self.messages, self._last = [], {}
 
-    def __call__(self, observation: str) -> str:
+    def __call__(self, observation: str) -> str | dict:
         if not self.messages:
             self.messages.append({"role": "user", "content": observation})
         self._last = self.client.complete(self.messages)
-        return response_text(self._last)
+        text = response_text(self._last)
+        logprobs = self._last.get("logprobs")  # a sampled response: the env keeps them for `certainty`
+        return {"text": text, "logprobs": logprobs} if logprobs else text
 
     def observe(self, observation: str, info: dict) -> None:
         message = self._last
