@@ -11,7 +11,10 @@ from code_gym.apps.client import ChatClient, ChatPolicy, ClientConfig
 from code_gym.grading import GradeResult
 from code_gym.replay import hermes
 from code_gym.rewards import Response, SelfCertainty, Submission, TokenLogprobs, make_reward, sampled_response
+from code_gym.diffs import file_diff
+from code_gym.rewards import execution_vote
 from code_gym.rewards.labelfree import token_kl_from_uniform
+from code_gym.rewards.vote import generated_calls
 from code_gym.trajectory import RecordTrajectory
 
 from replay_server import ReplayServer, answer
@@ -160,3 +163,42 @@ def test_the_model_clients_logprobs_reach_the_reward(tiny_task):
     assert result.info["reward_breakdown"]["certainty"]["value"] == pytest.approx(2 * KL_PEAKED / 3)
     assert [s.action for s in result.trajectory.steps] == [FIX, SUBMIT]
     assert "logprobs" not in server.requests[1][1]["messages"][1]  # the history carries only the message
+
+
+# -- execution majority vote --------------------------------------------------------------------
+
+FIXED = b"def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+SAME = b"def add(a, b):\n    total = a + b\n    return total\n\n\ndef mul(a, b):\n    return a * b\n"  # written differently
+HALF = b"def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
+
+
+def test_generated_calls_cover_changed_functions_with_seeded_inputs(tiny_task):
+    calls = generated_calls(tiny_task, [{"calc/ops.py": HALF}, {"calc/new.py": b"def f(x, y=1):\n    return x\n"}], 3, 0)
+    assert [c.split("(")[1] for c in calls] == ["'calc.new').f"] * 3 + ["'calc.ops').add"] * 3
+    assert all(c.count(",") == 1 for c in calls[3:]) and calls == generated_calls(
+        tiny_task, [{"calc/ops.py": HALF}, {"calc/new.py": b"def f(x, y=1):\n    return x\n"}], 3, 0)
+    assert generated_calls(tiny_task, [{"tests/test_calc.py": b"def test_x():\n    pass\n"}], 3, 0) == ()
+
+
+def test_execution_vote_is_the_share_of_the_group_that_behaves_alike(tiny_task):
+    patch = file_diff("calc/ops.py", tiny_task.original_file("calc/ops.py"), FIXED).text  # as info["patch"] has it
+    broken = {"calc/ops.py": b"def add(a, b:\n"}
+    group = [{"calc/ops.py": FIXED}, {"calc/ops.py": SAME}, {"calc/ops.py": HALF}, {}, broken, patch]
+    result = execution_vote(tiny_task, group, inputs_per_function=6)
+    assert result.votes == pytest.approx((2 / 5, 2 / 5, 0.0, 0.0, 0.0, 2 / 5))
+    assert result.behaviour[0] == result.behaviour[1] == result.behaviour[5] != result.behaviour[2]
+    assert result.errors[3] == "no changes" and result.errors[4] is None  # a broken module still behaves (it raises)
+    assert len(result.calls) == 12  # add and mul, 6 inputs each
+    own = execution_vote(tiny_task, group[:3], calls=["add(2, 3)", "mul(2, 3)"], setup="from calc.ops import add, mul")
+    assert own.votes == (0.5, 0.5, 0.0)
+
+
+def test_execution_vote_runs_candidates_only_in_the_sandbox(tiny_task, tmp_path):
+    marker = tmp_path / "escaped"
+    evil = FIXED + f"\nopen({str(marker)!r}, 'w').write('x')\n".encode()
+    looping = FIXED.replace(b"return a * b", b"while True:\n        pass")
+    result = execution_vote(tiny_task, [{"calc/ops.py": evil}, {"calc/ops.py": looping}, {"calc/ops.py": FIXED}],
+                            inputs_per_function=2, per_call=1)
+    assert not marker.exists()  # the host's /tmp is not the sandbox's
+    # the write lands in the sandbox's /tmp, so `evil` behaves like FIXED; the looping mul times out per call
+    assert result.errors == (None, None, None) and result.votes == (0.5, 0.0, 0.5)

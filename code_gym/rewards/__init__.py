@@ -8,7 +8,9 @@ from code_gym.rewards.shaping import StepShaping, passed_count
 from code_gym.rewards.spec import COMPONENTS, EpisodeReward, RewardSpec, make_reward, total
 from code_gym.rewards.static import FileCheck, StaticScore, static_checks
 from code_gym.rewards.tests import AllPass, FailToPass, PassFraction
+from code_gym.rewards.vote import VoteResult, changes_from_patch, execution_vote
 
 __all__ = ["AllPass", "COMPONENTS", "EpisodeReward", "FileCheck", "FailToPass", "Judge", "PassFraction", "Response",
            "RewardSpec", "Score", "SelfCertainty", "StaticScore", "StepShaping", "Submission", "TokenLogprobs",
-           "make_reward", "parse_score", "passed_count", "sampled_response", "static_checks", "total"]
+           "VoteResult", "changes_from_patch", "execution_vote", "make_reward", "parse_score", "passed_count",
+           "sampled_response", "static_checks", "total"]
