@@ -220,7 +220,9 @@ class AgentExecutor(AgentExecutorBase):
             action_ids = list(output.token_ids)
             spans.append(rollout.add_action(action_ids, _log_probs(output, action_ids) if wants_log_probs else None))
             offsets.append(token_offsets(tokenizer, action_ids, output.text, skip_special))
-            observation, reward, _ = await asyncio.to_thread(run.step, output.text)
+            action = {"text": output.text, "logprobs": _token_logprobs(output, action_ids)} if wants_log_probs \
+                else output.text  # a sampled response: the env keeps its log-probs for the `certainty` reward
+            observation, reward, _ = await asyncio.to_thread(run.step, action)
             rewards.append(reward)
             if run.done:
                 break
@@ -248,6 +250,13 @@ def _encode(tokenizer: Any, text: str) -> list[int]:
 def _log_probs(output: Any, action_ids: list[int]) -> list[float]:
     """The sampled tokens' log-probs, read as OpenRLHF's MultiTurnAgentExecutor reads them."""
     return [output.logprobs[i][token].logprob for i, token in enumerate(action_ids)]
+
+
+def _token_logprobs(output: Any, action_ids: list[int]) -> list[dict]:
+    """Per action token, its log-prob and the top-k vLLM returned with it (code_gym.rewards.TokenLogprobs)."""
+    return [{"logprob": output.logprobs[i][token].logprob,
+             "top_logprobs": [entry.logprob for entry in output.logprobs[i].values()]}
+            for i, token in enumerate(action_ids)]
 
 
 def _record(trajectory, resolved: bool, spans: list[tuple[int, int]], offsets: list[np.ndarray]) -> EpisodeRecord:
