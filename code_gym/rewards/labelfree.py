@@ -26,11 +26,11 @@ Definitions, over the response tokens of every step that came with log-probs:
   tokens, in (0, 1]. Its log is a one-sample estimate of minus the token entropy, so it needs only
   the sampled log-probs.
 
-Guards against certainty collapse (both on by default where they cost nothing):
-`mixed_only=True` refuses a reward spec that has no verifiable (test) component of positive weight;
-`min_tokens=n` scores 0 for an episode whose responses total fewer than n tokens (a length floor).
+Guards against certainty collapse:
+`mixed_only=True` (the default) refuses a reward spec that has no verifiable (test) component of positive weight;
+`min_tokens=n` (0, off, by default) scores 0 for an episode whose responses total fewer than n tokens (a length floor).
 
-Execution majority vote (`execution_vote`) is a group reward: it compares the final patches of
+Execution majority vote (`code_gym.rewards.vote.execution_vote`) is a group reward: it compares the final patches of
 the G rollouts of one task by running each in the sandbox, so the trainer calls it once per group.
 """
 from __future__ import annotations
