@@ -11,7 +11,7 @@ from code_gym.grading import Grader, GradeResult, grade
 from code_gym.prompt import initial_prompt, integrity_note, step_observation
 from code_gym.provenance import READ_ONLY_TOOLS, Transition, attribute, call_provenance
 from code_gym.hints import reference_hint
-from code_gym.rewards import make_reward, total
+from code_gym.rewards import make_reward, sampled_response, total
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.spaces import AnyText
 from code_gym.task import Task, bundled_tasks, load_task_dir, resolve_task
@@ -146,6 +146,7 @@ class CodeRepoEnv(gym.Env):
             raise RuntimeError("the episode has ended; call reset() to start another")
         started = time.monotonic()
         self.steps += 1
+        action, response, logprobs_error = sampled_response(action)
         parsed = parse_action(action)
         pairs: list[tuple[ToolCall | None, ToolResult]] = [
             (None, ToolResult(f"error: {e}", error=True)) for e in parsed.errors]
@@ -189,7 +190,9 @@ class CodeRepoEnv(gym.Env):
         }
         info["timings"] = {"tools": tool_time, "diff": time.monotonic() - started - tool_time}
         observation = step_observation(pairs, self.step_limit - self.steps)
-        entries = self.rewarder.step(pairs, info["invalid_action"])
+        if logprobs_error:
+            info["logprobs_error"] = logprobs_error
+        entries = self.rewarder.step(pairs, info["invalid_action"], response)
         if terminated or truncated:
             changes = self.ws.changed_files()
             result = self.grader(self.task, changes, isolation=self.isolation, audit=self.reward_spec.audits)

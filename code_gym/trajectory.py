@@ -5,6 +5,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from code_gym.rewards import sampled_response
 from credit import Step, Trajectory
 
 
@@ -18,26 +19,34 @@ class RecordTrajectory(gym.Wrapper):
     When the episode ends, `info["trajectory"]` holds the `credit.Trajectory` (also kept as
     `self.trajectory`). The outcome reward (the grade) is the trajectory's `reward`; a step's own
     reward excludes it, so credit counts the outcome once, at the last step.
+
+    A sampled-response action `{"text", "logprobs"}` is recorded as its text; its log-probs
+    (`code_gym.rewards.TokenLogprobs`, None for a step without them) go to `self.logprobs`, one
+    entry per step, and to `info["step_logprobs"]` at the end (`credit.Step` has no field for them).
     """
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
         self.trajectory: Trajectory | None = None
         self._steps: list[Step] = []
+        self.logprobs: list = []
         self._observation: str | None = None
         self._task_id: str | None = None
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
         self._steps, self._observation, self._task_id, self.trajectory = [], obs, info.get("task_id"), None
+        self.logprobs = []
         return obs, info
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
         outcome = info.get("outcome_reward", 0.0)
+        played, response, _ = sampled_response(action)
+        self.logprobs.append(response.logprobs if response is not None else None)
         text = info.get("action_text")
         if text is None:  # not parsed into calls over a text: nothing to attribute
-            text, spans = (action if isinstance(action, str) else repr(action)), {}
+            text, spans = (played if isinstance(played, str) else repr(played)), {}
         else:
             spans = {key: info.get(key) or None for key in ("provenance", "calls", "edits", "line_calls")}
         self._steps.append(Step(action=text, diff=info.get("diff", ""), reward=reward - outcome,
@@ -46,5 +55,5 @@ class RecordTrajectory(gym.Wrapper):
         if terminated or truncated:
             self.trajectory = Trajectory(task_id=self._task_id or info.get("task_id", ""), steps=self._steps,
                                          reward=outcome)
-            info = {**info, "trajectory": self.trajectory}
+            info = {**info, "trajectory": self.trajectory, "step_logprobs": list(self.logprobs)}
         return obs, reward, terminated, truncated, info

@@ -29,7 +29,6 @@ import codecs
 import json
 import re
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -42,15 +41,12 @@ from tqdm import tqdm
 import credit
 from code_gym import episode
 from code_gym.actions import parse_action, render_call
+from code_gym.chat import ChatError, http_client, post_chat
 from code_gym.env import CodeRepoEnv
 from code_gym.task import Task
 from code_gym.tools import TOOL_SCHEMAS
 
-_RETRY_STATUS = {408, 409, 429}
-
-
-class ClientError(RuntimeError):
-    """A request that failed for good (retries spent, or an error a retry cannot fix)."""
+ClientError = ChatError  # a request that failed for good (retries spent, or an error a retry cannot fix)
 
 
 @dataclass(frozen=True)
@@ -73,15 +69,18 @@ class ChatClient:
 
     def __init__(self, config: ClientConfig, transport: httpx.BaseTransport | None = None):
         self.config = config
-        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        self.http = httpx.Client(base_url=config.base_url.rstrip("/"), headers=headers,
-                                 timeout=httpx.Timeout(config.timeout), transport=transport)
+        self.http = http_client(config.base_url, config.timeout, config.api_key, transport)
         self.retried = 0  # requests sent again after a failure, over the client's life
         self._lock = threading.Lock()
 
     def complete(self, messages: list[dict]) -> dict:
-        """The assistant message of the first choice."""
-        return self.complete_choice(messages)["message"]
+        """The assistant message of the first choice; the choice's "logprobs" (when the server
+        gives them) under "logprobs"."""
+        choice = self.complete_choice(messages)
+        message = dict(choice["message"])
+        if choice.get("logprobs"):
+            message["logprobs"] = choice["logprobs"]
+        return message
 
     def complete_choice(self, messages: list[dict]) -> dict:
         """The first choice of the reply (message, logprobs, token_ids when the server gives them)."""
@@ -89,39 +88,14 @@ class ChatClient:
                 "temperature": self.config.temperature, "max_tokens": self.config.max_tokens,
                 **({"logprobs": True, "return_token_ids": True} if self.config.tokens else {}),
                 **self.config.extra_body}
-        delay = self.config.backoff
-        for attempt in range(self.config.retries + 1):
-            try:
-                response = self.http.post("/chat/completions", json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                failure = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code == 200:
-                    return _choice(response)
-                failure = f"HTTP {response.status_code}: {response.text[:300]}"
-                if response.status_code < 500 and response.status_code not in _RETRY_STATUS:
-                    raise ClientError(f"{self.config.base_url}/chat/completions refused the request ({failure})")
-            if attempt == self.config.retries:
-                break
-            with self._lock:
-                self.retried += 1
-            time.sleep(delay)
-            delay *= 2
-        raise ClientError(f"{self.config.base_url}/chat/completions failed {self.config.retries + 1} times; "
-                          f"last: {failure}. Is the server up and serving model {self.config.model!r}?")
+        return post_chat(self.http, body, self.config.retries, self.config.backoff, self._count_retry)
+
+    def _count_retry(self) -> None:
+        with self._lock:
+            self.retried += 1
 
     def close(self) -> None:
         self.http.close()
-
-
-def _choice(response: httpx.Response) -> dict:
-    try:
-        choice = response.json()["choices"][0]
-        if not isinstance(choice["message"], dict):
-            raise TypeError
-        return choice
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise ClientError(f"the server's reply is not a chat completion: {response.text[:300]}") from None
 
 
 @dataclass(frozen=True)
@@ -245,7 +219,7 @@ class ChatPolicy:
     def reset(self) -> None:
         self.messages, self.tokens, self._last = [], [], {}
 
-    def __call__(self, observation: str) -> str:
+    def __call__(self, observation: str) -> str | dict:
         if not self.messages:
             self.messages.append({"role": "user", "content": observation})
         choice = self.client.complete_choice(self.messages)
@@ -254,9 +228,12 @@ class ChatPolicy:
         sampled = sampled_tokens(choice)
         if sampled is not None and (sampled[0] == rendered or _same_calls(sampled[0], rendered)):
             self.tokens.append(sampled[1])
-            return sampled[0]  # what the model wrote, token for token
-        self.tokens.append(self.tokenizer(rendered) if self.tokenizer is not None else None)
-        return rendered
+            text = sampled[0]  # what the model wrote, token for token
+        else:
+            self.tokens.append(self.tokenizer(rendered) if self.tokenizer is not None else None)
+            text = rendered
+        logprobs = choice.get("logprobs")  # a sampled response: the env keeps them for the `certainty` reward
+        return {"text": text, "logprobs": logprobs} if logprobs else text
 
     def observe(self, observation: str, info: dict) -> None:
         message = self._last

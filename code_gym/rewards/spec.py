@@ -5,6 +5,8 @@ integrity policy. `make_reward` turns what users pass to `gym.make(..., reward=.
     "fraction"                                  the fraction of graded tests that pass
     {"tests": 1.0, "static": 0.1}               a weighted sum
     {"fraction": {"weight": 1.0, "hidden": 2.0}, "shaping": {"progress": 0.15, "invalid": 0.01}}
+    {"f2p": 1.0, "judge": {"weight": 0.2, "base_url": "http://127.0.0.1:8000/v1", "model": "m"}}
+    {"f2p": 1.0, "certainty": 0.1}              label-free: only next to a verifiable component
 
 A final patch that fails the integrity audit gets `integrity_penalty` (default 0) instead of the
 weighted sum when the policy is "enforce"; "report" only lists the findings; "off" skips the audit.
@@ -16,7 +18,9 @@ from typing import Any, Callable, Protocol
 
 from code_gym.actions import ToolCall
 from code_gym.grading import GradeResult
-from code_gym.rewards.base import Submission
+from code_gym.rewards.base import Response, Score, Submission
+from code_gym.rewards.judge import Judge
+from code_gym.rewards.labelfree import SelfCertainty
 from code_gym.rewards.shaping import ShapingState, StepShaping
 from code_gym.rewards.static import StaticScore
 from code_gym.rewards.tests import AllPass, FailToPass, PassFraction
@@ -25,11 +29,12 @@ from code_gym.tools import ToolResult
 
 
 class Component(Protocol):
-    def __call__(self, sub: Submission) -> float: ...
+    def __call__(self, sub: Submission) -> float | Score: ...
 
 
 COMPONENTS: dict[str, type] = {"f2p": FailToPass, "binary": AllPass, "fraction": PassFraction, "tests": PassFraction,
-                               "static": StaticScore}
+                               "static": StaticScore, "judge": Judge, "certainty": SelfCertainty}
+VERIFIABLE = (FailToPass, AllPass, PassFraction)  # components that check the patch against the task's tests
 INTEGRITY_MODES = ("enforce", "report", "off")
 Entries = dict[str, dict]  # breakdown entries: name -> {"value", "weight", "reward", ...}
 
@@ -44,6 +49,13 @@ class RewardSpec:
     def __post_init__(self):
         if self.integrity not in INTEGRITY_MODES:
             raise ValueError(f"integrity must be one of {INTEGRITY_MODES}, got {self.integrity!r}")
+        guarded = [name for name, _, c in self.components if getattr(c, "mixed_only", False)]
+        if guarded and not any(isinstance(c, VERIFIABLE) and w > 0 for _, w, c in self.components):
+            raise ValueError(
+                f"reward component(s) {guarded} are label-free: trained on alone, certainty rewards rise, then "
+                "collapse (shorter outputs, lost reasoning; docs/rewards.md). Mix them with a verifiable "
+                "component of positive weight, e.g. {'f2p': 1.0, 'certainty': 0.1}, or pass the option "
+                "{'mixed_only': False} to train on them alone")
 
     @property
     def audits(self) -> bool:
@@ -56,8 +68,14 @@ class RewardSpec:
         enforced = self.integrity == "enforce" and sub.result.violation
         entries: Entries = {}
         for name, weight, component in self.components:
-            value = float(component(sub))
-            entries[name] = {"value": value, "weight": weight, "reward": 0.0 if enforced else weight * value}
+            if enforced and getattr(component, "skip_when_enforced", False):
+                entries[name] = {"value": 0.0, "weight": weight, "reward": 0.0,
+                                 "skipped": "the patch failed the integrity audit"}
+                continue
+            scored = component(sub)
+            value, details = (scored.value, scored.details) if isinstance(scored, Score) else (scored, {})
+            value = float(value)
+            entries[name] = {"value": value, "weight": weight, "reward": 0.0 if enforced else weight * value, **details}
         findings = len(sub.result.integrity or [])
         entries["integrity"] = {"value": float(findings), "weight": self.integrity_penalty,
                                 "reward": self.integrity_penalty if enforced else 0.0, "mode": self.integrity}
@@ -74,13 +92,19 @@ class EpisodeReward:
         self.spec = spec
         self.task = task
         self.shaping: ShapingState | None = spec.shaping.episode(task, changes, spec.audits) if spec.shaping else None
+        self.responses: list[Response] = []
 
-    def step(self, pairs: list[tuple[ToolCall | None, ToolResult]], invalid: bool) -> Entries:
+    def step(self, pairs: list[tuple[ToolCall | None, ToolResult]], invalid: bool,
+             response: Response | None = None) -> Entries:
+        """The step's shaping entries; `response` (the step's text and sampling log-probs) is kept
+        for the outcome components that read it (`certainty`)."""
+        if response is not None:
+            self.responses.append(response)
         return self.shaping.step(pairs, invalid) if self.shaping else {}
 
     def finish(self, result: GradeResult, changes: dict[str, bytes | None]) -> tuple[float, Entries]:
         """(the outcome reward, its entries plus any shaping clawback)."""
-        outcome, entries = self.spec.outcome(Submission(self.task, changes, result))
+        outcome, entries = self.spec.outcome(Submission(self.task, changes, result, tuple(self.responses)))
         if self.shaping and self.spec.integrity == "enforce" and result.violation:
             entries.update(self.shaping.clawback())
         return outcome, entries

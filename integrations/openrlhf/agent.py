@@ -286,7 +286,9 @@ class AgentExecutor(AgentExecutorBase):
             action_ids = list(output.token_ids)
             spans.append(rollout.add_action(action_ids, _log_probs(output, action_ids) if wants_log_probs else None))
             offsets.append(await asyncio.to_thread(token_offsets, tokenizer, action_ids, output.text, skip_special))
-            observation, reward = await _step(run, output.text)
+            action = {"text": output.text, "logprobs": _token_logprobs(output, action_ids)} if wants_log_probs \
+                else output.text  # a sampled response: the env keeps its log-probs for the `certainty` reward
+            observation, reward = await _step(run, action)
             rewards.append(reward)
             if run.done:
                 break
@@ -348,11 +350,19 @@ def _log_probs(output: Any, action_ids: list[int]) -> list[float]:
     return [output.logprobs[i][token].logprob for i, token in enumerate(action_ids)]
 
 
+def _token_logprobs(output: Any, action_ids: list[int]) -> list[dict]:
+    """Per action token, its log-prob and the top-k vLLM returned with it (code_gym.rewards.TokenLogprobs)."""
+    return [{"logprob": output.logprobs[i][token].logprob,
+             "top_logprobs": [entry.logprob for entry in output.logprobs[i].values()]}
+            for i, token in enumerate(action_ids)]
+
+
 def _record(trajectory, resolved: bool, spans: list[tuple[int, int]], offsets: list[np.ndarray],
             excluded: str) -> EpisodeRecord:
     steps = tuple(
         StepRecord(action=step.action, diff=step.diff, provenance=step.provenance or (), reward=step.reward,
-                   observation=observation_key(step.observation or ""), token_span=span, token_offsets=offset)
+                   observation=observation_key(step.observation or ""), token_span=span, token_offsets=offset,
+                   calls=step.calls, edits=step.edits, line_calls=step.line_calls)
         for step, span, offset in zip(trajectory.steps, spans, offsets, strict=True))
     return EpisodeRecord(task_id=str(trajectory.task_id), outcome=trajectory.reward, resolved=resolved, steps=steps,
                          excluded=excluded)

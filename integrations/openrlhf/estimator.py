@@ -41,6 +41,9 @@ class _Batch:
     diffs: list[str] = field(default_factory=list)
     token_offsets: list[np.ndarray] = field(default_factory=list)
     provenance: list[Any] = field(default_factory=list)
+    calls: list[Any] = field(default_factory=list)
+    edits: list[Any] = field(default_factory=list)
+    line_calls: list[Any] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
     rows: list[int] = field(default_factory=list)
     token_spans: list[tuple[int, int]] = field(default_factory=list)
@@ -70,7 +73,7 @@ def credit_advantages(experiences: Sequence[Any], args: Any) -> Sequence[Any]:
             batch.action_mask, batch.group_ids, batch.trajectory_ids, batch.step_ids, batch.rewards,
             estimator=args.algo.advantage.estimator, step_rewards=batch.step_rewards, actions=batch.actions,
             diffs=batch.diffs, token_offsets=batch.token_offsets, provenance=batch.provenance,
-            observations=batch.observations, rows=batch.rows, token_spans=batch.token_spans, return_result=True,
+            calls=batch.calls, edits=batch.edits, line_calls=batch.line_calls, observations=batch.observations, rows=batch.rows, token_spans=batch.token_spans, return_result=True,
             **estimator_options(args))
         step_returns, episode_advantages = result.steps.returns, result.episode
     else:  # every episode of the batch is excluded
@@ -172,6 +175,9 @@ def _add_episode(batch: _Batch, row: int, index: int, group: int, episode: Episo
         batch.diffs.append(step.diff)
         batch.token_offsets.append(step.token_offsets)
         batch.provenance.append(step.provenance or None)
+        batch.calls.append(step.calls)
+        batch.edits.append(step.edits)
+        batch.line_calls.append(step.line_calls)
         batch.observations.append(step.observation)
         batch.rows.append(row)
         batch.token_spans.append((start - 1, end - 1))

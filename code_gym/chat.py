@@ -1,0 +1,64 @@
+"""One POST to an OpenAI-compatible chat-completions endpoint, with timeouts, retries and back-off.
+
+Shared by the model client (`code_gym.apps.client`) and the LLM judge (`code_gym.rewards.judge`).
+Timeouts, connection errors, HTTP 408, 409, 429 and 5xx are retried up to `retries` times, waiting
+`backoff` seconds before the first retry and twice as long before each next one; any other HTTP
+error fails at once. httpx is imported here, not by `import code_gym`.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import httpx
+
+RETRY_STATUS = {408, 409, 429}
+
+
+class ChatError(RuntimeError):
+    """A request that failed for good (retries spent, or an error a retry cannot fix)."""
+
+
+def http_client(base_url: str, timeout: float, api_key: str | None = None,
+                transport: httpx.BaseTransport | None = None) -> httpx.Client:
+    """An httpx client for `base_url` (the path before /chat/completions); thread-safe."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=httpx.Timeout(timeout),
+                        transport=transport)
+
+
+def post_chat(http: httpx.Client, body: dict[str, Any], retries: int, backoff: float,
+              on_retry: Callable[[], None] | None = None) -> dict:
+    """The first choice of the chat completion for `body` (a dict with "message", and "logprobs"
+    when the request asked for them). Raises ChatError when the request fails for good."""
+    where = f"{str(http.base_url).rstrip('/')}/chat/completions"
+    delay = backoff
+    for attempt in range(retries + 1):
+        try:
+            response = http.post("/chat/completions", json=body)
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+        else:
+            if response.status_code == 200:
+                return _first_choice(response)
+            failure = f"HTTP {response.status_code}: {response.text[:300]}"
+            if response.status_code < 500 and response.status_code not in RETRY_STATUS:
+                raise ChatError(f"{where} refused the request ({failure})")
+        if attempt == retries:
+            break
+        if on_retry is not None:
+            on_retry()
+        time.sleep(delay)
+        delay *= 2
+    raise ChatError(f"{where} failed {retries + 1} times; last: {failure}. "
+                    f"Is the server up and serving model {body.get('model')!r}?")
+
+
+def _first_choice(response: httpx.Response) -> dict:
+    try:
+        choice = response.json()["choices"][0]
+        if isinstance(choice["message"], dict):
+            return choice
+    except (ValueError, KeyError, IndexError, TypeError):
+        pass
+    raise ChatError(f"the server's reply is not a chat completion: {response.text[:300]}")

@@ -1,0 +1,239 @@
+"""Execution majority vote, a label-free group reward: the G rollouts of one task are compared by
+what their final programs do, not by tests.
+
+Each candidate (a final patch: the changes `path -> bytes | None`, or the patch text of
+`info["patch"]`) is applied to a fresh copy of the task's repository (with the grader's file
+policy: test files and configuration keep the task's version) and probed inside the sandbox: the
+same generated calls run against every candidate, and the outputs (the `repr` of each result, or
+the exception type it raised) are its behaviour. A candidate's vote is the fraction of the OTHER
+candidates of the group whose behaviour is identical:
+
+    vote_i = |{j != i : behaviour_j == behaviour_i}| / (G - 1)
+
+A candidate with no changes, or whose probe could not run (sandbox timeout, crash), agrees with
+no one and scores 0. Identical candidates are probed once.
+
+The calls: by default, every module-level function that some candidate changes or adds in a
+non-test `.py` file, called `inputs_per_function` times with positional arguments drawn (with
+`seed`) from small ints, floats, strings, lists, dicts, None and booleans; the arity comes from
+parsing the source (`ast`), never from importing it on the host. `calls` replaces them with your
+own Python expressions, e.g. `["Inventory(5).reserve('a', 2)"]` with `setup="from stockroom.inventory
+import Inventory"`. Calls run with PYTHONHASHSEED=0, each under a `per_call` second alarm.
+
+Agreement is a consensus signal, not a verdict: a group that shares a wrong program votes for it,
+and a candidate's code runs in the same process as its probe. Mix it with a verifiable reward.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+
+from code_gym.file_policy import apply_changes
+from code_gym.hostfs import owned_prefix
+from code_gym.sandbox import Limits, make_sandbox
+from code_gym.task import Task
+from code_gym.workspace import Workspace
+
+Candidate = Union[Mapping[str, Union[bytes, None]], str]
+PROBE_DIR = "/probe"
+_MARK = "@@code-gym-vote@@"
+
+# runs inside the sandbox: python probe.py spec.json -> one marked JSON line of outputs
+_PROBE = r'''
+import importlib, json, re, signal, sys
+sys.path[:0] = [".", "src"]
+spec = json.load(open(sys.argv[1]))
+def _alarm(*_):
+    raise TimeoutError("probe call timed out")
+signal.signal(signal.SIGALRM, _alarm)
+namespace = {"_import": importlib.import_module}
+try:
+    exec(spec["setup"], namespace)
+except BaseException as exc:
+    namespace["_setup_error"] = type(exc).__name__
+outputs = []
+for call in spec["calls"]:
+    signal.alarm(spec["per_call"])
+    try:
+        outputs.append("ok:" + re.sub(r" at 0x[0-9a-fA-F]+", "", repr(eval(call, dict(namespace))))[:1000])
+    except BaseException as exc:
+        outputs.append("raise:" + type(exc).__name__)
+    finally:
+        signal.alarm(0)
+print("\n''' + _MARK + r'''" + json.dumps(outputs))
+'''
+
+
+@dataclass(frozen=True)
+class VoteResult:
+    votes: tuple[float, ...]  # per candidate, in input order
+    behaviour: tuple[str, ...]  # per candidate: a hash of its outputs ("" when it did not run)
+    errors: tuple[str | None, ...]  # per candidate: why it has no behaviour (None: it ran)
+    calls: tuple[str, ...]  # the calls every candidate ran
+
+
+def execution_vote(task: Task, candidates: Sequence[Candidate], *, calls: Sequence[str] | None = None,
+                   setup: str = "", inputs_per_function: int = 8, seed: int = 0, per_call: int = 2,
+                   isolation: Any = "auto", timeout: float | None = None) -> VoteResult:
+    """The execution majority vote of a group of final patches of `task` (module docstring)."""
+    if inputs_per_function < 1 or per_call < 1:
+        raise ValueError(f"inputs_per_function and per_call must be >= 1, got {inputs_per_function}, {per_call}")
+    changes = [_as_changes(task, c) for c in candidates]
+    if calls is None:
+        calls = generated_calls(task, changes, inputs_per_function, seed)
+    calls = tuple(calls)
+    runs: dict[str, tuple[str, str | None]] = {}
+    behaviour, errors = [], []
+    for change in changes:
+        if not change:
+            found: tuple[str, str | None] = ("", "no changes")
+        elif not calls:
+            found = ("", "no calls to probe: the candidates change no module-level function; pass calls=[...]")
+        else:
+            key = _changes_key(change)
+            if key not in runs:
+                runs[key] = _probe(task, change, calls, setup, per_call, isolation, timeout)
+            found = runs[key]
+        behaviour.append(found[0])
+        errors.append(found[1])
+    counts = Counter(b for b in behaviour if b)
+    others = len(changes) - 1
+    votes = tuple((counts[b] - 1) / others if b and others else 0.0 for b in behaviour)
+    return VoteResult(votes, tuple(behaviour), tuple(errors), calls)
+
+
+def generated_calls(task: Task, changes: Sequence[Mapping[str, bytes | None]], per_function: int,
+                    seed: int) -> tuple[str, ...]:
+    """Calls of every module-level function some candidate changes or adds, on generated inputs."""
+    targets: dict[tuple[str, str], int] = {}
+    for change in changes:
+        for path, data in sorted(change.items()):
+            if data is None or not path.endswith(".py") or task.is_protected(path):
+                continue
+            before = _functions(task.original_file(path))
+            for name, (arity, source) in _functions(data).items():
+                if before.get(name, (None, None))[1] != source:
+                    targets.setdefault((_module(path), name), before.get(name, (arity,))[0])
+    rng = np.random.default_rng(seed)
+    return tuple(f"_import({module!r}).{name}({', '.join(_value(rng) for _ in range(arity))})"
+                 for (module, name), arity in sorted(targets.items()) for _ in range(per_function))
+
+
+def _functions(source: bytes | None) -> dict[str, tuple[int, str]]:
+    """Module-level functions of a source: name -> (required positional arguments, its code)."""
+    if source is None:
+        return {}
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            args = node.args
+            positional = len(args.posonlyargs) + len(args.args) - len(args.defaults)
+            out[node.name] = (positional, ast.dump(node))
+    return out
+
+
+def _module(path: str) -> str:
+    parts = path[:-3].split("/")
+    if parts[0] == "src" and len(parts) > 1:
+        parts = parts[1:]
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+_POOL = (0, 1, 2, -1, 3, 7, -5, 10, 0.5, -2.25, "", "a", "abc", "Hello world", [], [1, 2, 3], [3, -1, 2],
+         {"a": 1}, None, True, False)
+
+
+def _value(rng: np.random.Generator) -> str:
+    return repr(_POOL[int(rng.integers(len(_POOL)))])
+
+
+def _as_changes(task: Task, candidate: Candidate) -> dict[str, bytes | None]:
+    if isinstance(candidate, str):
+        return changes_from_patch(task, candidate)
+    if not isinstance(candidate, Mapping):
+        raise TypeError(f"a candidate is a final patch (text) or its changes (path -> bytes | None), "
+                        f"got {type(candidate).__name__}")
+    return dict(candidate)
+
+
+def changes_from_patch(task: Task, patch: str) -> dict[str, bytes | None]:
+    """The files a patch (as `info["patch"]` renders it) changes in the task's repository, applied
+    with `git apply` to a copy (applying a patch runs none of its code). ValueError when it does not apply."""
+    if not patch.strip():
+        return {}
+    ws = Workspace(task.repo, strategy="copy")
+    try:
+        done = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=ws.root, input=patch.encode(),
+                              capture_output=True)
+        if done.returncode != 0:
+            raise ValueError(f"the patch does not apply to {task.id}: {done.stderr.decode(errors='replace').strip()}")
+        ws.scan_changes()
+        return ws.changed_files()
+    finally:
+        ws.close()
+
+
+def _changes_key(changes: Mapping[str, bytes | None]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(changes):
+        data = changes[path]
+        digest.update(path.encode() + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
+    return digest.hexdigest()
+
+
+def _probe(task: Task, changes: Mapping[str, bytes | None], calls: tuple[str, ...], setup: str, per_call: int,
+           isolation: Any, timeout: float | None) -> tuple[str, str | None]:
+    """(behaviour hash, None) of one candidate, or ("", why) when its probe did not run."""
+    copy = Workspace(task.repo, strategy="copy")
+    probe = Path(tempfile.mkdtemp(prefix=owned_prefix("vote")))
+    try:
+        apply_changes(task, copy.root, dict(changes))
+        (probe / "probe.py").write_text(_PROBE)
+        (probe / "spec.json").write_text(json.dumps({"calls": list(calls), "setup": setup, "per_call": per_call}))
+        limit = timeout or task.timeouts.tests
+        sandbox = make_sandbox(isolation, copy.root, Limits(timeout=limit), mask=(task.root,) if task.root else (),
+                               image=task.image)
+        binds = {probe: PROBE_DIR}
+        inside = sandbox.inside(probe, binds)
+        command = (f"PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 {_python(task)} {shlex.quote(inside + '/probe.py')} "
+                   f"{shlex.quote(inside + '/spec.json')}")
+        try:
+            run = sandbox.exec(command, timeout=limit, binds=binds)
+        finally:
+            sandbox.close()
+        if run.timed_out:
+            return "", f"the probe timed out after {limit:g}s"
+        lines = [line for line in run.output.splitlines() if line.startswith(_MARK)]
+        if not lines:
+            return "", f"the probe did not finish (exit code {run.exit_code}): {run.output[-300:]}"
+        outputs = json.loads(lines[-1][len(_MARK):])
+        return hashlib.sha256(json.dumps(outputs).encode()).hexdigest(), None
+    except (ValueError, OSError) as exc:
+        return "", f"the probe could not run: {type(exc).__name__}: {exc}"
+    finally:
+        copy.close()
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def _python(task: Task) -> str:
+    """The interpreter the task's tests use (the first word of `python -m pytest`), else python3."""
+    first = task.test_command.split()[0] if task.test_command.split() else ""
+    return first if "python" in Path(first).name else "python3"
