@@ -195,10 +195,12 @@ def test_execution_vote_is_the_share_of_the_group_that_behaves_alike(tiny_task):
 
 def test_execution_vote_runs_candidates_only_in_the_sandbox(tiny_task, tmp_path):
     marker = tmp_path / "escaped"
-    evil = FIXED + f"\nopen({str(marker)!r}, 'w').write('x')\n".encode()
+    # the write cannot reach the host; whether it fails (private /tmp) or lands in the sandbox, the
+    # candidate then behaves like FIXED
+    evil = FIXED + f"\ntry:\n    open({str(marker)!r}, 'w').write('x')\nexcept OSError:\n    pass\n".encode()
     looping = FIXED.replace(b"return a * b", b"while True:\n        pass")
     result = execution_vote(tiny_task, [{"calc/ops.py": evil}, {"calc/ops.py": looping}, {"calc/ops.py": FIXED}],
                             inputs_per_function=2, per_call=1)
     assert not marker.exists()  # the host's /tmp is not the sandbox's
-    # the write lands in the sandbox's /tmp, so `evil` behaves like FIXED; the looping mul times out per call
+    # the looping mul times out per call
     assert result.errors == (None, None, None) and result.votes == (0.5, 0.0, 0.5)
