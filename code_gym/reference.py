@@ -17,21 +17,29 @@ from code_gym.task import Task, TaskError
 from code_gym.workspace import Workspace
 
 
-def reference_changes(task: Task) -> dict[str, bytes | None]:
-    """The files the reference patch changes, with their new content (applied with `git apply`)."""
-    ws = Workspace(task.repo, strategy="copy")
+def patch_changes(repo: Path, patch: str) -> dict[str, bytes | None]:
+    """The files a unified diff changes in `repo`, with their new content: `git apply` on a copy
+    (applying a patch runs none of its code). ValueError, with git's message, when it does not apply."""
+    if not patch.strip():
+        return {}
+    ws = Workspace(repo, strategy="copy")
     try:
-        with tempfile.NamedTemporaryFile("w", suffix=".patch", delete=False) as fh:
-            fh.write(task.reference_patch)
-        result = subprocess.run(["git", "apply", "--whitespace=nowarn", fh.name], cwd=ws.root,
-                                capture_output=True, text=True)
-        Path(fh.name).unlink()
-        if result.returncode != 0:
-            raise TaskError(f"{task.root}/solution.patch: does not apply to repo/: {result.stderr.strip()}")
+        done = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=ws.root, input=patch.encode(),
+                              capture_output=True)
+        if done.returncode != 0:
+            raise ValueError(done.stderr.decode(errors="replace").strip())
         ws.scan_changes()
         return ws.changed_files()
     finally:
         ws.close()
+
+
+def reference_changes(task: Task) -> dict[str, bytes | None]:
+    """The files the reference patch changes, with their new content (applied with `git apply`)."""
+    try:
+        return patch_changes(task.repo, task.reference_patch)
+    except ValueError as exc:
+        raise TaskError(f"{task.root}/solution.patch: does not apply to repo/: {exc}") from None
 
 
 _COLLECTED: dict[tuple, tuple[str, ...] | None] = {}

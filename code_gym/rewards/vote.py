@@ -30,7 +30,6 @@ import hashlib
 import json
 import shlex
 import shutil
-import subprocess
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -42,6 +41,7 @@ import numpy as np
 
 from code_gym.file_policy import apply_changes
 from code_gym.hostfs import owned_prefix
+from code_gym.reference import patch_changes
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.task import Task
 from code_gym.workspace import Workspace
@@ -177,18 +177,10 @@ def _as_changes(task: Task, candidate: Candidate) -> dict[str, bytes | None]:
 def changes_from_patch(task: Task, patch: str) -> dict[str, bytes | None]:
     """The files a patch (as `info["patch"]` renders it) changes in the task's repository, applied
     with `git apply` to a copy (applying a patch runs none of its code). ValueError when it does not apply."""
-    if not patch.strip():
-        return {}
-    ws = Workspace(task.repo, strategy="copy")
     try:
-        done = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=ws.root, input=patch.encode(),
-                              capture_output=True)
-        if done.returncode != 0:
-            raise ValueError(f"the patch does not apply to {task.id}: {done.stderr.decode(errors='replace').strip()}")
-        ws.scan_changes()
-        return ws.changed_files()
-    finally:
-        ws.close()
+        return patch_changes(task.repo, patch)
+    except ValueError as exc:
+        raise ValueError(f"the patch does not apply to {task.id}: {exc}") from None
 
 
 def _changes_key(changes: Mapping[str, bytes | None]) -> str:
