@@ -127,3 +127,35 @@ def test_a_data_folder_named_like_a_preloaded_module_keeps_the_run_warm(tmp_path
     finally:
         box.close()
         shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)
+
+
+def test_a_runner_that_goes_away_before_taking_a_run_gives_it_back_but_one_that_took_it_fails_it(tmp_path):
+    """A runner that cannot empty /tmp exits after its run; a request still in its listen queue is
+    reset (the CI rehearsal of this change saw ConnectionResetError escape from `run`). That run never
+    started, so it goes elsewhere (None); a run the server took and then died on is a failed run."""
+    import socket
+    import threading
+    import time
+
+    from code_gym.sandbox import runner
+
+    def serve(path, take: bool):
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(str(path))
+        srv.listen(1)
+
+        def then_go():
+            if take:
+                conn, _ = srv.accept()
+                conn.recv(65536)
+                conn.close()
+            else:
+                time.sleep(0.5)
+            srv.close()
+        threading.Thread(target=then_go, daemon=True).start()
+
+    serve(tmp_path / "queued.sock", take=False)
+    assert runner.run(tmp_path / "queued.sock", ["-q"], "/repo", {}, 10, 1000) is None
+    serve(tmp_path / "taken.sock", take=True)
+    output, code, timed_out = runner.run(tmp_path / "taken.sock", ["-q"], "/repo", {}, 10, 1000)
+    assert code == 137 and not timed_out

@@ -200,6 +200,7 @@ def main(path):
             except Exception:  # e.g. a tree too deep to walk
                 clean = False
             if not clean:  # the runner goes; the next run starts a fresh one, with a fresh /tmp
+                srv.close()  # a run asked for from now on is refused, not left queued
                 sys.exit(1)
 
 
@@ -239,17 +240,28 @@ def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeo
             conn.connect(str(socket_path))
         except OSError:
             return None
-        conn.sendall(json.dumps({"argv": argv, "cwd": cwd, "env": env}).encode() + b"\n")
+        try:
+            conn.sendall(json.dumps({"argv": argv, "cwd": cwd, "env": env}).encode() + b"\n")
+        except OSError:  # the server is gone and took nothing
+            return None
         buf = bytearray()
+        answered = False
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 return output, None, True  # closing the connection makes the server kill the run
             if not select.select([conn], [], [], min(left, 0.5))[0]:
                 continue
-            chunk = conn.recv(65536)
+            try:
+                chunk = conn.recv(65536)
+            except ConnectionResetError:
+                # reset, not closed: the server went away (a runner that could not empty /tmp exits
+                # after its run) with this request still in its listen queue, never accepted, so the
+                # run never started; a run the server took ends in a close (below) or frames
+                return (output, 137, False) if answered else None
             if not chunk:  # the server died mid-run (e.g. the run blew the memory limit):
                 return output, 137, False  # a failed run; rerunning it cold would let the patch choose a cold run
+            answered = True
             buf += chunk
             while len(buf) >= _FRAME.size:
                 kind, size = _FRAME.unpack(buf[:_FRAME.size])
