@@ -73,25 +73,53 @@ def reap():
         pass
 
 
-def wipe(folder):
-    """Empty a folder a run wrote to (a run may have made its folders unreadable: we own them)."""
+def bound_under(tops):
+    """(mount points under `tops`, their ancestors below `tops`): the folders the sandbox bound
+    into /tmp (a virtualenv or workspace that lives under the host's /tmp), which no run made."""
+    points, ancestors = set(), set()
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                point = line.split()[4]
+                for top in tops:
+                    if point.startswith(top + "/"):
+                        points.add(point)
+                        parent = os.path.dirname(point)
+                        while parent != top:
+                            ancestors.add(parent)
+                            parent = os.path.dirname(parent)
+    except OSError:
+        pass
+    return points, ancestors
+
+
+def wipe(folder, points=frozenset(), ancestors=frozenset()):
+    """Empty a folder a run wrote to (a run may have made its folders unreadable: we own them),
+    leaving the sandbox's own mounts (`points`, with the folders that lead to them). Whether
+    everything else is gone."""
     try:
         entries = list(os.scandir(folder))
     except PermissionError:
         os.chmod(folder, 0o700)
         entries = list(os.scandir(folder))
     except OSError:
-        return
+        return True
+    clean = True
     for entry in entries:
+        if entry.path in points:
+            continue
         try:
-            if entry.is_dir(follow_symlinks=False):
+            if entry.path in ancestors:
+                clean = wipe(entry.path, points, ancestors) and clean
+            elif entry.is_dir(follow_symlinks=False):
                 os.chmod(entry.path, 0o700)
                 wipe(entry.path)
                 os.rmdir(entry.path)
             else:
                 os.unlink(entry.path)
         except OSError:
-            pass
+            clean = False
+    return clean
 
 
 def send(conn, kind, payload=b""):
@@ -194,9 +222,7 @@ def main(path):
                     pass
             reap()
             try:  # nothing a run wrote outside the workspace lasts
-                for folder in ("/tmp", "/dev/shm"):
-                    wipe(folder)
-                clean = not any(os.listdir(f) for f in ("/tmp", "/dev/shm") if os.path.isdir(f))
+                clean = all([wipe(folder, *BOUND) for folder in ("/tmp", "/dev/shm")])
             except Exception:  # e.g. a tree too deep to walk
                 clean = False
             if not clean:  # the runner goes; the next run starts a fresh one, with a fresh /tmp
@@ -204,6 +230,7 @@ def main(path):
                 sys.exit(1)
 
 
+BOUND = bound_under(("/tmp", "/dev/shm"))  # read at start: what the sandbox itself put there
 main(sys.argv[1])
 '''
 
