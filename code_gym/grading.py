@@ -190,7 +190,7 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         planted = None
         if canaries:
             planted = canary_tests.make(task.hidden_tests + task.visible_tests,
-                                      lambda p: (copy.root / p).exists() or (copy.root / p).is_symlink())
+                                        lambda p: (copy.root / p).exists() or (copy.root / p).is_symlink())
             (copy.root / planted.path).parent.mkdir(parents=True, exist_ok=True)
             (copy.root / planted.path).write_text(planted.source)
             at = secrets.randbelow(len(selected) + 1)
@@ -201,6 +201,8 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         junit = f"{sandbox.inside(results, binds)}/junit.xml"
         # with the graded ids known, a file that fails to collect fails only its own tests
         keep_going = "--continue-on-collection-errors " if expected is not None else ""
+        if planted:  # a must-fail canary must not end the session (-x / --maxfail in the task's command)
+            keep_going += "--maxfail=0 "
         command = (f"{task.test_command} -p no:cacheprovider -q -o junit_family=xunit1 {keep_going}"
                    f"--junitxml={shlex.quote(junit)} " + " ".join(shlex.quote(t) for t in selected))
         extra = (planted.path,) if planted else ()

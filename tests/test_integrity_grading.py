@@ -44,6 +44,14 @@ def test_a_run_that_dies_fails_every_graded_test(tiny_task):
     assert not result.resolved
 
 
+def test_a_task_command_that_stops_at_the_first_failure_still_runs_every_test(tiny_task):
+    """The must-fail canaries would end a `-x` session early; the grader runs on past them."""
+    task = dataclasses.replace(tiny_task, test_command=tiny_task.test_command + " -x")
+    fixed = FIXED_ADD.replace(b"return a + b\n", b"return a * b\n").replace(b"return a * b\n", b"return a + b\n", 1)
+    result = grade(task, {"calc/ops.py": fixed})
+    assert result.resolved and result.canary == [] and result.exit_code == 1, result.output[-2000:]
+
+
 def test_timeout_fails_every_graded_test(tiny_task):
     task = dataclasses.replace(tiny_task, timeouts=Timeouts(command=5, tests=1.5))
     result = grade(task, {"calc/ops.py": FIXED_ADD.replace(b"return a + b", b"import time; time.sleep(60)", 1)})
