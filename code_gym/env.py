@@ -220,7 +220,7 @@ class CodeRepoEnv(gym.Env):
                 "tests_passed": result.passed, "tests_total": result.total, "grading_time": result.duration,
                 "grading_exit_code": result.exit_code, "grading_timed_out": result.timed_out,
                 "ignored_changes": result.ignored, "integrity": [f.as_dict() for f in result.integrity or []],
-                "tests_tampered": result.tampered}
+                "tests_tampered": result.tampered, "canary": [f.as_dict() for f in result.canary]}
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

@@ -92,12 +92,13 @@ def lay_hidden_tests(task: Task, root: Path) -> None:
         shutil.copyfile(task.hidden_dir / rel, dest)
 
 
-def guarded_keys(task: Task, root: Path) -> dict[str, tuple[int, int, int, int]]:
+def guarded_keys(task: Task, root: Path, extra: tuple[str, ...] = ()) -> dict[str, tuple[int, int, int, int]]:
     """Stat keys of the files the tests' verdict depends on: tests, protected paths, conftest,
-    configuration and start-up hooks. ctime cannot be set back by the code under test."""
+    configuration and start-up hooks, and the `extra` paths (the run's canary file). ctime cannot
+    be set back by the code under test."""
     keys = {}
     for path, st in walk(root).items():
         name = posixpath.basename(path)
-        if task.is_protected(path) or name in GUARDED_NAMES or name.endswith(".pth"):
+        if task.is_protected(path) or path in extra or name in GUARDED_NAMES or name.endswith(".pth"):
             keys[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     return keys

@@ -13,10 +13,14 @@
   mtime and ctime); code that rewrites them while the tests run voids the run.
 - The integrity audit (`code_gym.integrity`) runs on the changes before the tests; its findings
   travel with the result and outrank the test verdict (see `code_gym.rewards`).
+- Every run carries canary tests (`code_gym.canary`) in a hidden file named per run; they are not
+  graded. A canary with the wrong outcome or missing, or an exit code that disagrees with the
+  per-test records, voids the run and adds a finding of rule "canary" to `integrity`.
 """
 from __future__ import annotations
 
 import hashlib
+import secrets
 import shlex
 import threading
 import shutil
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from code_gym import canary as canary_tests
 from code_gym import integrity
 from code_gym.file_policy import apply_changes, guarded_keys, lay_hidden_tests
 from code_gym.integrity import Finding
@@ -53,7 +58,10 @@ class GradeResult:
     ignored: list[str] = field(default_factory=list)  # changes the grader did not apply (task's version kept)
     integrity: list[Finding] | None = None  # audit findings; None when the audit was off
     tampered: list[str] = field(default_factory=list)  # guarded files changed while the tests ran
-    whole_run: bool = True  # the graded tests are every test that ran, so exit code 0 is required
+    whole_run: bool = True  # the graded tests are every test that ran, so none other may fail
+    canary: list[Finding] = field(default_factory=list)  # canary / exit-code cross-check failures: run void
+    other_failures: int = 0  # failing records of tests that are neither graded nor canaries
+    canaries: bool = False  # whether the run carried canaries (without them exit code 0 is required)
 
     @property
     def passed(self) -> int:
@@ -65,12 +73,19 @@ class GradeResult:
 
     @property
     def run_ok(self) -> bool:
-        return not self.timed_out and not self.tampered and self.exit_code in _RUN_OK and self.total > 0
+        return (not self.timed_out and not self.tampered and not self.canary and self.exit_code in _RUN_OK
+                and self.total > 0)
 
     @property
     def resolved(self) -> bool:
         """Every graded test passed (the test verdict alone; the audit is `violation`)."""
-        return self.run_ok and self.passed == self.total and (self.exit_code == 0 or not self.whole_run)
+        if not self.whole_run:
+            clean = True
+        elif self.canaries:  # a canary must fail, so exit code 1 is expected: no other record may fail
+            clean = self.other_failures == 0
+        else:
+            clean = self.exit_code == 0
+        return self.run_ok and self.passed == self.total and clean
 
     @property
     def fraction(self) -> float:
@@ -85,6 +100,8 @@ class GradeResult:
             text = f"tests timed out after {self.duration:.1f}s"
         elif self.tampered:
             text = f"test files changed during the run ({', '.join(self.tampered[:3])}): run void"
+        elif self.canary:
+            text = f"the run's canary tests or exit code show tampering ({self.canary[0].message}): run void"
         else:
             text = f"{self.passed}/{self.total} tests passed (pytest exit code {self.exit_code})"
         if self.integrity:
@@ -155,10 +172,12 @@ def graded_test_ids(task: Task, tests: tuple[str, ...] | None = None,
 
 
 def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
-          limits: Limits | None = None, tests: tuple[str, ...] | None = None, audit: bool = True) -> GradeResult:
+          limits: Limits | None = None, tests: tuple[str, ...] | None = None, audit: bool = True,
+          canaries: bool = True) -> GradeResult:
     """Run the task's visible and hidden tests (or `tests`: files or node ids) on a pristine copy
     with `changes` applied. With `audit`, the integrity findings come with the result (the
-    tests run either way, so a result shows what a violating patch would have scored)."""
+    tests run either way, so a result shows what a violating patch would have scored).
+    `canaries=False` is for tests only: it shows what an attack scores without the canaries."""
     started = time.monotonic()
     findings = integrity.audit(changes, task) if audit else None
     expected, whole_run = graded_test_ids(task, tests, isolation)
@@ -167,29 +186,50 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
     try:
         ignored = apply_changes(task, copy.root, changes)
         lay_hidden_tests(task, copy.root)
+        selected = tests if tests is not None else task.visible_tests + task.hidden_tests
+        planted = None
+        if canaries:
+            planted = canary_tests.make(task.hidden_tests + task.visible_tests,
+                                        lambda p: (copy.root / p).exists() or (copy.root / p).is_symlink())
+            (copy.root / planted.path).parent.mkdir(parents=True, exist_ok=True)
+            (copy.root / planted.path).write_text(planted.source)
+            at = secrets.randbelow(len(selected) + 1)
+            selected = (*selected[:at], planted.path, *selected[at:])
         sandbox = make_sandbox(isolation, copy.root, limits or Limits(timeout=task.timeouts.tests),
                                mask=(task.root,) if task.root else (), image=task.image)
         binds = {results: RESULTS_DIR}
         junit = f"{sandbox.inside(results, binds)}/junit.xml"
-        selected = tests if tests is not None else task.visible_tests + task.hidden_tests
         # with the graded ids known, a file that fails to collect fails only its own tests
         keep_going = "--continue-on-collection-errors " if expected is not None else ""
+        if planted:  # a must-fail canary must not end the session (-x / --maxfail in the task's command)
+            keep_going += "--maxfail=0 "
         command = (f"{task.test_command} -p no:cacheprovider -q -o junit_family=xunit1 {keep_going}"
                    f"--junitxml={shlex.quote(junit)} " + " ".join(shlex.quote(t) for t in selected))
-        before = guarded_keys(task, copy.root)
+        extra = (planted.path,) if planted else ()
+        before = guarded_keys(task, copy.root, extra)
         try:
             run = sandbox.exec(command, timeout=task.timeouts.tests, binds=binds)
         finally:
             sandbox.close()
-        after = guarded_keys(task, copy.root)
+        after = guarded_keys(task, copy.root, extra)
         tampered = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
-        outcomes = {} if run.timed_out else parse_junit(results / "junit.xml", expected)
+        lookup = (expected or ()) + (tuple(planted.expected) if planted else ())
+        records = {} if run.timed_out else parse_junit(results / "junit.xml", lookup or None)
+        void: list[Finding] = []
+        if planted and not run.timed_out:
+            void = canary_tests.check(planted, records, run.exit_code)
+        graded = {t: o for t, o in records.items() if not (planted and planted.is_canary(t))}
         if expected is not None:
-            outcomes = {t: outcomes.get(t, "error") for t in expected}
-        if tampered:
+            other = sum(1 for t, o in graded.items() if t not in expected and o in ("failed", "error"))
+            outcomes = {t: graded.get(t, "error") for t in expected}
+        else:
+            other, outcomes = 0, graded
+        if tampered or void:
             outcomes = {t: "error" for t in outcomes}
+        if void:
+            findings = (findings or []) + void
         return GradeResult(outcomes, run.exit_code, run.timed_out, run.output, time.monotonic() - started,
-                           ignored, findings, tampered, whole_run)
+                           ignored, findings, tampered, whole_run, void, other, planted is not None)
     finally:
         copy.close()
         shutil.rmtree(results, ignore_errors=True)

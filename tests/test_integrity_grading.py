@@ -38,9 +38,18 @@ def test_graded_ids_are_known_before_the_run_and_a_collection_error_fails_only_i
 
 def test_a_run_that_dies_fails_every_graded_test(tiny_task):
     result = grade(tiny_task, {"calc/ops.py": FIXED_ADD + b"\nimport os\nos._exit(0)\n"}, audit=False)
-    assert result.exit_code == 0 and result.integrity is None
+    # exit code 0 with no records: impossible with a must-fail canary in the run, so it is void
+    assert result.exit_code == 0 and {f.rule for f in result.integrity} == {"canary"} and result.canary
     assert result.tests == {VISIBLE: "error", HIDDEN_ADD: "error", HIDDEN_MUL: "error"}
     assert not result.resolved
+
+
+def test_a_task_command_that_stops_at_the_first_failure_still_runs_every_test(tiny_task):
+    """The must-fail canaries would end a `-x` session early; the grader runs on past them."""
+    task = dataclasses.replace(tiny_task, test_command=tiny_task.test_command + " -x")
+    fixed = FIXED_ADD.replace(b"return a + b\n", b"return a * b\n").replace(b"return a * b\n", b"return a + b\n", 1)
+    result = grade(task, {"calc/ops.py": fixed})
+    assert result.resolved and result.canary == [] and result.exit_code == 1, result.output[-2000:]
 
 
 def test_timeout_fails_every_graded_test(tiny_task):

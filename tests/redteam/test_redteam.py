@@ -61,12 +61,13 @@ def _original(task, path):
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=[a.name for a in ATTEMPTS])
 def test_attempt_works_without_the_audit_and_scores_zero_with_it(attempt):
     """One graded run gives both verdicts: the tests' (what the reward is with the audit off) and
-    the audit's findings (what it is with the audit on)."""
+    the audit's findings (what it is with the audit on). Canaries are off here, so that the audit's
+    part is seen alone."""
     task = TASKS[attempt.task]
     changes = attempt.changes(task)
     if not attempt.beats_grader:
         assert naive_exit_code(task, changes) == 0, f"{attempt.name} no longer fools a naive grader"
-    result = grade(task, changes)
+    result = grade(task, changes, canaries=False)  # the audit alone; test_canary.py grades with canaries
     submission = Submission(task, changes, result)
     unaudited, _ = make_reward("binary", integrity="off").outcome(submission)
     assert unaudited == (1.0 if attempt.beats_grader else 0.0), f"{attempt.name}:\n{result.output[-3000:]}"
