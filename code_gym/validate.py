@@ -28,7 +28,8 @@ class Verdict:
     hunks: int
     untouched_failing: int = 0
     untouched_total: int = 0
-    reference_runs: list[str] = field(default_factory=list)
+    reference_runs: list[str] = field(default_factory=list)  # each reference run's summary
+    reference_passes: int = 0  # reference runs in which every graded test passed
     problems: list[str] = field(default_factory=list)
     # node ids that fail untouched and pass with the reference / pass both times (computed for a
     # task that declares none; `record_test_lists` stores them in its manifest)
@@ -94,6 +95,7 @@ def _swebench_gates(task: Task, verdict: Verdict, runs: int, isolation: str) -> 
             verdict.problems.append(f"with the reference, tests do not pass ({after.summary()}): "
                                     f"{', '.join(failing) or 'the run itself failed'}")
             break
+        verdict.reference_passes += 1
     return verdict
 
 
@@ -126,6 +128,7 @@ def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict
         if not result.resolved:
             verdict.problems.append(f"reference does not pass: {result.summary()}")
             break
+        verdict.reference_passes += 1
     else:
         verdict.fail_to_pass, verdict.pass_to_pass = test_lists(untouched, result)
     return verdict

@@ -15,12 +15,15 @@ SUBMIT = hermes([{"name": "submit", "arguments": {}}])
 def test_validate_records_the_test_lists_and_the_default_reward_reads_them(tiny_task, capsys):
     verdict = validate_task(tiny_task, runs=1)
     assert verdict.ok, verdict.problems
+    assert verdict.reference_passes == 1
     assert verdict.fail_to_pass == ("tests/test_hidden_calc.py::test_add", "tests/test_hidden_calc.py::test_mul")
     assert "tests/test_calc.py::test_add_zero" in verdict.pass_to_pass
     assert set(verdict.fail_to_pass).isdisjoint(verdict.pass_to_pass)
 
     assert main(["tasks", "validate", "--runs", "1", "--record", str(tiny_task.root)]) == 0
-    assert "recorded FAIL_TO_PASS / PASS_TO_PASS in 1 manifests" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert "recorded FAIL_TO_PASS / PASS_TO_PASS in 1 manifests" in printed.err
+    assert "references pass 1/1" in printed.out
     recorded = load_task(tiny_task.root)
     assert recorded.fail_to_pass == verdict.fail_to_pass and recorded.pass_to_pass == verdict.pass_to_pass
     # a task that declares its lists is validated by them and not rewritten

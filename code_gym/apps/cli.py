@@ -186,12 +186,11 @@ def cmd_tasks_validate(args) -> int:
         print(f"recorded FAIL_TO_PASS / PASS_TO_PASS in {len(recorded)} manifests"
               + (f": {', '.join(recorded)}" if recorded else ""), file=sys.stderr)
     rows = [[v.task_id, v.kind, v.files, v.hunks, f"{v.untouched_failing}/{v.untouched_total}",
-             f"{sum('exit code 0' in r for r in v.reference_runs)}/{args.runs}",
+             f"{v.reference_passes}/{args.runs}",
              "ok" if v.ok else "; ".join(v.problems)] for v in verdicts]
     print(format_table(["task", "kind", "files", "hunks", "hidden failing untouched", "reference passes", "verdict"], rows))
     bad = sum(not v.ok for v in verdicts)
-    references = sum(len(v.reference_runs) == args.runs and all("exit code 0" in r for r in v.reference_runs)
-                     for v in verdicts)
+    references = sum(v.reference_passes == args.runs for v in verdicts)
     untouched = sum(v.untouched_total > 0 and v.untouched_failing == 0 for v in verdicts)
     print(f"\n{len(tasks) - bad}/{len(tasks)} tasks pass every gate; references pass {references}/{len(tasks)}; "
           f"untouched repos pass their hidden tests {untouched}/{len(tasks)}; {time.monotonic() - started:.1f}s")
