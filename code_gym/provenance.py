@@ -120,23 +120,13 @@ def _decode(s: str, i: int, quote: str, shell: bool = False) -> tuple[Body, int]
     while i < n and s[i:i + q] != quote:
         if s[i] == "\\" and i + 1 < n:
             nxt = s[i + 1]
-            if shell:
-                if nxt in '"\\$`':
-                    text.append(nxt), offsets.append(i)
-                elif nxt == "\n":
-                    pass
-                else:
+            if nxt != "\n":  # a backslash-newline continues the line: it writes nothing
+                value = (nxt if nxt in '"\\$`' else None) if shell else _ESCAPES.get(nxt)
+                if value is None:  # not an escape: the backslash stands for itself
                     text.append("\\"), offsets.append(i)
                     i += 1
                     continue
-            elif nxt in _ESCAPES:
-                text.append(_ESCAPES[nxt]), offsets.append(i)
-            elif nxt == "\n":
-                pass
-            else:
-                text.append("\\"), offsets.append(i)
-                i += 1
-                continue
+                text.append(value), offsets.append(i)
             i += 2
             continue
         text.append(s[i]), offsets.append(i)
