@@ -28,11 +28,13 @@ def slow(seconds: float, then: dict) -> dict:
 GARBAGE = {"status": 200, "raw": b"<html>not json</html>"}
 
 
-class ReplayServer:
-    """Replies with `script[n]` to the n-th request (the last entry once the script runs out)."""
+class ChatServer:
+    """A chat-completions endpoint on 127.0.0.1 (a real ThreadingHTTPServer); `respond(number, body)`
+    gives the reply to the number-th request (1-based): {"status", "body" or "raw", "delay"}.
+    Every request is kept in `requests` as (path, body)."""
 
-    def __init__(self, script: list[dict]):
-        self.script, self.requests, self.lock = list(script), [], threading.Lock()
+    def __init__(self):
+        self.requests, self.lock = [], threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -40,7 +42,7 @@ class ReplayServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
                     server.requests.append((self.path, body))
-                    reply = server.script[min(len(server.requests), len(server.script)) - 1]
+                    reply = server.respond(len(server.requests), body)
                 time.sleep(reply.get("delay", 0))
                 data = reply.get("raw") or json.dumps(reply["body"]).encode()
                 try:
@@ -59,14 +61,28 @@ class ReplayServer:
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
+    def respond(self, number: int, body: dict) -> dict:
+        raise NotImplementedError
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "ReplayServer":
+    def __enter__(self):
         self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class ReplayServer(ChatServer):
+    """Replies with `script[n]` to the n-th request (the last entry once the script runs out)."""
+
+    def __init__(self, script: list[dict]):
+        super().__init__()
+        self.script = list(script)
+
+    def respond(self, number: int, body: dict) -> dict:
+        return self.script[min(number, len(self.script)) - 1]

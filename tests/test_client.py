@@ -1,8 +1,5 @@
 """The model client against a real HTTP server on 127.0.0.1 that replays scripted chat completions."""
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -11,6 +8,7 @@ import credit
 from code_gym import TOOL_NAMES
 from code_gym.apps.cli import main
 from code_gym.apps.client import ChatClient, ClientConfig, response_text, rollout
+from replay_server import ChatServer, status
 
 FIX_ADD = {"path": "calc/ops.py", "old_str": "def add(a, b):\n    return a - b", "new_str": "def add(a, b):\n    return a + b"}
 FIX_MUL = {"path": "calc/ops.py", "old_str": "def mul(a, b):\n    return a + b", "new_str": "def mul(a, b):\n    return a * b"}
@@ -31,58 +29,25 @@ SCRIPT = [tool_calls_reply("str_replace", FIX_ADD, "call_1"), text_reply("str_re
           tool_calls_reply("submit", {}, "call_2")]
 
 
-class Server:
-    """A chat-completions endpoint: replies by conversation state, with faults injected by request number."""
+def completion(body: dict, choice: dict) -> dict:
+    return {"status": 200, "body": {"id": "x", "object": "chat.completion", "model": body["model"], "choices": [choice]}}
+
+
+class Server(ChatServer):
+    """Replies by conversation state, with faults injected by request number."""
 
     def __init__(self, faults=None):
-        self.requests, self.faults, self.lock = [], dict(faults or {}), threading.Lock()
-        server = self
+        super().__init__()
+        self.faults = dict(faults or {})
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server.lock:
-                    server.requests.append((self.path, body))
-                    fault = server.faults.pop(len(server.requests), None)
-                if fault == "timeout":
-                    time.sleep(1.5)  # longer than the client's timeout: the client gives up and retries
-                    return
-                if isinstance(fault, int):
-                    return self.reply(fault, {"error": {"message": "scripted failure"}})
-                turn = sum(m["role"] == "assistant" for m in body["messages"])
-                message = SCRIPT[min(turn, len(SCRIPT) - 1)]
-                self.reply(200, {"id": "x", "object": "chat.completion", "model": body["model"],
-                                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
-
-            def reply(self, status, payload):
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def respond(self, number: int, body: dict) -> dict:
+        fault = self.faults.pop(number, None)
+        if fault == "timeout":  # longer than the client's timeout: the client gives up and retries
+            return {**status(500), "delay": 1.5}
+        if isinstance(fault, int):
+            return status(fault)
+        turn = sum(m["role"] == "assistant" for m in body["messages"])
+        return completion(body, {"index": 0, "message": SCRIPT[min(turn, len(SCRIPT) - 1)], "finish_reason": "stop"})
 
 
 def config(url, **kw):
@@ -196,35 +161,27 @@ EPISODES = [  # episode k (in the order their first request comes), turn by turn
 ]
 
 
-class ReplayServer(Server):
+class VllmReplayServer(ChatServer):
     """Replays recorded vLLM-format replies: the n-th conversation gets EPISODES[n]."""
 
     def __init__(self):
         super().__init__()
         self.vocab, self.started = {}, 0
-        replay = self
 
-        class Handler(self.httpd.RequestHandlerClass):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with replay.lock:
-                    replay.requests.append((self.path, body))
-                    turn = sum(m["role"] == "assistant" for m in body["messages"])
-                    if turn == 0:
-                        replay.started += 1
-                    script = EPISODES[(replay.started - 1) % len(EPISODES)]
-                    raw, message = script[min(turn, len(script) - 1)]
-                    choice = vllm_choice(raw, message, replay.vocab)
-                self.reply(200, {"id": "x", "object": "chat.completion", "model": body["model"], "choices": [choice]})
-
-        self.httpd.RequestHandlerClass = Handler
+    def respond(self, number: int, body: dict) -> dict:
+        turn = sum(m["role"] == "assistant" for m in body["messages"])
+        if turn == 0:
+            self.started += 1
+        script = EPISODES[(self.started - 1) % len(EPISODES)]
+        raw, message = script[min(turn, len(script) - 1)]
+        return completion(body, vllm_choice(raw, message, self.vocab))
 
 
 def test_served_rollout_records_tokens_and_round_trips_into_token_advantages(tiny_task, tmp_path):
     from code_gym.apps.client import tokens_path
 
     out = tmp_path / "r.jsonl"
-    with ReplayServer() as server:
+    with VllmReplayServer() as server:
         client = ChatClient(ClientConfig(base_url=server.url, model="qwen-test", timeout=5, retries=0))
         outcomes = rollout([tiny_task], client, out, episodes_per_task=2, concurrency=1)
         client.close()
