@@ -76,3 +76,16 @@ def test_guarded_parse_is_ast_parse():
     assert ast.dump(pysource.parse(source, "f.py")) == ast.dump(ast.parse(source, "f.py"))
     with pytest.raises(SyntaxError):
         pysource.parse("def (:")
+
+
+def test_code_gym_parses_only_through_pysource():
+    root = Path(__file__).resolve().parents[1] / "code_gym"
+    direct = []
+    for path in root.rglob("*.py"):
+        if path.name == "pysource.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"):
+                direct.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert not direct, "use code_gym.pysource.parse (thread-safe) instead of ast.parse: " + ", ".join(direct)
