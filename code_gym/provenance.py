@@ -171,12 +171,35 @@ def _python_strings(body: Body) -> list[Body]:
         pos = max(nxt, start + 1)
 
 
+_SED_RE = re.compile(r"s([/|#,:@!])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1[gIip0-9]*;?$", re.S)
+
+
+def _sed_parts(body: Body) -> list[Body]:
+    """A quoted `s/old/new/` sed expression's old text and new text, backslash escapes decoded
+    (the text a deleted line held, and what it became)."""
+    m = _SED_RE.fullmatch(body.text.strip())
+    if m is None:
+        return []
+    lead = len(body.text) - len(body.text.lstrip())
+    out = []
+    for g in (2, 3):
+        text, offsets, i, end = [], [], lead + m.start(g), lead + m.end(g)
+        while i < end:
+            k = i + 1 if body.text[i] == "\\" and i + 1 < end else i
+            text.append(body.text[k]), offsets.append(body.offsets[i])
+            i = k + 1
+        offsets.append(body.offsets[end])
+        out.append(Body("".join(text), offsets, (body.offsets[lead + m.start(g)], body.offsets[end])))
+    return out
+
+
 def bash_bodies(command: str) -> list[Body]:
     """The texts a bash command may write from its own characters, most literal first: heredoc
-    bodies, quoted words, then the same with printf / Python escapes decoded, then the string
-    literals of Python code in them."""
+    bodies, quoted words, the old and new texts of `s/old/new/` sed expressions, then the same
+    with printf / Python escapes decoded, then the string literals of Python code in them."""
     heredocs, skip = _heredocs(command)
     first = heredocs + _shell_strings(command, skip)
+    first += [part for b in first for part in _sed_parts(b)]
     out = list(first)
     out += [b for b in map(_escaped, first) if b is not None]
     for b in first:

@@ -324,28 +324,32 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     # the batch's flat arrays, not one SubDiffs per row (building those costs more than the search)
     batch, diff_of_row = units.batch, units.diff_of_row
     line_spans, line_step, line_block, call = _line_spans(steps, batch, diff_of_row[rows])
-    if cover != "lines":
-        line_spans, line_block = _covered_spans(cover, steps, batch, diff_of_row[rows], line_spans, line_step,
-                                                call), None
-    fallback = None
-    if cover == "lines" and call is not None:
-        line_spans, fallback = _unplaced_to_edits(steps, batch, diff_of_row[rows], line_spans, line_step, call)
     lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
     member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
     member_line = units.lines[ranges(lo, hi)] - units.line_base[rows[member_step]] + first_line[member_step]
     member_occ = np.repeat(np.arange(occ.shape[0]), hi - lo)
-    if fallback is not None:  # an occurrence's lines placed on an edit argument form spans of their own
-        member_occ = np.where(fallback[member_line], member_occ + occ.shape[0], member_occ)
-    spans, owner, span_step = occurrence_spans([s.action for s in steps], line_spans, line_step, member_line,
-                                               member_occ, line_block)
+    # two layers: the lines' own spans, and below them (occurrence ids + n) the edit argument or
+    # call that holds or made each line, so every anchor keeps the tokens of its own lines
+    actions = [s.action for s in steps]
+    if cover != "lines":
+        wide = _covered_spans(cover, steps, batch, diff_of_row[rows], line_spans, line_step, call)
+        layers = [occurrence_spans(actions, line_spans, line_step, member_line, member_occ, line_block),
+                  occurrence_spans(actions, wide, line_step, member_line, member_occ + occ.shape[0])]
+        spans, owner, span_step = (np.concatenate(parts) for parts in zip(*layers))
+    else:
+        if call is not None:  # a line with no text span of its own goes to its edit argument, below
+            line_spans, fallback = _unplaced_to_edits(steps, batch, diff_of_row[rows], line_spans, line_step, call)
+            member_occ = np.where(fallback[member_line], member_occ + occ.shape[0], member_occ)
+        spans, owner, span_step = occurrence_spans(actions, line_spans, line_step, member_line, member_occ,
+                                                   line_block)
     low = owner >= occ.shape[0]
     owner = owner - occ.shape[0] * low
     # validated offsets are int64 arrays or tensors; `Step.offsets` converts the tensors
     offsets = [token_offsets[r] if isinstance(token_offsets[r], np.ndarray) else table.steps[r].offsets
                for r in rows.tolist()]
     priority = selection.gs[anchor[occ[owner]]].astype(np.float64)
-    # below every span of a line's own text: an edit argument credits the tokens no line holds
+    # below every span of a line's own text: an edit argument or call credits the tokens no line holds
     priority[low] -= priority.max(initial=0.0) + 1.0
     token_extra, covered = project_steps(offsets, spans, span_step, value[occ[owner]], priority)
     cut = np.cumsum([0] + [o.shape[0] for o in offsets]).tolist()
