@@ -5,8 +5,9 @@ so every changed line of the step's diff is attributed to the call that made it 
 Its characters in the action (`provenance`, added lines) are the written text where the line
 appears in that call: the editor tools' `new_str` / `file_text`, or for `bash` a heredoc body, a
 quoted string (printf, echo), a Python string literal inside a `python -c` script or heredoc,
-with shell, printf and Python escapes decoded and JSON escapes mapped back; otherwise the call's
-edit argument (a partial-line `new_str`) or its command (`sed`). Each call's span (`calls`) and its
+with shell, printf and Python escapes decoded and JSON escapes mapped back. A line written
+nowhere as a line (a partial-line `new_str`, a computed line) gets no span: credit places it on
+its call's edit argument through `line_calls`. Each call's span (`calls`) and its
 edit arguments (`edits`) are reported too; `credit.Step` takes all four (docs/credit.md). A call's
 edit arguments of a kind are the texts that hold its lines of that kind: `new_str` / `file_text`
 (added), `old_str` (deleted); for `bash` the bodies that hold them (a heredoc, a script's old and new string), or the
@@ -354,8 +355,11 @@ def call_provenance(calls: list[ToolCall], diffs: list[FileDiff],
                 continue
             span, outer = texts[c].locate(text) if text.strip() else ((texts[c].fallback[0],) * 2, None)
             if outer is None and text.strip():
+                # not written as a line (sed, a computed line): no span; credit places it on the
+                # call's edit argument (`edits`) through `line_calls`, below the lines' own spans
                 loose.add((c, "added"))
-            elif outer is not None and outer not in held[c]:
+                continue
+            if outer is not None and outer not in held[c]:
                 held[c].append(outer)
             provenance.append({"path": diff.path, "line": n, "start": span[0], "end": span[1]})
     # the bodies of a bash call that hold the text of lines it deleted (a Python script's old string)
