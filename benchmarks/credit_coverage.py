@@ -80,7 +80,7 @@ def new_body(k: int) -> str:
     if k < 0:
         return ('    """Remove a trailing comment; "\u2026" strings stay whole."""\n'
                 '    m = re.match(r\'(?:[^#;"]|"(?:\\\\.|[^"\\\\])*")*\', text)\t# \u00ab quoted \u00bb\n'
-                f'    text = {["m.group(0)", "m[0]"][(-k - 1) % 2]} if m else text')
+                '    text = m.group(0) if m else text')
     return ('    """Remove a trailing comment; a # or ; inside "\u2026" stays (a \\\\" does not end it)."""\n'
             '    in_quotes = escaped = False\t# \u00ab state \u00bb\n'
             '    for i, ch in enumerate(text):\n'

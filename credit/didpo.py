@@ -329,28 +329,31 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
     member_line = units.lines[ranges(lo, hi)] - units.line_base[rows[member_step]] + first_line[member_step]
     member_occ = np.repeat(np.arange(occ.shape[0]), hi - lo)
-    # two layers: the lines' own spans, and below them (occurrence ids + n) the edit argument or
-    # call that holds or made each line, so every anchor keeps the tokens of its own lines
+    # layers, by occurrence id + level * n: the lines' own spans (level 0), below them the edit
+    # argument or call that made a line with no span of its own (1), then the argument or call
+    # holding a placed line (2); so every anchor keeps the tokens of its own lines, and a line
+    # written nowhere keeps its argument's other tokens
     actions = [s.action for s in steps]
+    n_occ = occ.shape[0]
     if cover != "lines":
         wide = _covered_spans(cover, steps, batch, diff_of_row[rows], line_spans, line_step, call)
+        level = np.where(line_spans[member_line, 0] >= 0, 2, 1)
         layers = [occurrence_spans(actions, line_spans, line_step, member_line, member_occ, line_block),
-                  occurrence_spans(actions, wide, line_step, member_line, member_occ + occ.shape[0])]
+                  occurrence_spans(actions, wide, line_step, member_line, member_occ + level * n_occ)]
         spans, owner, span_step = (np.concatenate(parts) for parts in zip(*layers))
     else:
         if call is not None:  # a line with no text span of its own goes to its edit argument, below
             line_spans, fallback = _unplaced_to_edits(steps, batch, diff_of_row[rows], line_spans, line_step, call)
-            member_occ = np.where(fallback[member_line], member_occ + occ.shape[0], member_occ)
+            member_occ = np.where(fallback[member_line], member_occ + n_occ, member_occ)
         spans, owner, span_step = occurrence_spans(actions, line_spans, line_step, member_line, member_occ,
                                                    line_block)
-    low = owner >= occ.shape[0]
-    owner = owner - occ.shape[0] * low
+    level, owner = np.divmod(owner, max(n_occ, 1))
     # validated offsets are int64 arrays or tensors; `Step.offsets` converts the tensors
     offsets = [token_offsets[r] if isinstance(token_offsets[r], np.ndarray) else table.steps[r].offsets
                for r in rows.tolist()]
     priority = selection.gs[anchor[occ[owner]]].astype(np.float64)
     # below every span of a line's own text: an edit argument or call credits the tokens no line holds
-    priority[low] -= priority.max(initial=0.0) + 1.0
+    priority -= level * (priority.max(initial=0.0) + 1.0)
     token_extra, covered = project_steps(offsets, spans, span_step, value[occ[owner]], priority)
     cut = np.cumsum([0] + [o.shape[0] for o in offsets]).tolist()
     extra = {r: token_extra[a:b] for r, a, b in zip(rows.tolist(), cut[:-1], cut[1:])}

@@ -53,6 +53,8 @@ _ESCAPED = np.array([(c < 32 and c != 10) or chr(c) in '"\\' for c in range(129)
 _OPENS = frozenset("\n\r\"'`>")  # characters after which a line may start (besides a line break's escape)
 _CLOSES = frozenset("\n\r\"'`<")  # characters before which a line may end
 _ESCAPED_BREAKS = frozenset(("\\n", "\\r"))  # a line break inside a JSON or shell string
+# a line break escaped twice: a Python or printf `\n` inside a JSON string (a script in a tool call)
+_TWICE_ESCAPED_BREAKS = frozenset(("\\\\n", "\\\\r"))
 _HEAD = 48  # characters of a long text that str.find looks for before comparing the rest
 _MAX_GAP = 64  # longer gaps between lines are checked with _GAP itself (few, and mostly not whitespace)
 
@@ -276,11 +278,13 @@ def _at_line_start(action: str, pos: int) -> bool:
 
 def _at_line_end(action: str, pos: int) -> bool:
     """Whether a line may end at `pos` (trailing spaces and tabs skipped): the text's end, a line
-    break (written or escaped), or what closes a text in a call (a quote, a backtick, a tag)."""
+    break (written, escaped, or escaped twice: a script's `\\n` in a JSON string), or what closes a
+    text in a call (a quote, a backtick, a tag)."""
     end = len(action)
     while pos < end and action[pos] in " \t":
         pos += 1
-    return pos == end or action[pos] in _CLOSES or action[pos:pos + 2] in _ESCAPED_BREAKS
+    return (pos == end or action[pos] in _CLOSES or action[pos:pos + 2] in _ESCAPED_BREAKS
+            or action[pos:pos + 3] in _TWICE_ESCAPED_BREAKS)
 
 
 def _escaped_sizes(text: str, form: str, escape: Callable[[str], str]) -> tuple[list[int], list[int]]:
