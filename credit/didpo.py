@@ -95,8 +95,11 @@ def didpo(
       cover: which characters an occurrence credits: "lines" (its changed lines' text), "edit"
         (the whole edit argument holding each line, `Step.edits`: new_str, file_text, a heredoc
         body, as the reference's snippet credit) or "call" (the whole tool call, tool name
-        included, `Step.calls`). A line no edit argument or call holds, and that `Step.line_calls`
-        attributes to none, keeps its own span.
+        included, `Step.calls`). Each line's own text is credited first; the argument or call
+        only fills the tokens no own text covers. With "lines", a line whose text is not in the
+        action (a sed edit, a computed line) takes the edit argument of its call
+        (`Step.line_calls`, `Step.edits`) that way. A line no edit argument or call holds, and
+        that `Step.line_calls` attributes to none, keeps its own span.
 
     Returns:
       credit.Result; result.steps.diff_* list every anchor occurrence with its A^D.

@@ -15,7 +15,10 @@ backtick, `>` ending a tag), and ends, past trailing spaces and tabs, at the tex
 break or what closes a text (a quote, a backtick, `<`). So a deleted `res = len(words)` is never
 found inside an added `res = len(words) + 1`. A block found whole places each of its lines, even a line that
 alone also appears earlier (quoted in the thought, say); a block not found is searched line by line
-the same way (trailing whitespace dropped, indentation kept). Blank lines get no span.
+the same way (trailing whitespace dropped, indentation kept). Blank lines get no span. A line
+may also end before a break escaped twice (`\\n`: a script's escape inside a JSON string). A
+line given a window (a deleted line: its call's deleted edit arguments) is searched only there,
+and there also without its indentation (a script's old string holds the text alone).
 
 Lines of one occurrence that are neighbours in the action, separated only by whitespace or JSON
 escapes of it (`\n`, `\t`, `\r`), merge into one span, so the line breaks and indentation between
