@@ -430,7 +430,7 @@ def _deleted_windows(steps, line_step: np.ndarray, call: np.ndarray, kinds: np.n
 
 
 def _unplaced_to_edits(steps, batch: DiffBatch, diffs: np.ndarray, line_spans: np.ndarray, line_step: np.ndarray,
-                       call: np.ndarray) -> np.ndarray:
+                       call: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """cover="lines": a non-blank line with no span of its own (its text is not in the action as a
     line: a sed command, a computed line) takes the edit argument of its kind of the call that
     made it, where it would go with cover="edit". Returns (spans, (L,) True where so placed)."""
