@@ -16,8 +16,8 @@ import pytest
 from code_gym.builder import BuildError, BuildOptions, build_tasks
 from code_gym.builder.project import EnvOptions
 from code_gym.env import CodeRepoEnv
-from code_gym.environments import (BASE_REQUIREMENTS, EnvironmentBuildError, build_environment, environment_spec,
-                                   project_environment, project_requirements)
+from code_gym.environments import (BASE_REQUIREMENTS, EnvironmentBuildError, build_environment, default_python,
+                                   environment_spec, project_environment, project_requirements)
 from code_gym.replay import hermes, patch_to_calls
 from code_gym.sandbox import make_sandbox
 from code_gym.task import load_task
@@ -63,7 +63,8 @@ def test_requirements_come_from_every_metadata_file_without_running_any(tmp_path
         "setup.cfg": "[options]\ninstall_requires =\n    packaging\n    colorama; sys_platform == 'win32'\n",
         "requirements-test.txt": "-r requirements/extra.txt\n-e .\n./local-wheel\nexceptiongroup  # why\n",
         "requirements/extra.txt": "sortedcontainers\n",
-        "tox.ini": "[testenv]\ndeps =\n    py311: wcwidth\n    {env:EXTRA}\n    -rrequirements/extra.txt\n",
+        "tox.ini": "[testenv]\ndeps =\n    py311: wcwidth\n    {env:EXTRA}\n    -r{toxinidir}/requirements/tox.txt\n",
+        "requirements/tox.txt": "tabulate\n",
         "noxfile.py": 'import nox\n@nox.session\ndef tests(session):\n    session.install("-e", ".", "pyparsing")\n',
         "tests/test_x.py": "import hypothesis\nimport pytest\n\n@pytest.mark.timeout(5)\ndef test_x(mocker):\n    pass\n",
     })
@@ -72,7 +73,7 @@ def test_requirements_come_from_every_metadata_file_without_running_any(tmp_path
     assert not marker.exists()  # setup.py was read as a syntax tree, never run
     assert found.project == "demo" and "demo" not in names and "sphinx" not in names
     assert names >= {"toolz", "attrs", "pytest-mock", "cytoolz", "freezegun", "pyflakes", "six", "idna", "iniconfig",
-                     "tomli-w", "packaging", "colorama", "sortedcontainers", "exceptiongroup", "wcwidth", "pyparsing",
+                     "tomli-w", "packaging", "colorama", "sortedcontainers", "exceptiongroup", "wcwidth", "pyparsing", "tabulate",
                      "pytest-asyncio", "pytest-xdist", "pytest-timeout", "hypothesis"}
     assert "toolz>=0.12" in found.requirements and 'colorama; sys_platform == "win32"' in found.requirements
     assert found.sources["pytest-asyncio"] == ("pytest config asyncio_mode",)
@@ -273,23 +274,84 @@ def test_pip_names_the_failing_requirement_too(cache):
     assert caught.value.requirement == "code-gym-no-such-distribution==1.0" and caught.value.error
 
 
-def test_docker_runs_an_environment_built_on_the_images_python(cache):
+@pytest.mark.parametrize("kind", ["bwrap", "unshare"])
+def test_local_sandboxes_bind_the_environment_read_only(built, kind, tmp_path):
+    require(kind)
+    _, report = built
+    prefix = Path(report.manifest["environment"]["prefix"])
+    runtime = report.tasks[0].environment and build_environment(report.tasks[0].environment).runtime()
+    assert os.access(prefix, os.W_OK)  # the host may write it: only the sandbox's bind is read-only
+    sandbox = make_sandbox(kind, tmp_path, python_env=runtime)
+    run = sandbox.exec(f"python -c 'import sys, toolz; print(sys.prefix)'; echo $PYTEST_PLUGINS; "
+                       f"echo x > {prefix}/lib/planted.pth; echo rc=$?")
+    assert str(prefix) in run.output and "pytest_timeout" in run.output, run.output
+    assert "rc=1" in run.output and not (prefix / "lib" / "planted.pth").exists()
+
+
+@pytest.mark.parametrize("python", ["/usr/bin/python3.11", "code-gym's"])
+def test_docker_runs_an_environment_bound_into_the_container(cache, python):
     """The default image is Debian bookworm's python3.11, the same build as this machine's
-    /usr/bin/python3.11: an environment made from that interpreter is bound into the container."""
+    /usr/bin/python3.11; code-gym's own interpreter (pyenv here) is bound with the environment and
+    runs in the image too, since both are bookworm (the same C library)."""
     require("docker")
-    if not Path("/usr/bin/python3.11").exists():
-        pytest.skip("no /usr/bin/python3.11 here to build an environment for the image")
-    environment = build_environment(environment_spec([PYPI_PACKAGE], "/usr/bin/python3.11"))
+    python = default_python() if python == "code-gym's" else python
+    if not Path(python).exists():
+        pytest.skip(f"no {python} here to build an environment from")
+    environment = build_environment(environment_spec([PYPI_PACKAGE], python))
     workspace = cache / "docker-ws"
     workspace.mkdir(exist_ok=True)
     sandbox = make_sandbox("docker-fresh", workspace, python_env=environment.runtime())
     try:
-        run = sandbox.exec(f"python -c 'import sys, toolz; print(sys.prefix)'; touch {environment.prefix}/x; "
+        run = sandbox.exec(f"python -c 'import sys, ssl, toolz; print(sys.prefix)'; touch {environment.prefix}/x; "
                            "python -m pytest --version")
     finally:
         sandbox.close()
     assert str(environment.prefix) in run.output, run.output
     assert "Read-only file system" in run.output and "pytest 9" in run.output
-    plain = subprocess.run(["docker", "run", "--rm", "code-gym-python:bookworm", "python3", "-c", "import toolz"],
-                           capture_output=True, text=True)
+    plain = subprocess.run(["docker", "run", "--rm", "--network", "none", "code-gym-python:bookworm", "python3", "-c",
+                            "import toolz"], capture_output=True, text=True)
     assert plain.returncode != 0  # the image alone lacks it
+
+
+def test_swebench_instance_gets_the_environment_of_its_setup_commit(tmp_path, cache):
+    """The repository at base_commit declares nothing; its environment_setup_commit adds a
+    requirements file (as SWE-bench builds environments from that commit), and the record adds a
+    requirement of its own. The task runs its tests with both installed."""
+    import json
+
+    from code_gym.loaders.swebench import load_swebench
+    from conftest import git
+
+    require("bwrap")
+    repo = _write(tmp_path / "acme__words", {
+        "words/__init__.py": "",
+        "words/ops.py": "from more_itertools import first\nfrom toolz import unique\n\n\ndef distinct(xs):\n"
+                        "    return list(xs)\n\n\ndef head(xs):\n    return first(xs)\n",
+        "tests/test_ops.py": "from words.ops import head\n\n\ndef test_head():\n    assert head([3, 4]) == 3\n",
+    })
+    commit = ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm"]
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git(*commit, "base", cwd=repo)
+    base = git("rev-parse", "HEAD", cwd=repo).strip()
+    (repo / "words/ops.py").write_text((repo / "words/ops.py").read_text().replace("return list(xs)",
+                                                                                  "return list(unique(xs))"))
+    (repo / "tests/test_ops.py").write_text((repo / "tests/test_ops.py").read_text().replace(
+        "import head", "import distinct, head") + "\n\ndef test_distinct():\n    assert distinct([1, 1, 2]) == [1, 2]\n")
+    git("add", "-A", cwd=repo)
+    patch, test_patch = git("diff", "--cached", "--", "words", cwd=repo), git("diff", "--cached", "--", "tests", cwd=repo)
+    git("reset", "-q", "--hard", cwd=repo)
+    (repo / "requirements.txt").write_text(f"{PYPI_PACKAGE}\n")
+    git("add", "-A", cwd=repo)
+    git(*commit, "environment", cwd=repo)
+    setup = git("rev-parse", "HEAD", cwd=repo).strip()
+    record = {"instance_id": "acme__words-1", "repo": "acme/words", "base_commit": base, "patch": patch,
+              "test_patch": test_patch, "problem_statement": "distinct() keeps duplicates.",
+              "FAIL_TO_PASS": ["tests/test_ops.py::test_distinct"], "PASS_TO_PASS": ["tests/test_ops.py::test_head"],
+              "environment_setup_commit": setup, "version": "0.1", "pip_packages": "more-itertools"}
+    (tmp_path / "data.jsonl").write_text(json.dumps(record) + "\n")
+    [task] = load_swebench(tmp_path / "data.jsonl", cache_dir=tmp_path / "tasks")
+    assert task.environment is not None and set(task.environment.requirements) == {PYPI_PACKAGE, "more-itertools"}
+    assert not (task.repo / "requirements.txt").exists()  # the repo is still the base commit
+    verdict = validate_task(task, runs=1)
+    assert verdict.ok, verdict.problems

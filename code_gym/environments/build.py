@@ -205,7 +205,7 @@ def build_environment(spec: EnvSpec, installer: str = "uv", root: Path | None = 
         return _load(spec, prefix, cached=False)
 
 
-_RUNTIMES: dict[str, PythonEnv] = {}
+_RUNTIMES: dict[tuple[str, str], PythonEnv] = {}
 
 
 def task_runtime(task: Task, installer: str = "uv") -> PythonEnv | None:
@@ -213,7 +213,7 @@ def task_runtime(task: Task, installer: str = "uv") -> PythonEnv | None:
     built from the spec in task.toml when this machine's cache lacks it."""
     if task.environment is None:
         return None
-    key = task.environment.key
+    key = (str(environments_dir()), task.environment.key)
     if key not in _RUNTIMES:
         _RUNTIMES[key] = build_environment(task.environment, installer).runtime()
     return _RUNTIMES[key]

@@ -252,11 +252,11 @@ def _tox(c: _Collector) -> None:
     for section in ("testenv", "tox:testenv"):
         if parser.has_option(section, "deps"):
             for line in parser.get(section, "deps").splitlines():
-                line = re.sub(r"^[\w,.-]+:\s*", "", line.strip()) if re.match(r"^[\w,.-]+:\s", line.strip()) else line.strip()
-                if "{" in line:
-                    c.skipped.append(f"tox.ini [{section}] deps: {line} (a substitution)")
-                elif line.startswith("-r"):
+                line = re.sub(r"^[\w,.-]+:\s+", "", line.strip())  # a factor condition ("py311: ...")
+                if line.startswith("-r"):
                     _requirements_file(c, line[2:].strip().replace("{toxinidir}/", ""), set())
+                elif "{" in line:
+                    c.skipped.append(f"tox.ini [{section}] deps: {line} (a substitution)")
                 elif line and not line.startswith("-"):
                     c.add(line, f"tox.ini [{section}] deps")
 
@@ -324,7 +324,7 @@ def _plugins(c: _Collector, config: dict[str, str], test_files) -> None:
                 found.setdefault(dist, f"{rel} uses the {fixture} fixture")
     declared = {canonicalize_name(r.name) for r in c.found.values()}
     for dist, why in sorted(found.items()):
-        if canonicalize_name(dist.split("[")[0].split(">")[0].split("=")[0].split("<")[0]) not in declared:
+        if canonicalize_name(dist) not in declared:
             c.add(dist, why)
 
 

@@ -129,7 +129,7 @@ class LocalSandbox:
             "TERM": "dumb",
             "PAGER": "cat",
             "GIT_PAGER": "cat",
-            # only plugins a task declares (with -p) load: installed plugins cannot alter results
+            # only plugins a task declares (with -p) or its environment holds (PYTEST_PLUGINS) load
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             **(self.python_env.variables(path) if self.python_env is not None else {}),
         }
