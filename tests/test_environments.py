@@ -355,3 +355,16 @@ def test_swebench_instance_gets_the_environment_of_its_setup_commit(tmp_path, ca
     assert not (task.repo / "requirements.txt").exists()  # the repo is still the base commit
     verdict = validate_task(task, runs=1)
     assert verdict.ok, verdict.problems
+
+
+def test_the_cli_lists_requirements_and_finds_the_built_environment(built, capsys, tmp_path):
+    from code_gym.apps.cli import main
+
+    project, report = built
+    assert main(["env", "build", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "pyproject.toml [project.optional-dependencies]" in out and "found in the cache" in out
+    assert report.manifest["environment"]["key"] in out and "pytest_timeout" in out
+    broken = _write(tmp_path / "broken", {"requirements.txt": "code-gym-no-such-distribution\n"})
+    assert main(["env", "build", str(broken)]) == 1
+    assert "'code-gym-no-such-distribution' cannot be installed" in capsys.readouterr().err
