@@ -368,3 +368,30 @@ def test_the_cli_lists_requirements_and_finds_the_built_environment(built, capsy
     broken = _write(tmp_path / "broken", {"requirements.txt": "code-gym-no-such-distribution\n"})
     assert main(["env", "build", str(broken)]) == 1
     assert "'code-gym-no-such-distribution' cannot be installed" in capsys.readouterr().err
+
+
+def test_poetry_pdm_hatch_and_setuptools_dynamic_tables(tmp_path):
+    _write(tmp_path, {
+        "pyproject.toml": '''\
+            [tool.poetry]
+            name = "poem"
+            [tool.poetry.dependencies]
+            python = "^3.9"
+            toolz = "^0.12"
+            attrs = {version = "~23.1", extras = ["tests"]}
+            local = {path = "../local"}
+            extra-only = {version = "*", optional = true}
+            [tool.poetry.group.test.dependencies]
+            pytest-mock = "*"
+            [tool.pdm.dev-dependencies]
+            test = ["sortedcontainers>=2"]
+            [tool.hatch.envs.default]
+            dependencies = ["wcwidth"]
+            [tool.setuptools.dynamic]
+            dependencies = {file = ["reqs/run.txt"]}
+            ''',
+        "reqs/run.txt": "tabulate==0.9.0\n",
+    })
+    found = project_requirements(tmp_path).requirements
+    assert set(found) == {"toolz>=0.12", "attrs[tests]>=23.1", "pytest-mock", "sortedcontainers>=2", "wcwidth",
+                          "tabulate==0.9.0"}

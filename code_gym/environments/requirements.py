@@ -141,7 +141,62 @@ def _pyproject(c: _Collector) -> dict:
                 if isinstance(entry, dict) and isinstance(entry.get("include-group"), str):
                     entry = groups.get(entry["include-group"], [])
                 c.add_all(entry if isinstance(entry, list) else [entry], "pyproject.toml [dependency-groups]")
+    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
+    _tool_tables(c, tool)
     return data
+
+
+def _table(data: dict, *keys: str) -> dict:
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def _poetry_requirement(name: str, spec) -> str | None:
+    """A PEP 508 string for a Poetry dependency ("^1.2" and "~1.2" become lower bounds: a test
+    environment needs a working version, not Poetry's upper bounds); None for `python`, optional
+    ones and path, git or URL dependencies."""
+    if isinstance(spec, dict):
+        if spec.get("optional") or any(k in spec for k in ("path", "git", "url", "file")):
+            return None
+        extras = [e for e in spec.get("extras", []) if isinstance(e, str)] if isinstance(spec.get("extras"), list) else []
+        name = f"{name}[{','.join(extras)}]" if extras else name
+        spec = spec.get("version", "*")
+    if name.lower() == "python" or not isinstance(spec, str):  # the interpreter's version, not a package
+        return None
+    version = spec.strip()
+    if version in ("", "*"):
+        return name
+    if version[0] in "^~" and version[1:2] != "=":
+        return f"{name}>={version[1:].strip()}"
+    return f"{name}{version}" if version[0] in "<>=!~" else f"{name}=={version}"
+
+
+def _tool_tables(c: _Collector, tool: dict) -> None:
+    """Poetry, PDM and Hatch test dependencies, and setuptools' dependencies read from files."""
+    poetry = _table(tool, "poetry")
+    tables = [("tool.poetry.dependencies", _table(poetry, "dependencies")),
+              ("tool.poetry.dev-dependencies", _table(poetry, "dev-dependencies"))]
+    tables += [(f"tool.poetry.group.{name}.dependencies", _table(group, "dependencies"))
+               for name, group in _table(poetry, "group").items() if canonicalize_name(name) in TEST_EXTRAS + DEV_EXTRAS]
+    for where, table in tables:
+        for name, spec in table.items():
+            text = _poetry_requirement(name, spec)
+            if text is not None:
+                c.add(text, f"pyproject.toml [{where}]")
+    hatch = {k: v.get("dependencies") for k, v in _table(tool, "hatch", "envs").items() if isinstance(v, dict)}
+    for where, table in (("tool.pdm.dev-dependencies", _table(tool, "pdm", "dev-dependencies")), ("tool.hatch.envs", hatch)):
+        lists = {k: v for k, v in table.items() if isinstance(v, list)}
+        for value in _chosen(lists) or ([lists["default"]] if "default" in lists else []):
+            c.add_all(value, f"pyproject.toml [{where}]")
+    dynamic = _table(tool, "setuptools", "dynamic")
+    entries = [_table(dynamic, "dependencies")] + [v for k, v in _table(dynamic, "optional-dependencies").items()
+                                                   if canonicalize_name(k) in TEST_EXTRAS and isinstance(v, dict)]
+    for entry in entries:
+        files = entry.get("file", [])
+        for rel in [files] if isinstance(files, str) else files if isinstance(files, list) else []:
+            if isinstance(rel, str):
+                _requirements_file(c, rel, set())
 
 
 def _ini(path: Path) -> configparser.ConfigParser | None:
