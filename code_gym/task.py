@@ -38,6 +38,9 @@ class EnvSpec:
     requirements: tuple[str, ...]  # PEP 508 strings, sorted; BASE_REQUIREMENTS are added at build
     python: str  # the interpreter the virtualenv is made from
     python_version: str
+    # requirements without a wheel may be built from sdists, in a sandbox with the network (how the
+    # environment is built, not what it holds: not part of the key)
+    sdists: bool = False
 
     @property
     def install_set(self) -> tuple[str, ...]:
@@ -50,7 +53,7 @@ class EnvSpec:
 
     def as_manifest(self) -> dict:
         return {"key": self.key, "python": self.python, "python_version": self.python_version,
-                "requirements": list(self.requirements)}
+                "requirements": list(self.requirements), **({"sdists": True} if self.sdists else {})}
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,9 @@ def _environment(data: dict, where: Path) -> EnvSpec | None:
         raise TaskError(f"{where}: [environment] needs 'python' (an interpreter path) and 'python_version'")
     if not isinstance(requirements, list) or not all(isinstance(r, str) and r for r in requirements):
         raise TaskError(f"{where}: [environment] 'requirements' must be a list of PEP 508 strings")
-    spec = EnvSpec(tuple(sorted(set(requirements))), python, version)
+    if not isinstance(table.get("sdists", False), bool):
+        raise TaskError(f"{where}: [environment] 'sdists' must be true or false")
+    spec = EnvSpec(tuple(sorted(set(requirements))), python, version, table.get("sdists", False))
     if "key" in table and table["key"] != spec.key:
         raise TaskError(f"{where}: [environment] key {table['key']!r} does not match its requirements and python "
                         f"({spec.key}): the table was edited; remove 'key' or restore the requirements")

@@ -395,3 +395,61 @@ def test_poetry_pdm_hatch_and_setuptools_dynamic_tables(tmp_path):
     found = project_requirements(tmp_path).requirements
     assert set(found) == {"toolz>=0.12", "attrs[tests]>=23.1", "pytest-mock", "sortedcontainers>=2", "wcwidth",
                           "tabulate==0.9.0"}
+
+
+def test_built_tasks_validate_in_docker_with_their_environment(built):
+    """The same task graded in a container: the environment (and the interpreter it was made from)
+    bound read-only into it, the warm runner started with its python."""
+    require("docker")
+    _, report = built
+    verdict = validate_task(report.tasks[0], runs=1, isolation="docker")
+    assert verdict.ok, verdict.problems
+
+
+def test_an_sdist_only_requirement_is_refused_unless_built_in_the_sandbox(cache):
+    """termcolor 1.1.0 exists only as an sdist: wheels only, it rejects the environment by name;
+    with sdists it is built, by its setup.py, inside bubblewrap (network on, only the environment
+    and a cache of its own writable), and the build record says so."""
+    require("bwrap")
+    spec = environment_spec(["termcolor==1.1.0"])
+    with pytest.raises(EnvironmentBuildError, match="no usable wheels|No matching distribution") as caught:
+        build_environment(spec)
+    assert caught.value.requirement == "termcolor==1.1.0" and "sdists=True" in str(caught.value)
+    environment = build_environment(environment_spec(["termcolor==1.1.0"], sdists=True))
+    assert "termcolor==1.1.0" in environment.installed and not environment.cached
+    assert '"sdists": true' in (environment.prefix / "code-gym-environment.json").read_text()
+    assert environment.spec.as_manifest()["sdists"] is True
+
+
+def test_an_sdists_setup_py_cannot_reach_the_host(cache, tmp_path):
+    """Attack: an sdist whose setup.py writes a file on the host. Run by the installer on the host
+    (what building sdists outside the sandbox would do) it writes the file; built by
+    build_environment(sdists=True) it cannot (the sandbox's file system has no such folder)."""
+    import io
+    import tarfile
+
+    require("bwrap")
+    target = tmp_path / "host-folder"
+    target.mkdir()
+    setup = (f"import pathlib\ntry:\n    pathlib.Path({str(target / 'pwned')!r}).write_text('setup.py ran here')\n"
+             "except OSError:\n    pass\nfrom setuptools import setup\nsetup(name='evil', version='1.0', py_modules=['evil'])\n")
+    local = cache / "environments" / ".sdist-cache" / "local"  # bound into the sandbox, as the sdist cache is
+    local.mkdir(parents=True, exist_ok=True)
+    sdist = local / "evil-1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tf:
+        for name, text in {"evil-1.0/setup.py": setup, "evil-1.0/evil.py": "X = 1\n",
+                           "evil-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(text.encode())
+            tf.addfile(info, io.BytesIO(text.encode()))
+    requirement = f"evil @ {sdist.as_uri()}"
+    environment = build_environment(environment_spec([requirement], sdists=True))
+    assert "evil==1.0" in environment.installed
+    assert not (target / "pwned").exists()  # built in the sandbox: the host folder is untouched
+    naive = tmp_path / "naive-venv"
+    subprocess.run([default_python(), "-m", "venv", "--without-pip", str(naive)], check=True)
+    from uv import find_uv_bin
+
+    subprocess.run([find_uv_bin(), "pip", "install", "--python", str(naive / "bin/python"), "--quiet", requirement],
+                   check=True, capture_output=True)
+    assert (target / "pwned").read_text() == "setup.py ran here"  # the same build on the host

@@ -219,7 +219,7 @@ def cmd_env_build(args) -> int:
     if args.dry_run:
         return 0
     try:
-        _, environment = project_environment(args.source, args.python, args.installer)
+        _, environment = project_environment(args.source, args.python, args.installer, sdists=args.sdists)
     except EnvironmentBuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -327,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     env_build.add_argument("--python", default=None, help="interpreter to build on (default: code-gym's own)")
     env_build.add_argument("--installer", default="uv", choices=["uv", "pip"])
     env_build.add_argument("--dry-run", action="store_true", help="list the requirements only")
+    env_build.add_argument("--sdists", action="store_true", help="build requirements that have no wheel, inside a "
+                           "bubblewrap sandbox with the network (default: such a requirement is an error)")
     env_build.set_defaults(func=cmd_env_build)
     image = sub.add_parser("image", help="container images for the Docker backend").add_subparsers(
         dest="image_command", required=True)

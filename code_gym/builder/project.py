@@ -49,6 +49,7 @@ class EnvOptions:
     enabled: bool = True  # False: tests run with code-gym's own interpreter, as before environments
     python: str | None = None  # the interpreter to build on (None: code-gym's own)
     installer: str = "uv"  # or "pip"
+    sdists: bool = False  # build requirements that have no wheel, in a sandbox with the network
 
 
 def _skipped(rel: str) -> bool:
@@ -122,7 +123,8 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
     if not env_options.enabled:
         return Project(task_id(name), root, tests, sources, command)
     try:
-        requirements, environment = project_environment(root, env_options.python, env_options.installer)
+        requirements, environment = project_environment(root, env_options.python, env_options.installer,
+                                                            sdists=env_options.sdists)
     except EnvironmentBuildError as exc:
         raise BuildError(f"{source}: {exc}") from None
     return Project(task_id(name), root, tests, sources, command, requirements, environment)

@@ -3,7 +3,8 @@ made once per requirement set and interpreter and cached under the code-gym cach
 
 Installation needs the network, so it runs on the host, and only from wheels (`--only-binary
 :all:`): installing a wheel runs none of its code, while building an sdist runs its setup.py, so a
-requirement with no wheel for the interpreter rejects the environment (docs/security.md). After the
+requirement with no wheel for the interpreter rejects the environment, unless the spec allows
+sdists: then the installer runs inside bubblewrap with the network (docs/security.md). After the
 build the host never runs the environment's interpreter: tests and agent commands run it inside the
 sandbox, which binds the folder read-only (code_gym.sandbox.base.PythonEnv). The project itself is
 never installed: its repository copy is the current folder of every command, so that copy is what
@@ -15,9 +16,11 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -28,7 +31,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from code_gym.environments.requirements import Requirements, project_requirements
-from code_gym.hostfs import cache_root
+from code_gym.hostfs import TEMP_PREFIX, cache_root
 from code_gym.sandbox.base import PythonEnv
 from code_gym.task import BASE_REQUIREMENTS, EnvSpec, Task, TaskError
 
@@ -80,29 +83,51 @@ def default_python() -> str:
     return getattr(sys, "_base_executable", None) or sys.executable
 
 
-def environment_spec(requirements, python: str | None = None) -> EnvSpec:
-    """The spec of an environment with `requirements` (PEP 508 strings) on `python`."""
+def environment_spec(requirements, python: str | None = None, sdists: bool = False) -> EnvSpec:
+    """The spec of an environment with `requirements` (PEP 508 strings) on `python`; `sdists`: build
+    requirements that have no wheel, in a sandbox (else they reject the environment)."""
     python = str(Path(python or default_python()).absolute())
     for text in requirements:
         try:
             Requirement(text)
         except InvalidRequirement as exc:
             raise EnvironmentBuildError(f"requirement {text!r} is not valid PEP 508: {exc}", text) from None
-    return EnvSpec(tuple(sorted(set(requirements))), python, python_version(python))
+    return EnvSpec(tuple(sorted(set(requirements))), python, python_version(python), sdists)
 
 
 def environments_dir() -> Path:
     return cache_root() / "environments"
 
 
-def _installer_command(installer: str, prefix: Path, requirements: list[str]) -> list[str]:
+def _installer_command(installer: str, prefix: Path, requirements: list[str], sdist_cache: Path | None) -> list[str]:
+    """The install command: wheels only, or (`sdist_cache`: run in a sandbox) sdists built too, with
+    a cache of their own so that nothing a build wrote reaches the host's installer cache."""
     python = str(prefix / "bin" / "python")
+    binary = ["--only-binary", ":all:"] if sdist_cache is None else ["--cache-dir", str(sdist_cache)]
     if installer == "uv":
         from uv import find_uv_bin
 
-        return [find_uv_bin(), "pip", "install", "--python", python, "--only-binary", ":all:", "--quiet", *requirements]
-    return [sys.executable, "-m", "pip", "--python", python, "install", "--only-binary", ":all:", "--quiet",
+        return [find_uv_bin(), "pip", "install", "--python", python, *binary, "--quiet", *requirements]
+    return [sys.executable, "-m", "pip", "--python", python, "install", *binary, "--quiet",
             "--disable-pip-version-check", "--no-input", *requirements]
+
+
+def _sandboxed(command: list[str], prefix: Path, cache: Path, timeout: float) -> subprocess.CompletedProcess:
+    """Run the installer in bubblewrap with the network, the environment and the sdist cache
+    writable: an sdist's build (its setup.py) runs there, not on the host."""
+    from code_gym.sandbox import Limits, LocalSandbox
+
+    cache.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "envbuild-"))
+    try:
+        limits = Limits(timeout=timeout, memory_bytes=8 << 30, file_size_bytes=4 << 30, max_output=1 << 20, processes=512)
+        sandbox = LocalSandbox(scratch, "bwrap", limits, network=True)
+        run = sandbox.exec(shlex.join(command), binds={prefix: str(prefix), cache: str(cache)})
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if run.timed_out:
+        raise subprocess.TimeoutExpired(command, timeout)
+    return subprocess.CompletedProcess(command, run.exit_code, run.output, "")
 
 
 _ERROR_LINE = re.compile(r"^\s*(?:ERROR:|error:|cause:|hint:|×|╰─▶)\s*(.*)$")
@@ -155,28 +180,32 @@ def _load(spec: EnvSpec, prefix: Path, cached: bool) -> Environment:
                        tuple(record["pytest_plugins"]), record["build_seconds"], record["installer"], cached)
 
 
-def _install(spec: EnvSpec, prefix: Path, installer: str, timeout: float) -> None:
+def _install(spec: EnvSpec, prefix: Path, installer: str, timeout: float, sdist_cache: Path | None) -> None:
     made = subprocess.run([spec.python, "-m", "venv", "--without-pip", str(prefix)], capture_output=True, text=True)
     if made.returncode != 0:
         raise EnvironmentBuildError(f"cannot make a virtualenv with {spec.python}: {made.stderr.strip()[-500:]}")
     requirements = list(spec.install_set)
     try:
-        run = subprocess.run(_installer_command(installer, prefix, requirements), capture_output=True, text=True,
-                             timeout=timeout, stdin=subprocess.DEVNULL)
+        command = _installer_command(installer, prefix, requirements, sdist_cache)
+        run = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL) \
+            if sdist_cache is None else _sandboxed(command, prefix, sdist_cache, timeout)
     except subprocess.TimeoutExpired:
         raise EnvironmentBuildError(f"installing {len(requirements)} requirements took over {timeout:g}s") from None
     if run.returncode != 0:
         requirement, line = explain_failure(run.stdout + "\n" + run.stderr, requirements)
         blamed = f"requirement {requirement!r} cannot be installed" if requirement else "the requirements cannot be installed"
-        raise EnvironmentBuildError(
-            f"the environment cannot be built: {blamed}: {line} ({installer}, wheels only: a requirement with "
-            "no wheel for Python " f"{spec.python_version} would run its build on the host, which code-gym refuses)",
-            requirement, line)
+        how = ("sdists built in a sandbox" if sdist_cache is not None else
+               f"wheels only: a requirement with no wheel for Python {spec.python_version} needs sdists=True "
+               "(--sdists), which builds it in a sandbox with the network")
+        raise EnvironmentBuildError(f"the environment cannot be built: {blamed}: {line} ({installer}, {how})",
+                                    requirement, line)
 
 
 def build_environment(spec: EnvSpec, installer: str = "uv", root: Path | None = None,
                       timeout: float = 900.0) -> Environment:
     """The environment of `spec`, built now unless the cache holds it (`Environment.cached`).
+    Only wheels are installed unless `spec.sdists`: then the installer runs inside bubblewrap with
+    the network, so an sdist's build runs there (docs/security.md, "Environments").
     Safe to call from several processes at once: one builds, the others wait for it."""
     if installer not in INSTALLERS:
         raise ValueError(f"installer must be one of {INSTALLERS}, got {installer!r}")
@@ -190,7 +219,7 @@ def build_environment(spec: EnvSpec, installer: str = "uv", root: Path | None = 
         shutil.rmtree(prefix, ignore_errors=True)  # an unfinished build (a crash): start again
         started = time.monotonic()
         try:
-            _install(spec, prefix, installer, timeout)
+            _install(spec, prefix, installer, timeout, root / ".sdist-cache" if spec.sdists else None)
         except BaseException:
             shutil.rmtree(prefix, ignore_errors=True)
             raise
@@ -198,7 +227,7 @@ def build_environment(spec: EnvSpec, installer: str = "uv", root: Path | None = 
         record = {"spec": {"requirements": list(spec.requirements), "python": spec.python,
                            "python_version": spec.python_version},
                   "base_prefix": str(_base_prefix(prefix)), "installed": installed, "pytest_plugins": plugins,
-                  "build_seconds": round(time.monotonic() - started, 3), "installer": installer}
+                  "build_seconds": round(time.monotonic() - started, 3), "installer": installer, "sdists": spec.sdists}
         tmp = prefix / f".{RECORD}.{os.getpid()}"
         tmp.write_text(json.dumps(record, indent=2) + "\n")
         os.replace(tmp, prefix / RECORD)
@@ -221,7 +250,7 @@ def task_runtime(task: Task, installer: str = "uv") -> PythonEnv | None:
 
 
 def project_environment(root: Path, python: str | None = None, installer: str = "uv",
-                        extra: tuple[str, ...] = ()) -> tuple[Requirements, Environment | None]:
+                        extra: tuple[str, ...] = (), sdists: bool = False) -> tuple[Requirements, Environment | None]:
     """The requirements the project at `root` declares (plus `extra`), and its environment, built or
     from the cache; None when it declares nothing (code-gym's own interpreter has pytest and
     coverage). A requirement that cannot be installed raises EnvironmentBuildError naming it and the
@@ -231,7 +260,7 @@ def project_environment(root: Path, python: str | None = None, installer: str = 
     if not wanted:
         return requirements, None
     try:
-        return requirements, build_environment(environment_spec(wanted, python), installer)
+        return requirements, build_environment(environment_spec(wanted, python, sdists), installer)
     except EnvironmentBuildError as exc:
         where = requirements.sources.get(exc.requirement or "", ())
         if not where:

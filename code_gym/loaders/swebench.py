@@ -193,7 +193,7 @@ def posix_parent(path: str) -> str:
 
 
 def instance_environment(instance: Instance, clone: Path, exported: Path, python: str | None,
-                         installer: str) -> dict:
+                         installer: str, sdists: bool = False) -> dict:
     """The task.toml [environment] table of `instance` (empty when its repository declares nothing):
     requirements from the repository at `environment_setup_commit` (else the exported base commit)
     plus the instance's own."""
@@ -203,7 +203,7 @@ def instance_environment(instance: Instance, clone: Path, exported: Path, python
     try:
         if folder != exported:
             export_commit(clone, setup, folder)
-        _, environment = project_environment(folder, python, installer, instance.requirements)
+        _, environment = project_environment(folder, python, installer, instance.requirements, sdists)
     except EnvironmentBuildError as exc:
         raise EnvironmentBuildError(f"{where}: {exc}", exc.requirement, exc.error) from None
     finally:
@@ -214,7 +214,7 @@ def instance_environment(instance: Instance, clone: Path, exported: Path, python
 
 def materialize(instance: Instance, clone: Path, dest: Path, test_command: str = TEST_COMMAND,
                 timeouts: Timeouts = Timeouts(command=60.0, tests=600.0), environments: bool = True,
-                python: str | None = None, installer: str = "uv") -> Task:
+                python: str | None = None, installer: str = "uv", sdists: bool = False) -> Task:
     """Write the task folder of `instance` at `dest` (its name is the task id), with the
     environment its repository declares unless `environments` is False."""
     where = f"instance {instance.instance_id}"
@@ -246,7 +246,7 @@ def materialize(instance: Instance, clone: Path, dest: Path, test_command: str =
                        **({"version": instance.version} if instance.version else {}),
                        **({"environment_setup_commit": instance.environment_setup_commit}
                           if instance.environment_setup_commit else {})},
-            **(instance_environment(instance, clone, exported, python, installer) if environments else {}),
+            **(instance_environment(instance, clone, exported, python, installer, sdists) if environments else {}),
         }
         if instance.image:
             manifest["image"] = instance.image
@@ -258,7 +258,7 @@ def materialize(instance: Instance, clone: Path, dest: Path, test_command: str =
 def load_swebench(path: str | Path, repos_dir: str | Path | None = None, cache_dir: str | Path | None = None,
                   test_command: str = TEST_COMMAND,
                   timeouts: Timeouts = Timeouts(command=60.0, tests=600.0), environments: bool = True,
-                  python: str | None = None, installer: str = "uv") -> list[Task]:
+                  python: str | None = None, installer: str = "uv", sdists: bool = False) -> list[Task]:
     """Tasks from a SWE-bench-family JSONL file.
 
     Args:
@@ -272,13 +272,14 @@ def load_swebench(path: str | Path, repos_dir: str | Path | None = None, cache_d
         timeouts: per agent command and per test run.
         environments: build each instance's environment from its repository's metadata (False:
             tests run with code-gym's own interpreter); `python` and `installer` as for
-            code_gym.environments.build_environment.
+            code_gym.environments.build_environment; `sdists`: build requirements that have no
+            wheel, in a sandbox with the network (old pins often have none for a new Python).
     """
     path = Path(path)
     if not path.is_file():
         raise TaskError(f"{path}: no such JSONL file")
     repos = Path(repos_dir or os.environ.get("CODE_GYM_REPOS") or path.parent)
-    key = f"{FORMAT_VERSION}\n{test_command}\n{timeouts}\n{environments}\n{python}\n".encode() + path.read_bytes()
+    key = f"{FORMAT_VERSION}\n{test_command}\n{timeouts}\n{environments}\n{python}\n{sdists}\n".encode() + path.read_bytes()
     folder = Path(cache_dir or cache_root() / "swebench") / hashlib.sha256(key).hexdigest()[:12]
     instances = read_instances(path)
     ids = [task_id(i.instance_id) for i in instances]
@@ -291,5 +292,5 @@ def load_swebench(path: str | Path, repos_dir: str | Path | None = None, cache_d
             tasks.append(load_task(dest))
         else:
             tasks.append(materialize(instance, find_clone(instance.repo, repos), dest, test_command, timeouts,
-                                     environments, python, installer))
+                                     environments, python, installer, sdists))
     return tasks

@@ -40,6 +40,9 @@ _SYSTEM_DIRS = ("/usr", "/opt/code-gym-none")
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
               "localtime", "alternatives", "ssl", "mime.types", "hosts")
 _TOP_LINKS = ("bin", "lib", "lib64", "lib32", "sbin")
+# what a sandbox with the network keeps of the host's environment: proxies and certificate bundles
+_NETWORK_VARIABLES = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR",
+                                "REQUESTS_CA_BUNDLE", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CERT"})
 
 
 def available_isolation() -> list[str]:
@@ -86,9 +89,12 @@ class LocalSandbox:
     """Runs commands on this machine with the workspace as the current directory."""
 
     def __init__(self, workspace: str | Path, isolation: str = "auto", limits: Limits = Limits(),
-                 mask: tuple[str | Path, ...] = (), warm: bool | None = None, python_env: PythonEnv | None = None):
+                 mask: tuple[str | Path, ...] = (), warm: bool | None = None, python_env: PythonEnv | None = None,
+                 network: bool = False):
         leftovers.reap_on_start()
         self.python_env = python_env
+        # the network (bubblewrap only): for installing an environment's sdists, never for agents or tests
+        self.network = network
         self.root = Path(workspace).resolve()
         self.limits = limits
         self.mask = tuple(str(Path(m).resolve()) for m in mask)
@@ -108,7 +114,10 @@ class LocalSandbox:
         self.name = isolation
         self.workdir = WORKDIR if isolation == "bwrap" else str(self.root)
         # `python -m pytest` through a warm runner: bubblewrap only (it needs the slot mounts: root)
-        self.warm = (runner.warm_default() if warm is None else warm) and isolation == "bwrap" and os.geteuid() == 0
+        if network and isolation != "bwrap":
+            raise RuntimeError(f"a sandbox with the network needs bubblewrap, not {isolation!r}")
+        self.warm = (runner.warm_default() if warm is None else warm) and isolation == "bwrap" and os.geteuid() == 0 \
+            and not network
 
     def _python_dirs(self) -> list[str]:
         """The Python installations commands see, read-only: code-gym's own and the task's environment."""
@@ -132,6 +141,8 @@ class LocalSandbox:
             # only plugins a task declares (with -p) or its environment holds (PYTEST_PLUGINS) load
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             **(self.python_env.variables(path) if self.python_env is not None else {}),
+            **({k: v for k, v in os.environ.items() if k.upper() in _NETWORK_VARIABLES or k.startswith("UV_")}
+               if self.network else {}),
         }
 
     def _argv(self, command: str, binds: dict[Path, str]) -> list[str]:
@@ -168,6 +179,8 @@ class LocalSandbox:
 
     def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = ()) -> list[str]:
         argv = [_BWRAP, *_BWRAP_PRIVILEGES, "--clearenv", *flags]
+        if self.network:
+            argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         for d in _SYSTEM_DIRS:
             argv += ["--ro-bind-try", d, d]
         for name in _TOP_LINKS:
