@@ -39,6 +39,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from code_gym import pysource
 from code_gym.file_policy import apply_changes
 from code_gym.hostfs import owned_prefix
 from code_gym.reference import patch_changes
@@ -137,7 +138,7 @@ def _functions(source: bytes | None) -> dict[str, tuple[int, str]]:
     if source is None:
         return {}
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except (SyntaxError, ValueError):
         return {}
     out = {}
