@@ -18,6 +18,8 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from code_gym import pysource
+
 # extras and dependency groups that hold what a project's tests need ("dev" only when none of these)
 TEST_EXTRAS = ("test", "tests", "testing")
 DEV_EXTRAS = ("dev", "develop", "development")
@@ -253,7 +255,7 @@ def _literal(node: ast.AST, names: dict[str, ast.AST]):
 
 def _parse_python(path: Path) -> ast.Module | None:
     try:
-        return ast.parse(path.read_text(errors="replace"), str(path))
+        return pysource.parse(path.read_text(errors="replace"), str(path))
     except (SyntaxError, ValueError, RecursionError):
         return None
 
