@@ -299,6 +299,38 @@ def parser_costs(batches: dict[str, list], repeats: int) -> list[dict]:
     return out
 
 
+PROJECTS = ("attr", "dateutil", "click")  # installed from the sdists of attrs, python-dateutil, click
+
+
+def project_diffs(package: str, n_functions: int = 150, mutations: int = 2, seed: int = 0) -> list[dict]:
+    """The reference solutions of the tasks `code-gym tasks build` makes from a real project's
+    code, before its test gates (which need the project's suite): for `n_functions` functions
+    spread over the package, the diff that writes the removed body back (feature task) and the
+    diffs that undo up to `mutations` bug injections (bugfix tasks), as the env renders diffs.
+    As one-step trajectories (dicts) for `parser_costs`."""
+    import importlib.util
+    import random
+
+    from code_gym.builder.mutations import functions, pick_mutations, remove_body
+    from code_gym.diffs import file_diff
+
+    root = Path(importlib.util.find_spec(package).origin).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        try:
+            found += [(fn, source) for fn in functions(path.relative_to(root.parent).as_posix(), source)]
+        except SyntaxError:
+            continue
+    rng, out = random.Random(seed), []
+    for fn, source in found[::max(len(found) // n_functions, 1)][:n_functions]:
+        for change in [remove_body(fn, source)] + pick_mutations(fn, source, mutations, rng):
+            if change is not None:
+                diff = file_diff(fn.path, change.source.encode(), source.encode()).text
+                out.append({"task_id": package, "reward": 0.0, "steps": [{"action": "", "diff": diff}]})
+    return out
+
+
 def parser_report(rows: list[dict]) -> str:
     out = ["Hand-written readers against the libraries (split_diffs on the distinct diffs, CPU ms):", "",
            "| rollouts | distinct diffs | scanner + pyspans (ours) | scanner + tree-sitter | unidiff + pyspans "
@@ -386,7 +418,8 @@ def main() -> None:
     if args.refbench:
         with open(args.refbench, encoding="utf-8") as f:
             batches["refbench paper shape"] = [json.loads(line) for line in f if line.strip()]
-    caps = cap_report(cap_costs(batches, 2)) + "\n\n" + parser_report(parser_costs(batches, 2))
+    projects = {f"{name} (built tasks' solutions)": project_diffs(name) for name in PROJECTS}
+    caps = cap_report(cap_costs(batches, 2)) + "\n\n" + parser_report(parser_costs({**batches, **projects}, 2))
     text = report(rows, breakdown) + "\n\n" + caps + (
         f"\n\nCalibration: a 10^6-iteration Python loop took {before:.0f} ms of CPU before the runs and "
         f"{calibration():.0f} ms after them.")
