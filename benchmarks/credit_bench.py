@@ -302,17 +302,17 @@ def parser_costs(batches: dict[str, list], repeats: int) -> list[dict]:
 PROJECTS = ("attr", "dateutil", "click")  # installed from the sdists of attrs, python-dateutil, click
 
 
-def project_diffs(package: str, n_functions: int = 150, mutations: int = 2, seed: int = 0) -> list[dict]:
-    """The reference solutions of the tasks `code-gym tasks build` makes from a real project's
-    code, before its test gates (which need the project's suite): for `n_functions` functions
-    spread over the package, the diff that writes the removed body back (feature task) and the
-    diffs that undo up to `mutations` bug injections (bugfix tasks), as the env renders diffs.
+def project_diffs(package: str, n_functions: int = 120) -> list[dict]:
+    """Diffs of the kind a feature task built from a real project's code is solved with: for
+    `n_functions` functions spread over the package (found as `code-gym tasks build` finds them),
+    the git diff that writes the function's body back after the builder's body removal (the body
+    after the docstring made `raise NotImplementedError`). The builder's own `remove_body` and its
+    env diff are not used: they re-parse the whole module per function, minutes for a package here.
     As one-step trajectories (dicts) for `parser_costs`."""
+    import difflib
     import importlib.util
-    import random
 
-    from code_gym.builder.mutations import functions, pick_mutations, remove_body
-    from code_gym.diffs import file_diff
+    from code_gym.builder.mutations import functions
 
     root = Path(importlib.util.find_spec(package).origin).parent
     found = []
@@ -322,12 +322,15 @@ def project_diffs(package: str, n_functions: int = 150, mutations: int = 2, seed
             found += [(fn, source) for fn in functions(path.relative_to(root.parent).as_posix(), source)]
         except SyntaxError:
             continue
-    rng, out = random.Random(seed), []
+    out = []
     for fn, source in found[::max(len(found) // n_functions, 1)][:n_functions]:
-        for change in [remove_body(fn, source)] + pick_mutations(fn, source, mutations, rng):
-            if change is not None:
-                diff = file_diff(fn.path, change.source.encode(), source.encode()).text
-                out.append({"task_id": package, "reward": 0.0, "steps": [{"action": "", "diff": diff}]})
+        lines = source.splitlines(keepends=True)
+        first, last = fn.body_lines
+        indent = lines[first - 1][:len(lines[first - 1]) - len(lines[first - 1].lstrip())]
+        removed = lines[:first - 1] + [f"{indent}raise NotImplementedError\n"] + lines[last:]
+        body = "".join(difflib.unified_diff(removed, lines, f"a/{fn.path}", f"b/{fn.path}"))
+        out.append({"task_id": package, "reward": 0.0,
+                    "steps": [{"action": "", "diff": f"diff --git a/{fn.path} b/{fn.path}\n{body}"}]})
     return out
 
 
