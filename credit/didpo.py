@@ -34,6 +34,7 @@ from credit._common import StepTable, episode, result, row_returns, step_table, 
 from credit._util import csr_pointers, ranges, segment_starts
 from credit.anchors import select_anchors
 from credit.episode import check_mode
+from credit.offsets import OffsetsError, token_windows
 from credit.grouping import cluster_units
 from credit.text import Contents, line_table, marker_code
 from credit.project import (line_calls, locate_blocks, occurrence_spans, project_steps, provenance_spans,
@@ -351,21 +352,36 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
         spans, owner, span_step = occurrence_spans(actions, line_spans, line_step, member_line, member_occ,
                                                    line_block)
     level, owner = np.divmod(owner, max(n_occ, 1))
-    # validated offsets are int64 arrays or tensors; `Step.offsets` converts the tensors
-    offsets = [token_offsets[r] if isinstance(token_offsets[r], np.ndarray) else table.steps[r].offsets
-               for r in rows.tolist()]
     priority = selection.gs[anchor[occ[owner]]].astype(np.float64)
     # below every span of a line's own text: an edit argument or call credits the tokens no line holds
     priority -= level * (priority.max(initial=0.0) + 1.0)
-    token_extra, covered = project_steps(offsets, spans, span_step, value[occ[owner]], priority)
-    cut = np.cumsum([0] + [o.shape[0] for o in offsets]).tolist()
-    extra = {r: token_extra[a:b] for r, a, b in zip(rows.tolist(), cut[:-1], cut[1:])}
+    windows = _token_windows(table, rows, [token_offsets[r] for r in rows.tolist()], spans, span_step)
+    token_extra, covered = project_steps([w[1] for w in windows], spans, span_step, value[occ[owner]], priority)
+    cut = np.cumsum([0] + [w[1].shape[0] for w in windows]).tolist()
+    extra = {}
+    for r, (index, _), a, b in zip(rows.tolist(), windows, cut[:-1], cut[1:]):
+        if index is None:
+            extra[r] = token_extra[a:b]
+        else:  # tokens outside the windows are covered by no span
+            extra[r] = np.zeros(len(token_offsets[r]))
+            extra[r][index] = token_extra[a:b]
     n_tokens = sum(map(len, [o for o in token_offsets if o is not None]))
     n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
     return extra, {
         "tokens": int(covered.sum()) / n_tokens if n_tokens else 0.0,
         "occurrences_located": n_located / occ.shape[0] if occ.shape[0] else 0.0,
     }
+
+
+def _token_windows(table: StepTable, rows: np.ndarray, offsets: list, spans: np.ndarray, span_step: np.ndarray):
+    """`token_windows` of the projected rows, bad offsets reported with their trajectory and step."""
+    try:
+        return token_windows(offsets, [table.steps[r].action for r in rows.tolist()], spans, span_step)
+    except OffsetsError as err:
+        r = int(rows[err.step])
+        i = int(table.traj[r])
+        raise ValueError(f"trajectory {i} (task {table.trajectories[i].task_id!r}), "
+                         f"step {int(table.index[r])}: {err}") from None
 
 
 def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray):
