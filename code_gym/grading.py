@@ -16,6 +16,9 @@
 - Every run carries canary tests (`code_gym.canary`) in a hidden file named per run; they are not
   graded. A canary with the wrong outcome or missing, or an exit code that disagrees with the
   per-test records, voids the run and adds a finding of rule "canary" to `integrity`.
+- Behavioural probes (`code_gym.probes`) replay calls the tests never make, on the graded copy in
+  a sandboxed process of their own, and compare the results with the reference's: a failed probe
+  makes the run unresolved, and a test whose probes fail earns no credit (`credited`).
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from typing import Any, Protocol
 
 from code_gym import canary as canary_tests
 from code_gym import integrity
+from code_gym import probes as behavioural
 from code_gym.file_policy import apply_changes, guarded_keys, lay_hidden_tests
 from code_gym.integrity import Finding
 from code_gym.reference import reference_test_ids
@@ -62,6 +66,13 @@ class GradeResult:
     canary: list[Finding] = field(default_factory=list)  # canary / exit-code cross-check failures: run void
     other_failures: int = 0  # failing records of tests that are neither graded nor canaries
     canaries: bool = False  # whether the run carried canaries (without them exit code 0 is required)
+    probes: behavioural.ProbeReport | None = None  # behavioural probes; None when they were off
+
+    @property
+    def credited(self) -> dict[str, str]:
+        """`tests` with every test whose probes failed counted as "failed": what rewards pay for."""
+        failed = self.probes.failed_tests if self.probes else frozenset()
+        return {t: "failed" if t in failed and o == "passed" else o for t, o in self.tests.items()}
 
     @property
     def passed(self) -> int:
@@ -85,7 +96,7 @@ class GradeResult:
             clean = self.other_failures == 0
         else:
             clean = self.exit_code == 0
-        return self.run_ok and self.passed == self.total and clean
+        return self.run_ok and self.passed == self.total and clean and (self.probes is None or self.probes.ok)
 
     @property
     def fraction(self) -> float:
@@ -107,6 +118,8 @@ class GradeResult:
         if self.integrity:
             rules = sorted({f.rule for f in self.integrity})
             text += f"; integrity audit failed: {len(self.integrity)} finding(s) ({', '.join(rules)})"
+        if self.probes is not None:
+            text += f"; {self.probes.summary()}"
         return text
 
 
@@ -173,11 +186,12 @@ def graded_test_ids(task: Task, tests: tuple[str, ...] | None = None,
 
 def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
           limits: Limits | None = None, tests: tuple[str, ...] | None = None, audit: bool = True,
-          canaries: bool = True) -> GradeResult:
+          canaries: bool = True, probes: bool = True) -> GradeResult:
     """Run the task's visible and hidden tests (or `tests`: files or node ids) on a pristine copy
     with `changes` applied. With `audit`, the integrity findings come with the result (the
     tests run either way, so a result shows what a violating patch would have scored).
-    `canaries=False` is for tests only: it shows what an attack scores without the canaries."""
+    `canaries=False` and `probes=False` are for tests only: they show what an attack scores
+    without those defences."""
     started = time.monotonic()
     findings = integrity.audit(changes, task) if audit else None
     expected, whole_run = graded_test_ids(task, tests, isolation)
@@ -228,8 +242,11 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
             outcomes = {t: "error" for t in outcomes}
         if void:
             findings = (findings or []) + void
+        report = None
+        if probes and not (run.timed_out or tampered or void):
+            report = behavioural.check(task, copy.root, isolation)
         return GradeResult(outcomes, run.exit_code, run.timed_out, run.output, time.monotonic() - started,
-                           ignored, findings, tampered, whole_run, void, other, planted is not None)
+                           ignored, findings, tampered, whole_run, void, other, planted is not None, report)
     finally:
         copy.close()
         shutil.rmtree(results, ignore_errors=True)
