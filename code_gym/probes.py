@@ -25,7 +25,7 @@ import shlex
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
@@ -56,6 +56,7 @@ class Probe:
     test: str  # the test whose calls it perturbs
     steps: tuple  # the calls, as probe_child replays them
     expected: tuple  # the reference's result of each step (plain-data encoding)
+    untouched_passes: bool = False  # the untouched repository gives the same results (a regression probe)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,9 @@ class ProbeReport:
     failed_tests: frozenset[str] = frozenset()  # tests whose probes failed
     unavailable: str | None = None  # why the task has no probes
     dropped: tuple[str, ...] = ()
+    fix_total: int = 0  # probes the untouched repository fails (what the fix must change) ...
+    fix_passed: int = 0  # ... and how many of them passed
+    regression_failed: int = 0  # probes the untouched repository passes that failed
 
     @property
     def ok(self) -> bool:
@@ -337,14 +341,33 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
             return ProbeSet(dropped=tuple(dropped) + (f"the reference's probe run failed: {exc}",), targets=names)
     finally:
         copy.close()
-    probes = []
+    kept = []
     for candidate, a, b in zip(candidates, first, second):
         if a != b:
             step = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y) if len(a) == len(b) else 0
             dropped.append(f"{candidate['id']}: nondeterministic (the reference's two runs differ at step {step})")
         else:
-            probes.append(Probe(candidate["id"], candidate["test"], tuple(candidate["steps"]), tuple(a)))
-    return ProbeSet(tuple(_spread(probes, MAX_PROBES)), tuple(dropped), names)
+            kept.append(Probe(candidate["id"], candidate["test"], tuple(candidate["steps"]), tuple(a)))
+    kept = _spread(kept, MAX_PROBES)
+    untouched = _untouched_results(task, kept, isolation)
+    probes = tuple(replace(p, untouched_passes=untouched is not None and _probe_mismatch(p, got) is None)
+                   for p, got in zip(kept, untouched or [None] * len(kept)))
+    return ProbeSet(probes, tuple(dropped), names)
+
+
+def _untouched_results(task: Task, probes: list[Probe], isolation) -> list | None:
+    """The untouched repository's results for `probes` (None when its run failed)."""
+    if not probes:
+        return None
+    copy = Workspace(task.repo, strategy="copy")
+    try:
+        results = run_child(task, copy.root, "replay", {"probes": [{"steps": list(p.steps)} for p in probes]},
+                            isolation).get("results")
+    except ChildFailed:
+        return None
+    finally:
+        copy.close()
+    return results if isinstance(results, list) and len(results) == len(probes) else None
 
 
 def _candidates(task: Task, scenarios: dict) -> tuple[list[dict], list[str]]:
@@ -407,8 +430,8 @@ def _digest(task: Task) -> str:
 def _to_json(probes: ProbeSet, digest: str) -> str:
     return json.dumps({"format": _FORMAT, "digest": digest, "targets": list(probes.targets),
                        "dropped": list(probes.dropped),
-                       "probes": [{"id": p.id, "test": p.test, "steps": list(p.steps), "expected": list(p.expected)}
-                                  for p in probes.probes]}, indent=1)
+                       "probes": [{"id": p.id, "test": p.test, "steps": list(p.steps), "expected": list(p.expected),
+                                   "untouched_passes": p.untouched_passes} for p in probes.probes]}, indent=1)
 
 
 def _from_json(text: str, digest: str) -> ProbeSet | None:
@@ -416,7 +439,8 @@ def _from_json(text: str, digest: str) -> ProbeSet | None:
         data = json.loads(text)
         if data.get("digest") != digest:
             return None
-        return ProbeSet(tuple(Probe(p["id"], p["test"], tuple(p["steps"]), tuple(p["expected"])) for p in data["probes"]),
+        return ProbeSet(tuple(Probe(p["id"], p["test"], tuple(p["steps"]), tuple(p["expected"]), p["untouched_passes"])
+                              for p in data["probes"]),
                         tuple(data["dropped"]), tuple(data["targets"]))
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -461,22 +485,22 @@ def check(task: Task, root: Path, isolation="auto", probes: ProbeSet | None = No
     if not probes.probes:
         return ProbeReport(0, 0, unavailable=probes.reason, dropped=probes.dropped)
     spec = {"probes": [{"steps": list(p.steps)} for p in probes.probes]}
-    every_test = frozenset(p.test for p in probes.probes)
     try:
         results = run_child(task, root, "replay", spec, isolation).get("results")
     except ChildFailed as exc:
-        return ProbeReport(len(probes.probes), 0, (str(exc),), every_test, dropped=probes.dropped)
+        return _report(probes, [str(exc)] * len(probes.probes))
     if not isinstance(results, list) or len(results) != len(probes.probes):
-        return ProbeReport(len(probes.probes), 0, ("the probe process returned the wrong number of results",),
-                           every_test, dropped=probes.dropped)
-    failures, failed = [], set()
-    for probe, got in zip(probes.probes, results):
-        problem = _probe_mismatch(probe, got)
-        if problem:
-            failures.append(f"{probe.id} {problem}")
-            failed.add(probe.test)
-    return ProbeReport(len(probes.probes), len(probes.probes) - len(failures), tuple(failures), frozenset(failed),
-                       dropped=probes.dropped)
+        return _report(probes, ["the probe process returned the wrong number of results"] * len(probes.probes))
+    return _report(probes, [_probe_mismatch(p, got) for p, got in zip(probes.probes, results)])
+
+
+def _report(probes: ProbeSet, problems: list[str | None]) -> ProbeReport:
+    failures = tuple(f"{p.id} {problem}" for p, problem in zip(probes.probes, problems) if problem)
+    failed = frozenset(p.test for p, problem in zip(probes.probes, problems) if problem)
+    fixes = [problem is None for p, problem in zip(probes.probes, problems) if not p.untouched_passes]
+    regressions = sum(problem is not None for p, problem in zip(probes.probes, problems) if p.untouched_passes)
+    return ProbeReport(len(problems), problems.count(None), failures, failed, dropped=probes.dropped,
+                       fix_total=len(fixes), fix_passed=sum(fixes), regression_failed=regressions)
 
 
 def _probe_mismatch(probe: Probe, got) -> str | None:
