@@ -47,7 +47,7 @@ MAX_PROBES = 48
 MAX_STEPS = 200
 MAX_OUTPUT_BYTES = 32 << 20
 REL_TOL, ABS_TOL = 1e-9, 1e-12
-_FORMAT = 1
+_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -146,10 +146,33 @@ def _changed_lines(patched) -> set[int]:
 # ---------------------------------------------------------------- perturbation
 
 def perturb(steps: list[dict], rng: random.Random) -> list[dict]:
-    """A copy of `steps` with some plain-data arguments changed: integers shifted, floats and
-    decimals scaled, a few strings and flags changed. Handles and structure are kept."""
-    return [dict(step, args=[_perturb(a, rng) for a in step.get("args", [])],
-                 kwargs=[[k, _perturb(v, rng)] for k, v in step.get("kwargs", [])]) for step in steps]
+    """A copy of `steps` with plain-data arguments changed: integers shifted, floats and decimals
+    scaled, digits in strings changed, some other strings and flags changed. Every step with a
+    plain-data argument changes, so no call of a probe repeats the test call it was made from (an
+    oracle answering from the tests' literals has nothing to answer from). Handles and structure
+    are kept."""
+    out = []
+    for step in steps:
+        changed = step
+        for _ in range(48):
+            changed = dict(step, args=[_perturb(a, rng) for a in step.get("args", [])],
+                           kwargs=[[k, _perturb(v, rng)] for k, v in step.get("kwargs", [])])
+            if changed != step or not _changeable(step.get("args", []) + [v for _, v in step.get("kwargs", [])]):
+                break
+        out.append(changed)
+    return out
+
+
+def _changeable(args: list) -> bool:
+    for arg in args:
+        t = arg["t"]
+        if t in ("int", "float", "decimal", "fraction", "bool") or (t == "str" and arg["v"]):
+            return True
+        if t in ("list", "tuple", "set", "frozenset") and _changeable(arg["v"]):
+            return True
+        if t == "dict" and _changeable([v for _, v in arg["v"]]):
+            return True
+    return False
 
 
 def _perturb(arg: dict, rng: random.Random) -> dict:
@@ -186,7 +209,7 @@ def _perturb(arg: dict, rng: random.Random) -> dict:
             return arg
     if t == "bool" and rng.random() < 0.3:
         return dict(arg, v=not arg["v"])
-    if t == "str" and rng.random() < 0.25 and arg["v"]:
+    if t == "str" and arg["v"] and (rng.random() < 0.25 or any(c.isdigit() for c in arg["v"])):
         return dict(arg, v=_perturb_text(arg["v"], rng))
     return arg
 
