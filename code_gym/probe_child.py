@@ -300,8 +300,15 @@ class Recorder:
                 return
             if cur["stack"] and cur["stack"][-1] == index:
                 cur["stack"].pop()
-            if cur["steps"][index]["kind"] not in ("new", "set"):
+            step = cur["steps"][index]
+            if step["kind"] == "new":
+                arg = frame.f_locals.get(frame.f_code.co_varnames[0])
+            else:
                 self._register(arg, index, [], 0)
+            try:  # what the test saw (None also when the call raised: the profiler cannot tell)
+                step["seen"] = encode(arg)
+            except _Exception:
+                step["seen"] = {"t": "unencodable"}
 
     def _register(self, value, index, path, depth):
         cur = self.current

@@ -47,7 +47,7 @@ MAX_PROBES = 48
 MAX_STEPS = 200
 MAX_OUTPUT_BYTES = 32 << 20
 REL_TOL, ABS_TOL = 1e-9, 1e-12
-_FORMAT = 2
+_FORMAT = 5
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class Probe:
     steps: tuple  # the calls, as probe_child replays them
     expected: tuple  # the reference's result of each step (plain-data encoding)
     untouched_passes: bool = False  # the untouched repository gives the same results (a regression probe)
+    changed: tuple[int, ...] = ()  # the steps whose arguments differ from the test's call
 
 
 @dataclass(frozen=True)
@@ -146,33 +147,13 @@ def _changed_lines(patched) -> set[int]:
 # ---------------------------------------------------------------- perturbation
 
 def perturb(steps: list[dict], rng: random.Random) -> list[dict]:
-    """A copy of `steps` with plain-data arguments changed: integers shifted, floats and decimals
-    scaled, digits in strings changed, some other strings and flags changed. Every step with a
-    plain-data argument changes, so no call of a probe repeats the test call it was made from (an
-    oracle answering from the tests' literals has nothing to answer from). Handles and structure
-    are kept."""
-    out = []
-    for step in steps:
-        changed = step
-        for _ in range(48):
-            changed = dict(step, args=[_perturb(a, rng) for a in step.get("args", [])],
-                           kwargs=[[k, _perturb(v, rng)] for k, v in step.get("kwargs", [])])
-            if changed != step or not _changeable(step.get("args", []) + [v for _, v in step.get("kwargs", [])]):
-                break
-        out.append(changed)
-    return out
-
-
-def _changeable(args: list) -> bool:
-    for arg in args:
-        t = arg["t"]
-        if t in ("int", "float", "decimal", "fraction", "bool") or (t == "str" and arg["v"]):
-            return True
-        if t in ("list", "tuple", "set", "frozenset") and _changeable(arg["v"]):
-            return True
-        if t == "dict" and _changeable([v for _, v in arg["v"]]):
-            return True
-    return False
+    """A copy of `steps` with some plain-data arguments changed: integers shifted, floats and
+    decimals scaled, digits in strings changed, a few other strings and flags changed (other
+    strings mostly stay, so keys and names still match across steps). Handles and structure are
+    kept. A step may come out unchanged: `make_probes` keeps a probe only where it differs from
+    the untouched repository at a step that does not repeat what its test shows."""
+    return [dict(step, args=[_perturb(a, rng) for a in step.get("args", [])],
+                 kwargs=[[k, _perturb(v, rng)] for k, v in step.get("kwargs", [])]) for step in steps]
 
 
 def _perturb(arg: dict, rng: random.Random) -> dict:
@@ -327,6 +308,12 @@ def run_child(task: Task, root: Path, mode: str, spec: dict, isolation="auto", t
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _replayed(steps) -> list[dict]:
+    """Steps as the probe process gets them: without what the test saw (the reference's answers
+    stay in the grader)."""
+    return [{k: v for k, v in step.items() if k != "seen"} for step in steps]
+
+
 def _interpreter(task: Task) -> str:
     words = shlex.split(task.test_command)
     return words[0] if words and "python" in Path(words[0]).name else "python"
@@ -358,7 +345,7 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
         if not candidates:
             return ProbeSet(dropped=tuple(dropped), targets=names)
         try:
-            first, second = (run_child(task, copy.root, "replay", {"probes": [{"steps": c["steps"]} for c in candidates]},
+            first, second = (run_child(task, copy.root, "replay", {"probes": [{"steps": _replayed(c["steps"])} for c in candidates]},
                                        isolation)["results"] for _ in range(2))
         except (ChildFailed, KeyError) as exc:
             return ProbeSet(dropped=tuple(dropped) + (f"the reference's probe run failed: {exc}",), targets=names)
@@ -370,12 +357,35 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
             step = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y) if len(a) == len(b) else 0
             dropped.append(f"{candidate['id']}: nondeterministic (the reference's two runs differ at step {step})")
         else:
-            kept.append(Probe(candidate["id"], candidate["test"], tuple(candidate["steps"]), tuple(a)))
-    kept = _spread(kept, MAX_PROBES)
-    untouched = _untouched_results(task, kept, isolation)
-    probes = tuple(replace(p, untouched_passes=untouched is not None and _probe_mismatch(p, got) is None)
-                   for p, got in zip(kept, untouched or [None] * len(kept)))
-    return ProbeSet(probes, tuple(dropped), names)
+            kept.append(Probe(candidate["id"], candidate["test"], tuple(candidate["steps"]), tuple(a),
+                              changed=tuple(candidate["changed"])))
+    untouched = _untouched_results(task, kept, isolation) or [None] * len(kept)
+    probes = []
+    for probe, got in zip(kept, untouched):
+        differs = _differing_steps(probe, got)
+        if differs and all(_seen(probe, i) for i in differs):
+            dropped.append(f"{probe.id}: differs from the untouched repository only where it repeats what a "
+                           f"test shows (steps {', '.join(map(str, differs))})")
+        else:
+            probes.append(replace(probe, untouched_passes=not differs))
+    return ProbeSet(tuple(_spread(probes, MAX_PROBES)), tuple(dropped), names)
+
+
+def _seen(probe: Probe, index: int) -> bool:
+    """Whether step `index` repeats a call of the probe's test with the answer the test saw (an
+    oracle reading the tests' literals could give it). A raise or None counts as seen: the
+    profiler cannot tell a call that raised from one that returned None."""
+    if index in probe.changed:
+        return False
+    want, saw = probe.expected[index], probe.steps[index].get("seen")
+    return want.get("t") in ("raise", "none") or saw is None or mismatch(want, saw) is None
+
+
+def _differing_steps(probe: Probe, got) -> list[int]:
+    """The steps at which `got` (the untouched repository's results) differs from the reference's."""
+    if not isinstance(got, list) or len(got) != len(probe.expected):
+        return list(probe.changed) or [0]
+    return [i for i, (want, result) in enumerate(zip(probe.expected, got)) if mismatch(want, result)]
 
 
 def _untouched_results(task: Task, probes: list[Probe], isolation) -> list | None:
@@ -384,7 +394,7 @@ def _untouched_results(task: Task, probes: list[Probe], isolation) -> list | Non
         return None
     copy = Workspace(task.repo, strategy="copy")
     try:
-        results = run_child(task, copy.root, "replay", {"probes": [{"steps": list(p.steps)} for p in probes]},
+        results = run_child(task, copy.root, "replay", {"probes": [{"steps": _replayed(p.steps)} for p in probes]},
                             isolation).get("results")
     except ChildFailed:
         return None
@@ -417,7 +427,8 @@ def _candidates(task: Task, scenarios: dict) -> tuple[list[dict], list[str]]:
             if key in seen:
                 continue
             seen.add(key)
-            out.append({"id": f"{test}#{made}", "test": test, "steps": variant})
+            changed = [i for i, (a, b) in enumerate(zip(steps, variant)) if a != b]
+            out.append({"id": f"{test}#{made}", "test": test, "steps": variant, "changed": changed})
             made += 1
             if made == VARIANTS:
                 break
@@ -454,7 +465,8 @@ def _to_json(probes: ProbeSet, digest: str) -> str:
     return json.dumps({"format": _FORMAT, "digest": digest, "targets": list(probes.targets),
                        "dropped": list(probes.dropped),
                        "probes": [{"id": p.id, "test": p.test, "steps": list(p.steps), "expected": list(p.expected),
-                                   "untouched_passes": p.untouched_passes} for p in probes.probes]}, indent=1)
+                                   "untouched_passes": p.untouched_passes, "changed": list(p.changed)}
+                                  for p in probes.probes]}, indent=1)
 
 
 def _from_json(text: str, digest: str) -> ProbeSet | None:
@@ -462,8 +474,8 @@ def _from_json(text: str, digest: str) -> ProbeSet | None:
         data = json.loads(text)
         if data.get("digest") != digest:
             return None
-        return ProbeSet(tuple(Probe(p["id"], p["test"], tuple(p["steps"]), tuple(p["expected"]), p["untouched_passes"])
-                              for p in data["probes"]),
+        return ProbeSet(tuple(Probe(p["id"], p["test"], tuple(p["steps"]), tuple(p["expected"]), p["untouched_passes"],
+                                    tuple(p["changed"])) for p in data["probes"]),
                         tuple(data["dropped"]), tuple(data["targets"]))
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -507,7 +519,7 @@ def check(task: Task, root: Path, isolation="auto", probes: ProbeSet | None = No
     probes = probes if probes is not None else probe_set(task, isolation)
     if not probes.probes:
         return ProbeReport(0, 0, unavailable=probes.reason, dropped=probes.dropped)
-    spec = {"probes": [{"steps": list(p.steps)} for p in probes.probes]}
+    spec = {"probes": [{"steps": _replayed(p.steps)} for p in probes.probes]}
     try:
         results = run_child(task, root, "replay", spec, isolation).get("results")
     except ChildFailed as exc:
