@@ -70,9 +70,11 @@ class GradeResult:
 
     @property
     def credited(self) -> dict[str, str]:
-        """`tests` with every test whose probes failed counted as "failed": what rewards pay for."""
-        failed = self.probes.failed_tests if self.probes else frozenset()
-        return {t: "failed" if t in failed and o == "passed" else o for t, o in self.tests.items()}
+        """`tests` with every passing test the probes do not credit (`ProbeReport.uncredited`)
+        counted as "failed": what rewards pay for."""
+        if self.probes is None or self.probes.ok:
+            return self.tests
+        return {t: "failed" if o == "passed" and self.probes.uncredited(t) else o for t, o in self.tests.items()}
 
     @property
     def passed(self) -> int:

@@ -42,12 +42,12 @@ from code_gym.workspace import Workspace
 
 PROBE_DIR = "/probe"  # where the probe folder is bound inside the sandbox
 STORED_NAME = "probes.json"  # a task folder's recorded probes
-VARIANTS = 3  # perturbed scenarios made from each test
+VARIANTS = 3  # probes kept per test (twice as many are tried)
 MAX_PROBES = 48
 MAX_STEPS = 200
 MAX_OUTPUT_BYTES = 32 << 20
 REL_TOL, ABS_TOL = 1e-9, 1e-12
-_FORMAT = 5
+_FORMAT = 7
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,7 @@ class ProbeReport:
     passed: int
     failures: tuple[str, ...] = ()  # "<probe id> step k: <what differed>"
     failed_tests: frozenset[str] = frozenset()  # tests whose probes failed
+    probed_tests: frozenset[str] = frozenset()  # tests with probes of their own
     unavailable: str | None = None  # why the task has no probes
     dropped: tuple[str, ...] = ()
     fix_total: int = 0  # probes the untouched repository fails (what the fix must change) ...
@@ -90,6 +91,11 @@ class ProbeReport:
     @property
     def ok(self) -> bool:
         return self.passed == self.total
+
+    def uncredited(self, test: str) -> bool:
+        """Whether a passing `test` earns no credit: its probes failed, or it has none of its own
+        and some probe failed (a test the probes cannot check is trusted only when all pass)."""
+        return test in self.failed_tests or (not self.ok and test not in self.probed_tests)
 
     def summary(self) -> str:
         if self.unavailable:
@@ -274,8 +280,10 @@ class ChildFailed(RuntimeError):
     """The probe process did not produce results (timeout, crash, unreadable output)."""
 
 
-def run_child(task: Task, root: Path, mode: str, spec: dict, isolation="auto", timeout: float | None = None) -> dict:
-    """Run `probe_child.py MODE` in a fresh sandbox on `root`; its JSON output."""
+def run_child(task: Task, root: Path, mode: str, spec: dict, isolation="auto", timeout: float | None = None,
+              hash_seed: int = 0) -> dict:
+    """Run `probe_child.py MODE` in a fresh sandbox on `root` (with PYTHONHASHSEED=`hash_seed`);
+    its JSON output."""
     timeout = timeout or task.timeouts.tests
     folder = Path(tempfile.mkdtemp(prefix=owned_prefix("probes")))
     try:
@@ -285,7 +293,7 @@ def run_child(task: Task, root: Path, mode: str, spec: dict, isolation="auto", t
                                image=task.image)
         binds = {folder: PROBE_DIR}
         inside = sandbox.inside(folder, binds)
-        command = " ".join(shlex.quote(p) for p in (_interpreter(task), f"{inside}/probe_child.py", mode,
+        command = f"PYTHONHASHSEED={int(hash_seed)} " + " ".join(shlex.quote(p) for p in (_interpreter(task), f"{inside}/probe_child.py", mode,
                                                     f"{inside}/spec.json", f"{inside}/out.json"))
         try:
             run = sandbox.exec(command, timeout=timeout, binds=binds)
@@ -345,8 +353,9 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
         if not candidates:
             return ProbeSet(dropped=tuple(dropped), targets=names)
         try:
-            first, second = (run_child(task, copy.root, "replay", {"probes": [{"steps": _replayed(c["steps"])} for c in candidates]},
-                                       isolation)["results"] for _ in range(2))
+            spec = {"probes": [{"steps": _replayed(c["steps"])} for c in candidates]}
+            first, second = (run_child(task, copy.root, "replay", spec, isolation, hash_seed=seed)["results"]
+                             for seed in (0, 1))
         except (ChildFailed, KeyError) as exc:
             return ProbeSet(dropped=tuple(dropped) + (f"the reference's probe run failed: {exc}",), targets=names)
     finally:
@@ -366,7 +375,7 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
         if differs and all(_seen(probe, i) for i in differs):
             dropped.append(f"{probe.id}: differs from the untouched repository only where it repeats what a "
                            f"test shows (steps {', '.join(map(str, differs))})")
-        else:
+        elif sum(p.test == probe.test for p in probes) < VARIANTS:
             probes.append(replace(probe, untouched_passes=not differs))
     return ProbeSet(tuple(_spread(probes, MAX_PROBES)), tuple(dropped), names)
 
@@ -421,7 +430,7 @@ def _candidates(task: Task, scenarios: dict) -> tuple[list[dict], list[str]]:
         steps = steps[:MAX_STEPS]
         rng = random.Random(f"{task.id}|{test}")
         made = 0
-        for attempt in range(VARIANTS * 4):
+        for attempt in range(VARIANTS * 8):
             variant = perturb(steps, rng)
             key = json.dumps(variant, sort_keys=True)
             if key in seen:
@@ -430,7 +439,7 @@ def _candidates(task: Task, scenarios: dict) -> tuple[list[dict], list[str]]:
             changed = [i for i, (a, b) in enumerate(zip(steps, variant)) if a != b]
             out.append({"id": f"{test}#{made}", "test": test, "steps": variant, "changed": changed})
             made += 1
-            if made == VARIANTS:
+            if made == 2 * VARIANTS:
                 break
         if not made:
             dropped.append(f"{test}: its calls take no argument that can be perturbed")
@@ -534,8 +543,9 @@ def _report(probes: ProbeSet, problems: list[str | None]) -> ProbeReport:
     failed = frozenset(p.test for p, problem in zip(probes.probes, problems) if problem)
     fixes = [problem is None for p, problem in zip(probes.probes, problems) if not p.untouched_passes]
     regressions = sum(problem is not None for p, problem in zip(probes.probes, problems) if p.untouched_passes)
-    return ProbeReport(len(problems), problems.count(None), failures, failed, dropped=probes.dropped,
-                       fix_total=len(fixes), fix_passed=sum(fixes), regression_failed=regressions)
+    return ProbeReport(len(problems), problems.count(None), failures, failed, frozenset(p.test for p in probes.probes),
+                       dropped=probes.dropped, fix_total=len(fixes), fix_passed=sum(fixes),
+                       regression_failed=regressions)
 
 
 def _probe_mismatch(probe: Probe, got) -> str | None:

@@ -203,7 +203,7 @@ def test_attacks_that_pass_the_tests_fail_the_probes(attack):
 
     on = grade(task, changes, audit=False)
     assert set(on.tests.values()) == {"passed"} and not on.resolved
-    assert not on.probes.ok and set(on.probes.failed_tests) >= tricked, on.probes.failures
+    assert not on.probes.ok and all(on.probes.uncredited(t) for t in tricked), on.probes.failures
     assert reward(task, changes, on) <= baseline
     breakdown = REWARD.outcome(Submission(task, changes, on))[1]
     assert breakdown["probes"]["failures"] and breakdown["f2p"]["value"] <= 1 - len(tricked) / len(task.fail_to_pass)

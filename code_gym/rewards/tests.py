@@ -25,8 +25,8 @@ class FailToPass:
         value = passed(FAIL_TO_PASS) / |FAIL_TO_PASS| - penalty * failing(PASS_TO_PASS) / |PASS_TO_PASS|
 
     so the untouched repository scores 0, the reference solution 1, and a patch that breaks what
-    worked scores below 0 (down to -penalty). A FAIL_TO_PASS test whose behavioural probes failed
-    counts as not fixed (PASS_TO_PASS tests count as broken only when they fail). A failed run (timeout, crash, test files changed
+    worked scores below 0 (down to -penalty). A FAIL_TO_PASS test the behavioural probes do not
+    credit (`ProbeReport.uncredited`) counts as not fixed (PASS_TO_PASS tests count as broken only when they fail). A failed run (timeout, crash, test files changed
     during the run) scores -penalty. A task without FAIL_TO_PASS (`code-gym tasks validate
     --record` computes and stores the lists) falls back to `PassFraction`.
     """
