@@ -16,9 +16,9 @@
 - Every run carries canary tests (`code_gym.canary`) in a hidden file named per run; they are not
   graded. A canary with the wrong outcome or missing, or an exit code that disagrees with the
   per-test records, voids the run and adds a finding of rule "canary" to `integrity`.
-- Behavioural probes (`code_gym.probes`) replay calls the tests never make, on the graded copy in
-  a sandboxed process of their own, and compare the results with the reference's: a failed probe
-  makes the run unresolved, and a test whose probes fail earns no credit (`credited`).
+- Behavioural probes (`code_gym.probes`): one more test file, run first, replays calls the tests
+  never make; the grader compares their results with the reference's: a failed probe makes the
+  run unresolved, and a test whose probes fail earns no credit (`credited`).
 """
 from __future__ import annotations
 
@@ -215,13 +215,17 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
                                mask=(task.root,) if task.root else (), image=task.image)
         binds = {results: RESULTS_DIR}
         junit = f"{sandbox.inside(results, binds)}/junit.xml"
+        probed = None
+        if probes:  # the probe file runs first, in this run's process, before the package serves a test
+            probed = behavioural.plant(task, copy.root, results, sandbox.inside(results, binds), isolation)
+            selected = (probed.path, *selected) if probed.path else selected
         # with the graded ids known, a file that fails to collect fails only its own tests
         keep_going = "--continue-on-collection-errors " if expected is not None else ""
         if planted:  # a must-fail canary must not end the session (-x / --maxfail in the task's command)
             keep_going += "--maxfail=0 "
         command = (f"{task.test_command} -p no:cacheprovider -q -o junit_family=xunit1 {keep_going}"
                    f"--junitxml={shlex.quote(junit)} " + " ".join(shlex.quote(t) for t in selected))
-        extra = (planted.path,) if planted else ()
+        extra = ((planted.path,) if planted else ()) + ((probed.path,) if probed and probed.path else ())
         before = guarded_keys(task, copy.root, extra)
         try:
             run = sandbox.exec(command, timeout=task.timeouts.tests, binds=binds)
@@ -229,12 +233,14 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
             sandbox.close()
         after = guarded_keys(task, copy.root, extra)
         tampered = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
-        lookup = (expected or ()) + (tuple(planted.expected) if planted else ())
+        lookup = ((expected or ()) + (tuple(planted.expected) if planted else ())
+                  + ((f"{probed.path}::test_probe_replay",) if probed and probed.path else ()))
         records = {} if run.timed_out else parse_junit(results / "junit.xml", lookup or None)
         void: list[Finding] = []
         if planted and not run.timed_out:
             void = canary_tests.check(planted, records, run.exit_code)
-        graded = {t: o for t, o in records.items() if not (planted and planted.is_canary(t))}
+        graded = {t: o for t, o in records.items()
+                  if not (planted and planted.is_canary(t)) and not (probed and probed.is_probe(t))}
         if expected is not None:
             other = sum(1 for t, o in graded.items() if t not in expected and o in ("failed", "error"))
             outcomes = {t: graded.get(t, "error") for t in expected}
@@ -245,8 +251,8 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         if void:
             findings = (findings or []) + void
         report = None
-        if probes and not (run.timed_out or tampered or void):
-            report = behavioural.check(task, copy.root, isolation)
+        if probed and not (run.timed_out or tampered or void):
+            report = behavioural.collect(probed, run.exit_code, run.output)
         return GradeResult(outcomes, run.exit_code, run.timed_out, run.output, time.monotonic() - started,
                            ignored, findings, tampered, whole_run, void, other, planted is not None, report)
     finally:

@@ -8,6 +8,9 @@ sandbox and runs it with the sandbox's interpreter, the repository as the workin
                                              makes into the package: the scenarios probes replay
     python probe_child.py replay SPEC OUT    replay probe scenarios, writing every step's result
                                              in the plain-data encoding below
+    as a test file of the graded run         the grader lays this file (plus SPEC_PATH / OUT_PATH)
+                                             first among the graded test files: `test_probe_replay`
+                                             replays in the test run's own process, before any test
 
 The encoding is strict: a value is encoded by its exact type (`type(x) is int`, never
 `isinstance` or the object's `__eq__`), as `{"t": tag, "v": value}` for int, float (hex), str,
@@ -434,20 +437,20 @@ def harvest(spec):
     return {"exit_code": int(code), "scenarios": recorder.scenarios}
 
 
-def main(argv):
-    mode, spec_path, out_path = argv[1:4]
+def test_probe_replay():
+    run("replay", globals()["SPEC_PATH"], globals()["OUT_PATH"])
+
+
+def run(mode, spec_path, out_path):
     with _open(spec_path) as fh:
         spec = _json_load(fh)
-    sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != os.path.dirname(os.path.realpath(__file__))]
-    if mode == "harvest":
-        result = harvest(spec)
-    else:
-        sys.path.insert(0, _getcwd())
-        result = {"results": replay(spec["probes"])}
+    result = harvest(spec) if mode == "harvest" else {"results": replay(spec["probes"])}
     text = _json_dumps(result)
     with _open(out_path, "w") as fh:
         fh.write(text)
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    here = os.path.dirname(os.path.realpath(__file__))
+    sys.path[:] = [_getcwd()] + [p for p in sys.path if os.path.realpath(p or ".") != here]
+    run(*sys.argv[1:4])

@@ -33,6 +33,7 @@ from pathlib import Path
 from unidiff import PatchSet
 
 from code_gym import probe_child
+from code_gym.canary import canary_path
 from code_gym.file_policy import apply_changes, lay_hidden_tests
 from code_gym.hostfs import cache_root, owned_prefix
 from code_gym.reference import reference_changes, store_atomically, task_digest
@@ -41,13 +42,15 @@ from code_gym.task import Task, TaskError
 from code_gym.workspace import Workspace
 
 PROBE_DIR = "/probe"  # where the probe folder is bound inside the sandbox
+CHILD_FILE = "probe_child.py"
+SPEC_NAME, OUT_NAME = "probe-spec.json", "probe-out.json"  # in the graded run's results folder
 STORED_NAME = "probes.json"  # a task folder's recorded probes
 VARIANTS = 3  # probes kept per test (twice as many are tried)
 MAX_PROBES = 48
 MAX_STEPS = 200
 MAX_OUTPUT_BYTES = 32 << 20
 REL_TOL, ABS_TOL = 1e-9, 1e-12
-_FORMAT = 7
+_FORMAT = 9
 
 
 @dataclass(frozen=True)
@@ -281,39 +284,47 @@ class ChildFailed(RuntimeError):
 
 
 def run_child(task: Task, root: Path, mode: str, spec: dict, isolation="auto", timeout: float | None = None,
-              hash_seed: int = 0) -> dict:
-    """Run `probe_child.py MODE` in a fresh sandbox on `root` (with PYTHONHASHSEED=`hash_seed`);
-    its JSON output."""
+              hash_seed: int | None = None) -> dict:
+    """Run `probe_child.py MODE` in a fresh sandbox on `root` (a process of its own, with
+    PYTHONHASHSEED=`hash_seed` when given); its JSON output."""
     timeout = timeout or task.timeouts.tests
     folder = Path(tempfile.mkdtemp(prefix=owned_prefix("probes")))
     try:
-        (folder / "probe_child.py").write_text(Path(probe_child.__file__).read_text())
+        (folder / CHILD_FILE).write_text(Path(probe_child.__file__).read_text())
         (folder / "spec.json").write_text(json.dumps(spec))
         sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), mask=(task.root,) if task.root else (),
                                image=task.image)
         binds = {folder: PROBE_DIR}
         inside = sandbox.inside(folder, binds)
-        command = f"PYTHONHASHSEED={int(hash_seed)} " + " ".join(shlex.quote(p) for p in (_interpreter(task), f"{inside}/probe_child.py", mode,
-                                                    f"{inside}/spec.json", f"{inside}/out.json"))
         try:
-            run = sandbox.exec(command, timeout=timeout, binds=binds)
+            run = sandbox.exec(_command(task, mode, inside, hash_seed), timeout=timeout, binds=binds)
         finally:
             sandbox.close()
         if run.timed_out:
             raise ChildFailed(f"the probe process timed out after {timeout:g}s")
-        out = folder / "out.json"
-        if not out.is_file() or out.is_symlink() or out.stat().st_size > MAX_OUTPUT_BYTES:
-            raise ChildFailed(f"the probe process wrote no results (exit code {run.exit_code}): "
-                              f"{run.output.strip()[-300:]}")
-        try:
-            data = json.loads(out.read_bytes())
-        except (ValueError, RecursionError):
-            raise ChildFailed("the probe process wrote unreadable results") from None
-        if not isinstance(data, dict):
-            raise ChildFailed("the probe process wrote unreadable results")
-        return data
+        return read_output(folder / "out.json", run.exit_code, run.output)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def read_output(out: Path, exit_code: int | None = None, output: str = "") -> dict:
+    """The probe child's JSON output (ChildFailed when missing, too large or malformed)."""
+    if not out.is_file() or out.is_symlink() or out.stat().st_size > MAX_OUTPUT_BYTES:
+        raise ChildFailed(f"the probes wrote no results (exit code {exit_code}): {output.strip()[-300:]}")
+    try:
+        data = json.loads(out.read_bytes())
+    except (ValueError, RecursionError):
+        raise ChildFailed("the probes wrote unreadable results") from None
+    if not isinstance(data, dict):
+        raise ChildFailed("the probes wrote unreadable results")
+    return data
+
+
+def _command(task: Task, mode: str, inside: str, hash_seed: int | None) -> str:
+    words = shlex.split(task.test_command)
+    python = words[0] if words and "python" in Path(words[0]).name else "python"
+    seed = f"PYTHONHASHSEED={int(hash_seed)} " if hash_seed is not None else ""
+    return seed + shlex.join([python, f"{inside}/{CHILD_FILE}", mode, f"{inside}/spec.json", f"{inside}/out.json"])
 
 
 def _replayed(steps) -> list[dict]:
@@ -322,16 +333,11 @@ def _replayed(steps) -> list[dict]:
     return [{k: v for k, v in step.items() if k != "seen"} for step in steps]
 
 
-def _interpreter(task: Task) -> str:
-    words = shlex.split(task.test_command)
-    return words[0] if words and "python" in Path(words[0]).name else "python"
-
-
 # ---------------------------------------------------------------- making the probes
 
 def make_probes(task: Task, isolation="auto") -> ProbeSet:
     """Harvest the tests' calls with the reference applied, perturb them, keep what the
-    reference answers the same way twice."""
+    reference answers the same way three times."""
     try:
         changes = reference_changes(task)
     except TaskError as exc:
@@ -356,15 +362,17 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
             spec = {"probes": [{"steps": _replayed(c["steps"])} for c in candidates]}
             first, second = (run_child(task, copy.root, "replay", spec, isolation, hash_seed=seed)["results"]
                              for seed in (0, 1))
+            third = _in_test_run(task, copy.root, spec, isolation)["results"]
         except (ChildFailed, KeyError) as exc:
             return ProbeSet(dropped=tuple(dropped) + (f"the reference's probe run failed: {exc}",), targets=names)
     finally:
         copy.close()
     kept = []
-    for candidate, a, b in zip(candidates, first, second):
-        if a != b:
-            step = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y) if len(a) == len(b) else 0
-            dropped.append(f"{candidate['id']}: nondeterministic (the reference's two runs differ at step {step})")
+    for candidate, a, b, c in zip(candidates, first, second, third):
+        if a != b or a != c:
+            other = b if a != b else c
+            step = next(i for i, (x, y) in enumerate(zip(a, other)) if x != y) if len(a) == len(other) else 0
+            dropped.append(f"{candidate['id']}: nondeterministic (the reference's runs differ at step {step})")
         else:
             kept.append(Probe(candidate["id"], candidate["test"], tuple(candidate["steps"]), tuple(a),
                               changed=tuple(candidate["changed"])))
@@ -522,20 +530,75 @@ def record(task: Task, isolation="auto") -> ProbeSet:
 
 # ---------------------------------------------------------------- grading
 
-def check(task: Task, root: Path, isolation="auto", probes: ProbeSet | None = None) -> ProbeReport:
-    """Replay the task's probes on the graded copy `root` (one sandboxed process) and compare
-    each step's result with the reference's."""
-    probes = probes if probes is not None else probe_set(task, isolation)
+@dataclass(frozen=True)
+class Planted:
+    """The probe file laid in a graded copy (`path` None: the task has no probes)."""
+    path: str | None
+    results: Path  # the host folder the run's results go to
+    probes: ProbeSet
+
+    def is_probe(self, node_id: str) -> bool:
+        return self.path is not None and (node_id == self.path or node_id.startswith(self.path + "::"))
+
+
+def lay(root: Path, spec: dict, results: Path, inside: str, test_files: tuple[str, ...]) -> str:
+    """Write the probe child as a test file of `root` (named like a canary, in the folder of the
+    task's first test file) that replays `spec` from the results folder (`inside` in the sandbox)
+    and writes its results there. Its path, relative to `root`."""
+    path = canary_path(test_files, lambda p: (root / p).exists() or (root / p).is_symlink())
+    (results / SPEC_NAME).write_text(json.dumps(spec))
+    source = Path(probe_child.__file__).read_text() + (f"\nSPEC_PATH, OUT_PATH = {inside + '/' + SPEC_NAME!r}, "
+                                                        f"{inside + '/' + OUT_NAME!r}\n")
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text(source)
+    return path
+
+
+def plant(task: Task, root: Path, results: Path, inside: str, isolation="auto") -> Planted:
+    """Lay the task's probes in the graded copy `root`: the grader runs the returned file first,
+    in the test run itself (no process of its own: that cost as much again as the tests)."""
+    probes = probe_set(task, isolation)
     if not probes.probes:
-        return ProbeReport(0, 0, unavailable=probes.reason, dropped=probes.dropped)
+        return Planted(None, results, probes)
     spec = {"probes": [{"steps": _replayed(p.steps)} for p in probes.probes]}
+    return Planted(lay(root, spec, results, inside, task.hidden_tests + task.visible_tests), results, probes)
+
+
+def collect(planted: Planted, exit_code: int | None, output: str = "") -> ProbeReport:
+    """Compare what the planted probes wrote with the reference's results."""
+    probes = planted.probes
+    if planted.path is None:
+        return ProbeReport(0, 0, unavailable=probes.reason, dropped=probes.dropped)
     try:
-        results = run_child(task, root, "replay", spec, isolation).get("results")
+        results = read_output(planted.results / OUT_NAME, exit_code, output).get("results")
     except ChildFailed as exc:
         return _report(probes, [str(exc)] * len(probes.probes))
     if not isinstance(results, list) or len(results) != len(probes.probes):
-        return _report(probes, ["the probe process returned the wrong number of results"] * len(probes.probes))
+        return _report(probes, ["the probes returned the wrong number of results"] * len(probes.probes))
     return _report(probes, [_probe_mismatch(p, got) for p, got in zip(probes.probes, results)])
+
+
+def _in_test_run(task: Task, root: Path, spec: dict, isolation) -> dict:
+    """Replay `spec` the way grading does: first in a test run of the task's test files on `root`."""
+    results = Path(tempfile.mkdtemp(prefix=owned_prefix("probes")))
+    try:
+        sandbox = make_sandbox(isolation, root, Limits(timeout=task.timeouts.tests),
+                               mask=(task.root,) if task.root else (), image=task.image)
+        binds = {results: PROBE_DIR}
+        inside = sandbox.inside(results, binds)
+        path = lay(root, spec, results, inside, task.hidden_tests + task.visible_tests)
+        files = " ".join(shlex.quote(t) for t in (path, *task.visible_tests, *task.hidden_tests))
+        try:
+            run = sandbox.exec(f"{task.test_command} -p no:cacheprovider -q {files}", timeout=task.timeouts.tests,
+                               binds=binds)
+        finally:
+            sandbox.close()
+            (root / path).unlink(missing_ok=True)
+        if run.timed_out:
+            raise ChildFailed(f"the reference's test run timed out after {task.timeouts.tests:g}s")
+        return read_output(results / OUT_NAME, run.exit_code, run.output)
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
 
 
 def _report(probes: ProbeSet, problems: list[str | None]) -> ProbeReport:

@@ -266,16 +266,21 @@ def test_a_task_whose_patch_changes_no_function_reports_why(tiny_task):
     assert not made.probes and made.reason
 
 
-def test_a_hanging_probe_process_is_bounded_by_the_timeout():
-    """The patch hangs only outside pytest (in the probe process): the tests pass, the probes time out."""
+def test_probes_that_hang_are_bounded_by_the_timeout():
+    """The patch hangs only when the probes call it (its caller's file is the probe file): the
+    probes run first in the graded run, so the run is killed at the task's test timeout and
+    scores as a failed run, below the untouched repository."""
     task = dataclasses.replace(UNITS, timeouts=Timeouts(command=5, tests=6))
     changes = reference_changes(task)
     changes["unitconv/convert.py"] = changes["unitconv/convert.py"].replace(
-        b"def convert(", b"import sys\nwhile 'pytest' not in sys.modules:\n    pass\n\n\ndef convert(", 1)
+        b"    src, dst = lookup(source), lookup(target)\n",
+        b"    import sys\n    while 'replay' in sys._getframe(2).f_code.co_name:\n        pass\n"
+        b"    src, dst = lookup(source), lookup(target)\n", 1)
+    off = grade(task, changes, audit=False, probes=False)
+    assert off.resolved and not off.timed_out
     result = grade(task, changes, audit=False)
-    assert set(result.tests.values()) == {"passed"} and not result.timed_out
-    assert not result.resolved and result.probes.passed == 0
-    assert "timed out after 6s" in result.probes.failures[0]
+    assert result.timed_out and not result.resolved
+    assert reward(task, changes, result) < reward(task, {}, grade(task, {}, audit=False))
 
 
 # -- the encoding and the comparison ------------------------------------------------------------
