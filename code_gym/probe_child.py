@@ -19,6 +19,8 @@ an enum member by its type and name; another object by its type's module and qua
 its public attributes and properties (depth-limited); an exception by its type. Everything the
 encoder uses is bound here, before the code under test is imported. The comparison with the
 reference's results happens in the grader, which never lets those results into the sandbox.
+
+PYTEST_DONT_REWRITE: laid as a test file, this module has no assertion for pytest to rewrite.
 """
 import sys
 

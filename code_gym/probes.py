@@ -5,16 +5,19 @@ For each task (once, cached): the tests run with the reference applied under a p
 the package (constructors, functions, methods, properties) with their plain-data arguments. A
 test whose calls reach a function or module the reference patch changes becomes a scenario;
 each scenario is perturbed (numbers shifted, some strings and flags changed) into inputs no test
-shows. The perturbed scenarios are replayed twice on the reference copy, each time in its own
-sandboxed process; a probe whose two results differ is dropped as nondeterministic. What is kept
+shows. The perturbed scenarios are replayed three times on the reference copy (twice in a
+sandboxed process of their own with hash seeds 0 and 1, once as grading runs them); a probe whose
+results differ is dropped as nondeterministic. A probe that differs from the untouched
+repository only where it repeats a test's call and answer is dropped too. What is kept
 (steps + the reference's results) is a `ProbeSet`, stored in the task folder (`probes.json`,
 written by `code-gym tasks validate --record`) or cached under `hostfs.cache_root()`.
 
-At grading (`check`), the probes are replayed on the graded copy in one more sandboxed process,
-which gets the steps and never the reference's results; the results come back as plain-data JSON
-and are compared here, in the grader, by type and value (floats within 1e-9 relative). A probe
-fails when any step differs. What could not be made (no changed function reached, a test whose
-calls cannot be replayed, nondeterministic results) is listed in `ProbeSet.dropped`.
+At grading (`plant`, then `collect`), the probe child is laid in the graded copy as one more
+test file, run first in the graded test run (a process of its own cost as much as the tests); it
+gets the steps and never the reference's results; the results come back as plain-data JSON in
+the results folder and are compared here, in the grader, by type and value (floats within 1e-9
+relative). A probe fails when any step differs. What could not be made (no changed function
+reached, a test whose calls cannot be replayed, nondeterministic results) is listed in `ProbeSet.dropped`.
 """
 from __future__ import annotations
 
