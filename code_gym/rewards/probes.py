@@ -31,14 +31,16 @@ class ProbeScore:
         tests = FailToPass(self.penalty)(sub)
         if report is None or not report.total:
             why = "the grade ran without probes" if report is None else report.unavailable
-            return Score(tests, {"probes": 0, "fallback": "f2p", "reason": why})
+            return Score(tests, {"probes": 0, "fallback": "f2p", "reason": why,
+                                 "dropped": list(report.dropped[:5]) if report else []})
         if not sub.result.run_ok:
             return Score(-self.penalty, {"probes": report.total, "passed": 0, "reason": "the test run failed"})
         fixed = report.fix_passed / report.fix_total if report.fix_total else tests
         regressions = report.total - report.fix_total
         broken = report.regression_failed / regressions if regressions else 0.0
         details = {"probes": report.total, "passed": report.passed, "fix_probes": report.fix_total,
-                   "fix_passed": report.fix_passed, "regressions": report.regression_failed}
+                   "fix_passed": report.fix_passed, "regressions": report.regression_failed,
+                   "dropped": len(report.dropped)}
         if report.failures:
             details["failures"] = list(report.failures[:5])
         return Score(fixed - self.penalty * broken, details)
