@@ -188,12 +188,13 @@ def graded_test_ids(task: Task, tests: tuple[str, ...] | None = None,
 
 def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
           limits: Limits | None = None, tests: tuple[str, ...] | None = None, audit: bool = True,
-          canaries: bool = True, probes: bool = True) -> GradeResult:
+          canaries: bool = True, probes: bool | None = None) -> GradeResult:
     """Run the task's visible and hidden tests (or `tests`: files or node ids) on a pristine copy
     with `changes` applied. With `audit`, the integrity findings come with the result (the
     tests run either way, so a result shows what a violating patch would have scored).
     `canaries=False` and `probes=False` are for tests only: they show what an attack scores
-    without those defences."""
+    without those defences (`probes` None: as `canaries`, so `canaries=False` alone turns off
+    every defence inside the run)."""
     started = time.monotonic()
     findings = integrity.audit(changes, task) if audit else None
     expected, whole_run = graded_test_ids(task, tests, isolation)
@@ -216,7 +217,7 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         binds = {results: RESULTS_DIR}
         junit = f"{sandbox.inside(results, binds)}/junit.xml"
         probed = None
-        if probes:  # the probe file runs first, in this run's process, before the package serves a test
+        if canaries if probes is None else probes:  # the probe file runs first, in this run's process, before the package serves a test
             probed = behavioural.plant(task, copy.root, results, sandbox.inside(results, binds), isolation)
             selected = (probed.path, *selected) if probed.path else selected
         # with the graded ids known, a file that fails to collect fails only its own tests

@@ -428,8 +428,12 @@ def _candidates(task: Task, scenarios: dict) -> tuple[list[dict], list[str]]:
     dropped: list[str] = []
     out: list[dict] = []
     seen = {json.dumps(s.get("steps", []), sort_keys=True) for s in scenarios.values()}
+    graded = set(task.fail_to_pass + task.pass_to_pass)
     for test in sorted(scenarios):
         scenario = scenarios[test]
+        if graded and test not in graded:
+            dropped.append(f"{test}: not among the task's graded tests (FAIL_TO_PASS / PASS_TO_PASS)")
+            continue
         steps, reached = scenario.get("steps", []), scenario.get("reached", [])
         cut = f" (recording stopped at {scenario['cut']})" if scenario.get("cut") else ""
         if not steps:
@@ -477,8 +481,8 @@ _LOCK = threading.Lock()
 
 
 def _digest(task: Task) -> str:
-    return task_digest(task, f"probes-{_FORMAT}", Path(probe_child.__file__).read_text(),
-                       Path(__file__).read_text())
+    return task_digest(task, f"probes-{_FORMAT}", *task.fail_to_pass, "|", *task.pass_to_pass,
+                       Path(probe_child.__file__).read_text(), Path(__file__).read_text())
 
 
 def _to_json(probes: ProbeSet, digest: str) -> str:
