@@ -16,6 +16,9 @@
 - Every run carries canary tests (`code_gym.canary`) in a hidden file named per run; they are not
   graded. A canary with the wrong outcome or missing, or an exit code that disagrees with the
   per-test records, voids the run and adds a finding of rule "canary" to `integrity`.
+- Behavioural probes (`code_gym.probes`): one more test file, run first, replays calls the tests
+  never make; the grader compares their results with the reference's: a failed probe makes the
+  run unresolved, and a test whose probes fail earns no credit (`credited`).
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from typing import Any, Protocol
 
 from code_gym import canary as canary_tests
 from code_gym import integrity
+from code_gym import probes as behavioural
 from code_gym.file_policy import apply_changes, guarded_keys, lay_hidden_tests
 from code_gym.integrity import Finding
 from code_gym.reference import reference_test_ids
@@ -63,6 +67,15 @@ class GradeResult:
     canary: list[Finding] = field(default_factory=list)  # canary / exit-code cross-check failures: run void
     other_failures: int = 0  # failing records of tests that are neither graded nor canaries
     canaries: bool = False  # whether the run carried canaries (without them exit code 0 is required)
+    probes: behavioural.ProbeReport | None = None  # behavioural probes; None when they were off
+
+    @property
+    def credited(self) -> dict[str, str]:
+        """`tests` with every passing test the probes do not credit (`ProbeReport.uncredited`)
+        counted as "failed": what rewards pay for."""
+        if self.probes is None or self.probes.ok:
+            return self.tests
+        return {t: "failed" if o == "passed" and self.probes.uncredited(t) else o for t, o in self.tests.items()}
 
     @property
     def passed(self) -> int:
@@ -86,7 +99,7 @@ class GradeResult:
             clean = self.other_failures == 0
         else:
             clean = self.exit_code == 0
-        return self.run_ok and self.passed == self.total and clean
+        return self.run_ok and self.passed == self.total and clean and (self.probes is None or self.probes.ok)
 
     @property
     def fraction(self) -> float:
@@ -108,6 +121,8 @@ class GradeResult:
         if self.integrity:
             rules = sorted({f.rule for f in self.integrity})
             text += f"; integrity audit failed: {len(self.integrity)} finding(s) ({', '.join(rules)})"
+        if self.probes is not None:
+            text += f"; {self.probes.summary()}"
         return text
 
 
@@ -174,11 +189,13 @@ def graded_test_ids(task: Task, tests: tuple[str, ...] | None = None,
 
 def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
           limits: Limits | None = None, tests: tuple[str, ...] | None = None, audit: bool = True,
-          canaries: bool = True) -> GradeResult:
+          canaries: bool = True, probes: bool | None = None) -> GradeResult:
     """Run the task's visible and hidden tests (or `tests`: files or node ids) on a pristine copy
     with `changes` applied. With `audit`, the integrity findings come with the result (the
     tests run either way, so a result shows what a violating patch would have scored).
-    `canaries=False` is for tests only: it shows what an attack scores without the canaries."""
+    `canaries=False` and `probes=False` are for tests only: they show what an attack scores
+    without those defences (`probes` None: as `canaries`, so `canaries=False` alone turns off
+    every defence inside the run)."""
     started = time.monotonic()
     findings = integrity.audit(changes, task) if audit else None
     expected, whole_run = graded_test_ids(task, tests, isolation)
@@ -201,13 +218,17 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
                                python_env=task_runtime(task))
         binds = {results: RESULTS_DIR}
         junit = f"{sandbox.inside(results, binds)}/junit.xml"
+        probed = None
+        if canaries if probes is None else probes:  # the probe file runs first, in this run's process, before the package serves a test
+            probed = behavioural.plant(task, copy.root, results, sandbox.inside(results, binds), isolation)
+            selected = (probed.path, *selected) if probed.path else selected
         # with the graded ids known, a file that fails to collect fails only its own tests
         keep_going = "--continue-on-collection-errors " if expected is not None else ""
         if planted:  # a must-fail canary must not end the session (-x / --maxfail in the task's command)
             keep_going += "--maxfail=0 "
         command = (f"{task.test_command} -p no:cacheprovider -q -o junit_family=xunit1 {keep_going}"
                    f"--junitxml={shlex.quote(junit)} " + " ".join(shlex.quote(t) for t in selected))
-        extra = (planted.path,) if planted else ()
+        extra = ((planted.path,) if planted else ()) + ((probed.path,) if probed and probed.path else ())
         before = guarded_keys(task, copy.root, extra)
         try:
             run = sandbox.exec(command, timeout=task.timeouts.tests, binds=binds)
@@ -215,12 +236,14 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
             sandbox.close()
         after = guarded_keys(task, copy.root, extra)
         tampered = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
-        lookup = (expected or ()) + (tuple(planted.expected) if planted else ())
+        lookup = ((expected or ()) + (tuple(planted.expected) if planted else ())
+                  + ((f"{probed.path}::test_probe_replay",) if probed and probed.path else ()))
         records = {} if run.timed_out else parse_junit(results / "junit.xml", lookup or None)
         void: list[Finding] = []
         if planted and not run.timed_out:
             void = canary_tests.check(planted, records, run.exit_code)
-        graded = {t: o for t, o in records.items() if not (planted and planted.is_canary(t))}
+        graded = {t: o for t, o in records.items()
+                  if not (planted and planted.is_canary(t)) and not (probed and probed.is_probe(t))}
         if expected is not None:
             other = sum(1 for t, o in graded.items() if t not in expected and o in ("failed", "error"))
             outcomes = {t: graded.get(t, "error") for t in expected}
@@ -230,8 +253,11 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
             outcomes = {t: "error" for t in outcomes}
         if void:
             findings = (findings or []) + void
+        report = None
+        if probed and not (run.timed_out or tampered or void):
+            report = behavioural.collect(probed, run.exit_code, run.output)
         return GradeResult(outcomes, run.exit_code, run.timed_out, run.output, time.monotonic() - started,
-                           ignored, findings, tampered, whole_run, void, other, planted is not None)
+                           ignored, findings, tampered, whole_run, void, other, planted is not None, report)
     finally:
         copy.close()
         shutil.rmtree(results, ignore_errors=True)

@@ -59,21 +59,27 @@ def reference_test_ids(task: Task, isolation: str = "auto") -> tuple[str, ...] |
         except (OSError, ValueError):
             ids = _COLLECTED[key] = _collect_reference(task, isolation)
             if ids is not None:
-                _store(stored, json.dumps(list(ids)))
+                store_atomically(stored, json.dumps(list(ids)))
     return _COLLECTED[key]
 
 
-def _stored_ids_path(task: Task) -> Path:
+def task_digest(task: Task, *extra: str) -> str:
+    """A hash of everything that decides a task's reference behaviour (test command, test files,
+    reference patch, repository and hidden files), plus `extra` texts."""
     digest = hashlib.sha1()
-    for text in (task.test_command, *task.visible_tests, "|", *task.hidden_tests, "|", task.reference_patch):
+    for text in (task.test_command, *task.visible_tests, "|", *task.hidden_tests, "|", task.reference_patch, *extra):
         digest.update(text.encode() + b"\0")
     for root in (task.repo, task.hidden_dir):
         for path in sorted(walk(root)):
             digest.update(path.encode() + b"\0" + read_entry(root / path) + b"\0")
-    return cache_root() / "test-ids" / f"{digest.hexdigest()}.json"
+    return digest.hexdigest()
 
 
-def _store(path: Path, text: str) -> None:
+def _stored_ids_path(task: Task) -> Path:
+    return cache_root() / "test-ids" / f"{task_digest(task)}.json"
+
+
+def store_atomically(path: Path, text: str) -> None:
     """Write atomically (concurrent graders may store the same file); a read-only cache is skipped."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

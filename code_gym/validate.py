@@ -9,6 +9,7 @@ from pathlib import Path
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from code_gym import probes as behavioural
 from code_gym.grading import GradeResult, grade
 from code_gym.loaders.folder import dump_manifest
 from code_gym.task import MANIFEST, Task, TaskError, load_task
@@ -35,6 +36,8 @@ class Verdict:
     # task that declares none; `record_test_lists` stores them in its manifest)
     fail_to_pass: tuple[str, ...] = ()
     pass_to_pass: tuple[str, ...] = ()
+    probes: int = 0  # behavioural probes made for the task
+    probes_dropped: tuple[str, ...] = ()  # the probes that could not be made, and why
 
     @property
     def ok(self) -> bool:
@@ -87,6 +90,7 @@ def _swebench_gates(task: Task, verdict: Verdict, runs: int, isolation: str) -> 
     except TaskError as exc:
         verdict.problems.append(str(exc))
         return verdict
+    _probe_gate(task, verdict, isolation)
     for _ in range(runs):
         after = grade(task, changes, isolation=isolation, tests=selected)
         verdict.reference_runs.append(after.summary())
@@ -99,9 +103,16 @@ def _swebench_gates(task: Task, verdict: Verdict, runs: int, isolation: str) -> 
     return verdict
 
 
+def _probe_gate(task: Task, verdict: Verdict, isolation: str) -> None:
+    """Make the task's behavioural probes (the reference's graded runs must then pass them): how
+    many, and what could not be made. A task without probes is reported, not failed."""
+    made = behavioural.probe_set(task, isolation)
+    verdict.probes, verdict.probes_dropped = len(made.probes), made.dropped
+
+
 def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict:
     """Gates: the patch parses and applies; the untouched repo fails >= 1 hidden test; the reference
-    passes every test `runs` times in a row; tests use no clock, network or unseeded randomness
+    passes every test and every behavioural probe `runs` times in a row; tests use no clock, network or unseeded randomness
     (and run in a sandbox with no network). A task with `fail_to_pass` node ids gets the SWE-bench
     gates instead of the hidden-test ones (see `_swebench_gates`)."""
     files, hunks = _hunk_count(task)
@@ -122,6 +133,7 @@ def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict
     except TaskError as exc:
         verdict.problems.append(str(exc))
         return verdict
+    _probe_gate(task, verdict, isolation)
     for _ in range(runs):
         result = grade(task, changes, isolation=isolation)
         verdict.reference_runs.append(result.summary())

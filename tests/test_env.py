@@ -69,7 +69,7 @@ def test_reference_replay_resolves_and_empty_submission_does_not(task):
 
 
 def test_truncation_grades_at_max_steps(tiny_task):
-    env = gym.make("CodeRepo-v0", task=tiny_task, max_steps=2)
+    env = gym.make("CodeRepo-v0", task=tiny_task, max_steps=2, reward="fraction")
     env.reset(seed=0)
     _, reward, terminated, truncated, _ = env.step("```bash\nsed -i 's/a - b/a + b/' calc/ops.py\n```")
     assert not (terminated or truncated) and reward == 0.0
@@ -121,7 +121,7 @@ def test_make_vec_runs_episodes(mode):
 
 def test_time_limit_wrapper_ends_with_a_graded_reward(tiny_task):
     """Before the env read the spec's limit, TimeLimit truncated step 3 of 30 with no grade at all."""
-    env = gym.make("CodeRepo-v0", task=tiny_task, max_episode_steps=3)
+    env = gym.make("CodeRepo-v0", task=tiny_task, max_episode_steps=3, reward="fraction")
     env.reset(seed=0)
     env.step("```bash\nsed -i 's/a - b/a + b/' calc/ops.py\n```")
     obs, _, terminated, truncated, _ = env.step("```bash\ntrue\n```")

@@ -11,7 +11,7 @@ from code_gym.grading import GradeResult
 from code_gym.integrity import Finding
 from code_gym.replay import hermes
 from code_gym.hints import hint_units, reference_hint
-from code_gym.rewards import (AllPass, FailToPass, PassFraction, RewardSpec, StaticScore, StepShaping, Submission, make_reward,
+from code_gym.rewards import (AllPass, FailToPass, PassFraction, ProbeScore, RewardSpec, StaticScore, StepShaping, Submission, make_reward,
                               passed_count, static_checks, total)
 from code_gym.tools import RunRecords, ToolResult
 
@@ -34,7 +34,9 @@ def sub(task, result, changes=None) -> Submission:
 # -- specs --------------------------------------------------------------------------------------
 
 def test_spec_by_name_dict_options_and_object():
-    assert [(n, w, c) for n, w, c in make_reward().components] == [("f2p", 1.0, FailToPass())]
+    assert [(n, w, c) for n, w, c in make_reward().components] == [("f2p", 0.75, FailToPass()),
+                                                                  ("probes", 0.25, ProbeScore())]
+    assert [(n, w, c) for n, w, c in make_reward("f2p").components] == [("f2p", 1.0, FailToPass())]
     spec = make_reward({"tests": 1.0, "static": 0.1, "shaping": True}, integrity="report", integrity_penalty=-1)
     assert [(n, w, type(c)) for n, w, c in spec.components] == [("tests", 1.0, PassFraction), ("static", 0.1, StaticScore)]
     assert spec.shaping == StepShaping(0.15, 0.01) and spec.integrity == "report" and spec.integrity_penalty == -1.0
@@ -283,11 +285,12 @@ def test_env_shaping_and_clawback(tiny_task):
 
 
 def test_env_report_mode_keeps_the_test_reward(tiny_task):
-    env = gym.make("CodeRepo-v0", task=tiny_task, integrity="report")
+    env = gym.make("CodeRepo-v0", task=tiny_task, integrity="report", reward="fraction")
     env.reset(seed=0)
+    env.step(bash("sed -i 's/a - b/a + b/' calc/ops.py"))  # add fixed: its two tests and their probes pass
     env.step(bash("echo 'import sys' >> tests/test_calc.py"))
     _, reward, _, _, info = env.step(SUBMIT)
-    assert reward == pytest.approx(1 / 3) and [f["rule"] for f in info["integrity"]] == ["protected-path"]
+    assert reward == pytest.approx(2 / 3) and [f["rule"] for f in info["integrity"]] == ["protected-path"]
     env.close()
 
 

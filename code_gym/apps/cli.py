@@ -185,10 +185,17 @@ def cmd_tasks_validate(args) -> int:
         recorded = [v.task_id for v in verdicts if record_test_lists(by_id[v.task_id], v)]
         print(f"recorded FAIL_TO_PASS / PASS_TO_PASS in {len(recorded)} manifests"
               + (f": {', '.join(recorded)}" if recorded else ""), file=sys.stderr)
+        from code_gym.probes import record
+        stored = [record(by_id[v.task_id], args.isolation) for v in verdicts if v.ok]
+        print(f"recorded behavioural probes (probes.json) in {len(stored)} task folders", file=sys.stderr)
     rows = [[v.task_id, v.kind, v.files, v.hunks, f"{v.untouched_failing}/{v.untouched_total}",
-             f"{v.reference_passes}/{args.runs}",
+             f"{v.reference_passes}/{args.runs}", f"{v.probes} ({len(v.probes_dropped)} dropped)",
              "ok" if v.ok else "; ".join(v.problems)] for v in verdicts]
-    print(format_table(["task", "kind", "files", "hunks", "hidden failing untouched", "reference passes", "verdict"], rows))
+    print(format_table(["task", "kind", "files", "hunks", "hidden failing untouched", "reference passes", "probes",
+                        "verdict"], rows))
+    for v in verdicts:
+        for reason in v.probes_dropped if args.verbose else v.probes_dropped[:0 if v.probes else 3]:
+            print(f"  {v.task_id}: probe dropped: {reason}")
     bad = sum(not v.ok for v in verdicts)
     references = sum(v.reference_passes == args.runs for v in verdicts)
     untouched = sum(v.untouched_total > 0 and v.untouched_failing == 0 for v in verdicts)
@@ -317,7 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="tasks validated in parallel (default: one per CPU)")
     val.add_argument("--record", action="store_true",
                      help="store each passing task's FAIL_TO_PASS / PASS_TO_PASS (from the untouched and reference "
-                     "runs) in its task.toml when it declares none; the default reward (f2p) reads them")
+                     "runs) in its task.toml when it declares none; the default reward (f2p) reads them; and its "
+                     "behavioural probes in probes.json (else they are made on first use and cached)")
+    val.add_argument("--verbose", action="store_true", help="list every probe that could not be made, and why")
     val.set_defaults(func=cmd_tasks_validate)
     env = sub.add_parser("env", help="per-project environments (docs/tasks.md, Environments)").add_subparsers(
         dest="env_command", required=True)

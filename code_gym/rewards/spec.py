@@ -1,7 +1,8 @@
 """Reward specs: which outcome rewards, with which weights, plus optional step shaping and the
 integrity policy. `make_reward` turns what users pass to `gym.make(..., reward=...)` into one.
 
-    "f2p" (the default)                         FAIL_TO_PASS fixed, PASS_TO_PASS kept; weight 1
+    None (the default)                          {"f2p": 0.75, "probes": 0.25}
+    "f2p"                                       FAIL_TO_PASS fixed, PASS_TO_PASS kept; weight 1
     "fraction"                                  the fraction of graded tests that pass
     {"tests": 1.0, "static": 0.1}               a weighted sum
     {"fraction": {"weight": 1.0, "hidden": 2.0}, "shaping": {"progress": 0.15, "invalid": 0.01}}
@@ -21,6 +22,7 @@ from code_gym.grading import GradeResult
 from code_gym.rewards.base import Response, Score, Submission
 from code_gym.rewards.judge import Judge
 from code_gym.rewards.labelfree import SelfCertainty
+from code_gym.rewards.probes import ProbeScore
 from code_gym.rewards.shaping import ShapingState, StepShaping
 from code_gym.rewards.static import StaticScore
 from code_gym.rewards.tests import AllPass, FailToPass, PassFraction
@@ -33,15 +35,15 @@ class Component(Protocol):
 
 
 COMPONENTS: dict[str, type] = {"f2p": FailToPass, "binary": AllPass, "fraction": PassFraction, "tests": PassFraction,
-                               "static": StaticScore, "judge": Judge, "certainty": SelfCertainty}
-VERIFIABLE = (FailToPass, AllPass, PassFraction)  # components that check the patch against the task's tests
+                               "static": StaticScore, "judge": Judge, "certainty": SelfCertainty, "probes": ProbeScore}
+VERIFIABLE = (FailToPass, AllPass, PassFraction, ProbeScore)  # components that check the patch against the task's tests
 INTEGRITY_MODES = ("enforce", "report", "off")
 Entries = dict[str, dict]  # breakdown entries: name -> {"value", "weight", "reward", ...}
 
 
 @dataclass(frozen=True)
 class RewardSpec:
-    components: tuple[tuple[str, float, Component], ...] = (("f2p", 1.0, FailToPass()),)
+    components: tuple[tuple[str, float, Component], ...] = (("f2p", 0.75, FailToPass()), ("probes", 0.25, ProbeScore()))
     shaping: StepShaping | None = None
     integrity: str = "enforce"
     integrity_penalty: float = 0.0
@@ -116,12 +118,13 @@ def total(entries: Entries) -> float:
 
 def make_reward(spec: Any = None, integrity: str = "enforce", integrity_penalty: float = 0.0) -> RewardSpec:
     """A RewardSpec from a name, a {name: weight or {"weight": w, **options}} dict, or a RewardSpec
-    (returned as is). None means "f2p". The key "shaping" takes True (reference coefficients)
+    (returned as is). None means the default: f2p 0.75 + probes 0.25 (each 0 for the untouched
+    repository and 1 for the reference; probes take the f2p value where a task has none). The key "shaping" takes True (reference coefficients)
     or {"progress": p, "invalid": i}."""
     if isinstance(spec, RewardSpec):
         return spec
     if spec is None:
-        spec = "f2p"
+        spec = {"f2p": 0.75, "probes": 0.25}
     if isinstance(spec, str):
         spec = {spec: 1.0}
     if not isinstance(spec, dict) or not spec:

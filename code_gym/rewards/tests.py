@@ -1,6 +1,7 @@
 """Test-based outcome rewards: progress on what the task asks (`FailToPass`, the default), all
 graded tests pass (`AllPass`), or the weighted fraction that passes (`PassFraction`). All read the
-grader's per-test outcomes (junit XML + exit code)."""
+grader's per-test outcomes (junit XML + exit code); a test whose behavioural probes failed
+(`GradeResult.credited`) earns no credit for passing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ class FailToPass:
         value = passed(FAIL_TO_PASS) / |FAIL_TO_PASS| - penalty * failing(PASS_TO_PASS) / |PASS_TO_PASS|
 
     so the untouched repository scores 0, the reference solution 1, and a patch that breaks what
-    worked scores below 0 (down to -penalty). A failed run (timeout, crash, test files changed
+    worked scores below 0 (down to -penalty). A FAIL_TO_PASS test the behavioural probes do not
+    credit (`ProbeReport.uncredited`) counts as not fixed (PASS_TO_PASS tests count as broken only when they fail). A failed run (timeout, crash, test files changed
     during the run) scores -penalty. A task without FAIL_TO_PASS (`code-gym tasks validate
     --record` computes and stores the lists) falls back to `PassFraction`.
     """
@@ -40,7 +42,8 @@ class FailToPass:
             return PassFraction()(sub)
         if not result.run_ok:
             return -self.penalty
-        fixed = sum(result.tests.get(t) == "passed" for t in task.fail_to_pass) / len(task.fail_to_pass)
+        credited = result.credited
+        fixed = sum(credited.get(t) == "passed" for t in task.fail_to_pass) / len(task.fail_to_pass)
         broken = (sum(result.tests.get(t) != "passed" for t in task.pass_to_pass) / len(task.pass_to_pass)
                   if task.pass_to_pass else 0.0)
         return fixed - self.penalty * broken
@@ -53,7 +56,7 @@ class PassFraction:
     A test's weight is the product of its class weight (`fail_to_pass` or `pass_to_pass`, for
     tasks that declare those SWE-bench lists; 1 otherwise) and its location weight (`hidden` for a
     test in the task's hidden test files, else `visible`). A failed run (timeout, crash, test files
-    changed during the run) scores 0.
+    changed during the run) scores 0; a test whose behavioural probes failed counts as failing.
     """
     fail_to_pass: float = 1.0
     pass_to_pass: float = 1.0
@@ -78,8 +81,9 @@ class PassFraction:
     def __call__(self, sub: Submission) -> float:
         if not sub.result.run_ok:
             return 0.0
-        weights = {t: self.weight(sub.task, t) for t in sub.result.tests}
+        credited = sub.result.credited
+        weights = {t: self.weight(sub.task, t) for t in credited}
         total = sum(weights.values())
         if total <= 0:
             return 0.0
-        return sum(w for t, w in weights.items() if sub.result.tests[t] == "passed") / total
+        return sum(w for t, w in weights.items() if credited[t] == "passed") / total
