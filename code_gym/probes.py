@@ -40,6 +40,7 @@ from code_gym.canary import canary_path
 from code_gym.file_policy import apply_changes, lay_hidden_tests
 from code_gym.hostfs import cache_root, owned_prefix
 from code_gym.reference import reference_changes, store_atomically, task_digest
+from code_gym.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.task import Task, TaskError
 from code_gym.workspace import Workspace
@@ -296,7 +297,7 @@ def run_child(task: Task, root: Path, mode: str, spec: dict, isolation="auto", t
         (folder / CHILD_FILE).write_text(Path(probe_child.__file__).read_text())
         (folder / "spec.json").write_text(json.dumps(spec))
         sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), mask=(task.root,) if task.root else (),
-                               image=task.image)
+                               image=task.image, python_env=task_runtime(task))
         binds = {folder: PROBE_DIR}
         inside = sandbox.inside(folder, binds)
         try:
@@ -590,7 +591,8 @@ def _in_test_run(task: Task, root: Path, spec: dict, isolation) -> dict:
     results = Path(tempfile.mkdtemp(prefix=owned_prefix("probes")))
     try:
         sandbox = make_sandbox(isolation, root, Limits(timeout=task.timeouts.tests),
-                               mask=(task.root,) if task.root else (), image=task.image)
+                               mask=(task.root,) if task.root else (), image=task.image,
+                               python_env=task_runtime(task))
         binds = {results: PROBE_DIR}
         inside = sandbox.inside(results, binds)
         path = lay(root, spec, results, inside, task.hidden_tests + task.visible_tests)
