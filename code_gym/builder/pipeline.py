@@ -419,6 +419,15 @@ def _check_all(runs: _Runs, candidates: list[_Candidate], staging: Path, bar, ow
     return outcomes
 
 
+def _grow(bar, n: int) -> None:
+    """Add `n` to a progress bar's total (a shared bar of a multi-project run has its own lock)."""
+    if hasattr(bar, "grow"):
+        bar.grow(n)
+    else:
+        bar.total += n
+        bar.refresh()
+
+
 def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
                 bar=None, slots=None) -> BuildReport:
     """Turn the project at `source` (a folder or an sdist) into task folders under `out`, plus
@@ -444,14 +453,12 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
                 baseline = _baseline(project, options)
             runs = _Runs(project, baseline, options, slots)
             candidates, counts = _candidates(project, baseline, options)
-            bar.total += len(candidates)
+            _grow(bar, len(candidates))
             if own_bar:
                 bar.set_description(f"{project.name}: candidate tasks")
-            bar.refresh()
             outcomes = _check_all(runs, candidates, staging, bar)
             combined = _combinations(project, outcomes, options) if options.multi_ratio > 0 else []
-            bar.total += len(combined)
-            bar.refresh()
+            _grow(bar, len(combined))
             own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
             outcomes += _check_all(runs, combined, staging, bar, own)
             candidates += combined
