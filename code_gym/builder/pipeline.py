@@ -272,6 +272,18 @@ class _Runs:
         self.project, self.baseline, self.options = project, baseline, options
         self.slots = slots or threading.BoundedSemaphore(max(1, options.workers))
         self.failed: dict[tuple, frozenset[str]] = {}
+        self.retried = 0
+
+    def _run(self, root: Path, command: str, tests, timeout: float, repeat: int = 1) -> list[SuiteRun]:
+        """run_tests, once more when a run was lost (killed before pytest wrote any outcome: the
+        warm runner's exit code 137) rather than failed: on a loaded machine that is the sandbox,
+        not the project."""
+        with self.slots:
+            runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat)
+            if any(r.exit_code == 137 and not r.outcomes for r in runs):
+                self.retried += 1
+                runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat)
+        return runs
 
     def changed(self, files: dict[str, str], tests: list[str]) -> SuiteRun:
         """The test files `tests` on the project with `files` (path -> text) changed."""
@@ -279,9 +291,7 @@ class _Runs:
         try:
             for path, text in files.items():
                 (copy.root / path).write_text(text)
-            with self.slots:
-                [run], _ = run_tests(copy.root, f"{self.project.test_command} {REPORT_FLAGS}", tests,
-                                     self.options.timeout, self.options.isolation)
+            [run] = self._run(copy.root, f"{self.project.test_command} {REPORT_FLAGS}", tests, self.options.timeout)
         finally:
             copy.close()
         if run.ok:
@@ -308,11 +318,9 @@ class _Runs:
             apply_changes(task, copy.root, reference_changes(task))
             lay_hidden_tests(task, copy.root)
             timeout = task.timeouts.tests
-            with self.slots:
-                runs, _ = run_tests(copy.root, task.test_command, files, timeout, self.options.isolation)
-                if self.options.reruns > 1 and not runs[0].timed_out:
-                    runs += run_tests(copy.root, task.test_command, task.fail_to_pass, timeout,
-                                      self.options.isolation, self.options.reruns - 1)[0]
+            runs = self._run(copy.root, task.test_command, files, timeout)
+            if self.options.reruns > 1 and not runs[0].timed_out:
+                runs += self._run(copy.root, task.test_command, task.fail_to_pass, timeout, self.options.reruns - 1)
             return runs
         finally:
             copy.close()
@@ -478,5 +486,6 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
                 bar.close()
         manifest = _manifest(source, project, baseline, counts, candidates, tasks, rejections, options,
                              time.monotonic() - started)
+        manifest["lost_runs_retried"] = runs.retried
     (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
     return BuildReport(out, tasks, rejections, manifest)
