@@ -64,6 +64,7 @@ class BuildOptions:
     seed: int = 0
     workers: int = 2  # candidates checked in parallel
     multi_ratio: float = 0.6  # multi-region candidates per accepted one-region task (0: none)
+    select_tests: bool = True  # run a candidate's covering tests by node id, not their whole files
     isolation: str = "auto"
     progress: bool = True
 
@@ -244,9 +245,11 @@ def _write_task(project: Project, baseline: _Baseline, cand: _Candidate, fail_to
                       {f: (project.root / f).read_bytes() for f in hidden}, patch)
 
 
-def check_reference_runs(runs: list[SuiteRun], fail_to_pass: list[str], timeout: float) -> tuple[str, str] | None:
+def check_reference_runs(runs: list[SuiteRun], fail_to_pass: list[str], timeout: float,
+                         rerun=None) -> tuple[str, str] | None:
     """The first gate that back-to-back runs of the original in one folder fail, as (gate, reason);
-    None when they pass every gate. `runs[0]` ran every test of the task, the others FAIL_TO_PASS."""
+    None when they pass every gate. `runs[0]` ran the task's tests, the others the FAIL_TO_PASS
+    tests in `rerun` (default: all of them)."""
     first = runs[0]
     if first.timed_out:
         return "runtime", f"the original code's tests run past the {timeout:g}s timeout"
@@ -254,11 +257,13 @@ def check_reference_runs(runs: list[SuiteRun], fail_to_pass: list[str], timeout:
     if first.exit_code != 0 or failing or not first.outcomes:
         return "original", ("the original code fails tests of the task: " + ", ".join(failing[:5])
                             if failing else f"the original code's test run fails (pytest exit code {first.exit_code})")
-    unstable = {t: sum(r.outcomes.get(t) == "passed" for r in runs) for t in fail_to_pass}
-    unstable = {t: n for t, n in unstable.items() if n < len(runs)}
+    rerun = set(fail_to_pass) if rerun is None else set(rerun)
+    expected = {t: len(runs) if t in rerun else 1 for t in fail_to_pass}
+    passes = {t: sum(r.outcomes.get(t) == "passed" for r in (runs if t in rerun else runs[:1])) for t in fail_to_pass}
+    unstable = {t: n for t, n in passes.items() if n < expected[t]}
     if unstable:
         return "flaky", ("FAIL_TO_PASS tests pass in only some reruns of the original: " +
-                         ", ".join(f"{t} ({n}/{len(runs)})" for t, n in sorted(unstable.items())))
+                         ", ".join(f"{t} ({n}/{expected[t]})" for t, n in sorted(unstable.items())))
     if first.duration > timeout / 2:
         return "runtime", f"the task's tests took {first.duration:.1f}s, over half the {timeout:g}s test timeout"
     return None
@@ -271,7 +276,8 @@ class _Runs:
     def __init__(self, project: Project, baseline: _Baseline, options: BuildOptions, slots=None):
         self.project, self.baseline, self.options = project, baseline, options
         self.slots = slots or threading.BoundedSemaphore(max(1, options.workers))
-        self.failed: dict[tuple, frozenset[str]] = {}
+        self.failed: dict[frozenset, frozenset[str]] = {}  # code state -> the tests that failed on it
+        self.stable: set[str] = set()  # tests that passed every rerun of the original back to back
         self.retried = 0
 
     def _run(self, root: Path, command: str, tests, timeout: float, repeat: int = 1) -> list[SuiteRun]:
@@ -286,7 +292,7 @@ class _Runs:
         return runs
 
     def changed(self, files: dict[str, str], tests: list[str]) -> SuiteRun:
-        """The test files `tests` on the project with `files` (path -> text) changed."""
+        """`tests` (test files or node ids) on the project with `files` (path -> text) changed."""
         copy = Workspace(self.project.root, strategy="copy")
         try:
             for path, text in files.items():
@@ -295,33 +301,37 @@ class _Runs:
         finally:
             copy.close()
         if run.ok:
-            self.failed[(state(files), tuple(tests))] = frozenset(
-                t for t in self.baseline.passed if _file(t) in tests and run.outcomes.get(t) != "passed")
+            chosen = set(tests)
+            self.failed[state(files)] = frozenset(
+                t for t in self.baseline.passed if (t in chosen or _file(t) in chosen) and run.outcomes.get(t) != "passed")
         return run
 
     def failing(self, files: dict[str, str], tests: list[str]) -> frozenset[str]:
-        """The passing baseline tests in the files `tests` that fail on the code with `files`
-        changed (remembered from an earlier run of the same code and files where there is one)."""
-        key = (state(files), tuple(tests))
+        """The passing baseline tests among `tests` that fail on the code with `files` changed
+        (remembered from an earlier run of the same code where there is one: a region's own
+        one-region run, whose tests are among a combination's)."""
+        key = state(files)
         if key not in self.failed:
             run = self.changed(files, tests)
             if not run.ok:
                 return frozenset({f"(the test run itself fails: exit code {run.exit_code})"})
         return self.failed[key]
 
-    def reference(self, task: Task, files: list[str]) -> list[SuiteRun]:
-        """The original code laid out as the grader lays it: the test files `files` (the task's
-        tests that run the changed code; the others ran on this same code in the baseline), then
-        its FAIL_TO_PASS tests again, back to back in the same folder, `reruns` runs in all."""
+    def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str]]:
+        """The original code laid out as the grader lays it: the hidden test files (FAIL_TO_PASS
+        lives there; the visible files ran on this same code in the baseline), then, back to back
+        in the same folder, the FAIL_TO_PASS tests that no earlier candidate's reruns showed stable
+        (`reruns` runs in all). Returns the runs and the tests that were rerun."""
         copy = Workspace(task.repo, strategy="copy")
         try:
             apply_changes(task, copy.root, reference_changes(task))
             lay_hidden_tests(task, copy.root)
             timeout = task.timeouts.tests
-            runs = self._run(copy.root, task.test_command, files, timeout)
-            if self.options.reruns > 1 and not runs[0].timed_out:
-                runs += self._run(copy.root, task.test_command, task.fail_to_pass, timeout, self.options.reruns - 1)
-            return runs
+            runs = self._run(copy.root, task.test_command, task.hidden_tests, timeout)
+            again = frozenset(task.fail_to_pass) - self.stable
+            if self.options.reruns > 1 and not runs[0].timed_out and again:
+                runs += self._run(copy.root, task.test_command, sorted(again), timeout, self.options.reruns - 1)
+            return runs, again
         finally:
             copy.close()
 
@@ -330,18 +340,24 @@ def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | 
     """Every gate on one candidate, in the order of GATES' table in docs/tasks.md."""
     project, baseline, options = runs.project, runs.baseline, runs.options
     files = sorted({_file(t) for t in cand.tests})
+    # the tests that run the changed code (coverage says the others cannot notice the change),
+    # or their whole files when the project's ids cannot be passed back to pytest
+    chosen = sorted(cand.tests) if options.select_tests else files
     try:
         changed = _changed_files(project, cand)
     except ValueError as exc:
         return _Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
-    run = runs.changed(changed, files)
+    run = runs.changed(changed, chosen)
+    if not run.ok and not run.timed_out and chosen != files:
+        chosen = files
+        run = runs.changed(changed, chosen)
     if run.timed_out:
         return _Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's tests run past the "
                                         f"{options.timeout:g}s timeout (an endless loop?)"))
     if not run.ok:
         return _Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (pytest exit "
                                         f"code {run.exit_code}), so no test can be singled out"))
-    fail_to_pass = sorted(runs.failed[(state(changed), tuple(files))])
+    fail_to_pass = sorted(runs.failed[state(changed)])
     if not fail_to_pass:
         return _Outcome(cand, Rejection(cand.id, "fails",
                                         "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
@@ -360,13 +376,16 @@ def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | 
             return _Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
     if len(cand.changes) > 1:
         unneeded = unneeded_regions(_originals(project, cand.changes), cand.changes,
-                                    lambda state_files: runs.failing(state_files, files))
+                                    lambda state_files: runs.failing(state_files, chosen))
         if unneeded:
             names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
             return _Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
                                             f"{names}"), frozenset(fail_to_pass))
     task = _write_task(project, baseline, cand, fail_to_pass, statement, staging, options)
-    verdict = check_reference_runs(runs.reference(task, files), fail_to_pass, options.timeout)
+    reference_runs, rerun = runs.reference(task)
+    verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun)
+    if not verdict:
+        runs.stable.update(rerun)
     if verdict:
         shutil.rmtree(task.root, ignore_errors=True)
         return _Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
