@@ -113,6 +113,7 @@ def main(argv=None) -> int:
     parser.add_argument("--revalidate", type=int, default=50, help="tasks re-validated (a random sample; 0: all)")
     parser.add_argument("--out", default="out/task_supply")
     parser.add_argument("--no-doc", action="store_true", help="do not write docs/benchmarks.md")
+    parser.add_argument("--retry-failed", action="store_true", help="rebuild projects that failed in an earlier run")
     args = parser.parse_args(argv)
 
     chosen = PROJECTS[: args.projects]
@@ -120,7 +121,8 @@ def main(argv=None) -> int:
                            max_candidates=args.max_candidates, progress=True)
     load_before = _load()
     started = time.monotonic()
-    report = build_many([spec for spec, _ in chosen], args.out, options, max_minutes=args.max_minutes)
+    report = build_many([spec for spec, _ in chosen], args.out, options, max_minutes=args.max_minutes,
+                        retry_failed=args.retry_failed)
     build_s = time.monotonic() - started
     load_after = _load()
     print(report.summary())
@@ -141,9 +143,10 @@ def main(argv=None) -> int:
     for key, p in report.projects.items():
         rows.append([p.source, p.status, len(p.tasks), p.multi_region, p.candidates,
                      ", ".join(f"{g} {n}" for g, n in p.gates.items() if n) or "-",
-                     f"{p.baseline_duration:.0f}", f"{p.duration:.0f}", (p.reason or why.get(p.source, ""))[:70]])
+                     f"{p.baseline_duration:.0f}", p.environment and f"{p.environment} {p.environment_seconds:.0f}s" or "-",
+                     f"{p.duration:.0f}", (p.reason or why.get(p.source, ""))[:70]])
     table = format_table(["project", "status", "tasks", "multi", "candidates", "rejected by gate", "baseline s",
-                          "build s", "reason / why chosen"], rows)
+                          "env", "build s", "reason / why chosen"], rows)
     gates = format_table(["gate", "rejected", "of candidates"],
                          [[g, n, f"{n / candidates:.1%}" if candidates else "-"] for g, n in m["gates"].items()])
     per_hour = m["accepted"] / build_s * 3600 if build_s else 0.0
@@ -151,6 +154,11 @@ def main(argv=None) -> int:
     built_projects = [p for p in report.projects.values() if p.status in ("built", "rejected")]
     per_project = m["accepted"] / len(built_projects) if built_projects else 0.0
     hours_for_goal = 1000 / per_hour if per_hour else float("inf")
+    with_env = [p for p in report.projects.values() if p.environment]
+    envs_line = (f"{len(with_env)} projects ran with an environment of their own, "
+                 f"{sum(p.environment == 'cached' for p in with_env)} found in the cache, the others built in "
+                 f"{sum(p.environment_seconds for p in with_env):.0f} s in all; the rest with code-gym's interpreter"
+                 if with_env else "every built project ran with code-gym's own interpreter (no environment needed)")
     lines = [
         f"Run: `nice python benchmarks/task_supply.py {' '.join(argv or sys.argv[1:])}` - {len(chosen)} of the "
         f"{len(PROJECTS)} listed projects, `--workers {args.workers}`, load average (1/5/15 min) "
@@ -165,9 +173,7 @@ def main(argv=None) -> int:
         f"- Re-validation (`tasks revalidate`, 3 reference runs, the whole test set of each task, fresh sandboxes): "
         + (f"**{reval.fraction:.1%}** of {len(reval.results)} tasks (a random sample) pass every gate; "
            f"failures by gate: {dict(reval.by_gate()) or 'none'}; {reval_s / 60:.1f} min." if reval else "nothing built"),
-        "- Environments: every project here runs with code-gym's own interpreter (pure-Python, no per-project "
-        "environment: environment build time 0, cache hits n/a); a project whose tests need more fails its "
-        "baseline and shows as `environment`.",
+        f"- Environments (code_gym.environments): {envs_line}.",
         "",
         gates,
         "",

@@ -212,7 +212,8 @@ def cmd_tasks_build(args) -> int:
         report = build_tasks(sources[0], args.out, options)  # one project: its tasks and manifest in --out
         print(report.summary())
         return 0 if report.tasks else 1
-    batch = build_many(sources, args.out, options, ray_address=args.ray, max_minutes=args.max_minutes)
+    batch = build_many(sources, args.out, options, ray_address=args.ray, max_minutes=args.max_minutes,
+                       retry_failed=args.retry_failed)
     print(batch.summary())
     return 0 if batch.tasks else 1
 
@@ -233,6 +234,30 @@ def cmd_tasks_revalidate(args) -> int:
                         sample=args.sample, seed=args.seed, progress=progress)
     print(report.summary())
     return 0 if report.fraction == 1.0 else 1
+
+
+def cmd_env_build(args) -> int:
+    from code_gym.environments import EnvironmentBuildError, project_environment, project_requirements
+
+    found = project_requirements(args.source)
+    rows = [[r, ", ".join(found.sources[r])] for r in found.requirements]
+    print(format_table(["requirement", "declared in"], rows) if rows else f"{args.source} declares no requirements")
+    for line in found.skipped:
+        print(f"skipped: {line}")
+    if args.dry_run:
+        return 0
+    try:
+        _, environment = project_environment(args.source, args.python, args.installer, sdists=args.sdists)
+    except EnvironmentBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if environment is None:
+        print("no environment needed: the tests run with code-gym's own interpreter")
+        return 0
+    state = "found in the cache" if environment.cached else f"built in {environment.build_seconds:.1f}s"
+    print(f"\nenvironment {environment.spec.key} ({len(environment.installed)} distributions, {state}): "
+          f"{environment.prefix}\npytest plugins: {', '.join(environment.pytest_plugins) or 'none'}")
+    return 0
 
 
 def cmd_image_build(args) -> int:
@@ -322,6 +347,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="store each passing task's FAIL_TO_PASS / PASS_TO_PASS (from the untouched and reference "
                      "runs) in its task.toml when it declares none; the default reward (f2p) reads them")
     val.set_defaults(func=cmd_tasks_validate)
+    env = sub.add_parser("env", help="per-project environments (docs/tasks.md, Environments)").add_subparsers(
+        dest="env_command", required=True)
+    env_build = env.add_parser("build", help="list the requirements a project's metadata declares (and where), and "
+                               "build its environment (or find it in the cache)")
+    env_build.add_argument("source", help="a project folder")
+    env_build.add_argument("--python", default=None, help="interpreter to build on (default: code-gym's own)")
+    env_build.add_argument("--installer", default="uv", choices=["uv", "pip"])
+    env_build.add_argument("--dry-run", action="store_true", help="list the requirements only")
+    env_build.add_argument("--sdists", action="store_true", help="build requirements that have no wheel, inside a "
+                           "bubblewrap sandbox with the network (default: such a requirement is an error)")
+    env_build.set_defaults(func=cmd_env_build)
     image = sub.add_parser("image", help="container images for the Docker backend").add_subparsers(
         dest="image_command", required=True)
     build = image.add_parser("build", help="build the default image offline (debootstrap from this machine's apt "
@@ -361,6 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--projects", type=int, help="build only the first N sources")
     build.add_argument("--max-minutes", type=float, help="start no project after this many minutes (the rest stay "
                        "pending for the next run)")
+    build.add_argument("--retry-failed", action="store_true", help="on a resumed run, build again the projects "
+                       "that failed (environment, error) before")
     build.add_argument("--ray", metavar="ADDRESS", help="build each project as a Ray task on this cluster ('auto': the "
                        "running one; 'local': a Ray instance on this machine)")
     build.set_defaults(func=cmd_tasks_build)

@@ -108,6 +108,8 @@ class ProjectResult:
     reason: str = ""
     duration: float = 0.0
     baseline_duration: float = 0.0
+    environment: str = ""  # "" (code-gym's own interpreter), "built", or "cached"
+    environment_seconds: float = 0.0  # building it (0 when it came from the cache)
 
 
 class _State:
@@ -128,11 +130,14 @@ class _State:
 
 
 def _result_of(source: str, manifest: dict, duration: float) -> ProjectResult:
+    env = manifest.get("environment") or {}
     return ProjectResult(source, "built" if manifest["accepted"] else "rejected", [t["id"] for t in manifest["tasks"]],
                          manifest.get("multi_region", 0), manifest["candidates"],
                          {g: v["rejected"] for g, v in manifest["gates"].items()},
                          "" if manifest["accepted"] else "every candidate was rejected by a gate", duration,
-                         manifest["baseline"]["duration"])
+                         manifest["baseline"]["duration"],
+                         ("cached" if env.get("cached") else "built") if env else "",
+                         0.0 if env.get("cached") else float(env.get("build_seconds") or 0.0))
 
 
 def _failure(source: str, exc: Exception, duration: float) -> ProjectResult:
@@ -236,11 +241,13 @@ def _place(out: Path, key: str, result: ProjectResult, state: _State) -> None:
 
 
 def build_many(sources: list[str], out: str | Path, options: BuildOptions = BuildOptions(),
-               ray_address: str | None = None, max_minutes: float | None = None) -> BatchReport:
+               ray_address: str | None = None, max_minutes: float | None = None,
+               retry_failed: bool = False) -> BatchReport:
     """Build every source into `out` (see the module docstring); `options.workers` sandbox runs
     at once locally; `ray_address` ('auto', an address, or 'local' for a Ray instance on this
     machine) sends each project to a Ray cluster instead. With `max_minutes`, no project starts
-    after that many minutes (the ones left stay pending: run again to go on)."""
+    after that many minutes (the ones left stay pending: run again to go on). With `retry_failed`,
+    projects that failed (`environment`, `error`) in an earlier run are built again."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     state = _State(out)
@@ -256,7 +263,8 @@ def build_many(sources: list[str], out: str | Path, options: BuildOptions = Buil
         previous = state.projects.get(key)
         if previous and previous.status == "moving":
             _place(out, key, previous, state)
-        elif previous and previous.status in ("built", "rejected", "environment", "error"):
+        elif previous and (previous.status in ("built", "rejected") or
+                           (previous.status in ("environment", "error") and not retry_failed)):
             continue  # finished in an earlier run
         else:
             shutil.rmtree(out / PROJECTS_DIR / key, ignore_errors=True)  # a crashed build starts clean

@@ -30,9 +30,10 @@ from tqdm import tqdm
 from code_gym.builder.multiregion import Component, plan, state, unneeded_regions
 from code_gym.builder.multiregion import apply_changes as apply_region_changes
 from code_gym.builder.mutations import Change, Function, functions, pick_mutations, remove_body
-from code_gym.builder.project import BuildError, Project, open_project, test_folders
+from code_gym.builder.project import BuildError, EnvOptions, Project, open_project, test_folders
 from code_gym.builder.runner import SuiteRun, run_tests
 from code_gym.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
+from code_gym.environments import task_runtime
 from code_gym.file_policy import apply_changes, lay_hidden_tests
 from code_gym.loaders.folder import copy_tree, task_id, write_task
 from code_gym.table import format_table
@@ -67,6 +68,7 @@ class BuildOptions:
     select_tests: bool = True  # run a candidate's covering tests by node id, not their whole files
     isolation: str = "auto"
     progress: bool = True
+    environment: EnvOptions = EnvOptions()  # the project's own environment (code_gym.environments)
 
 
 @dataclass(frozen=True)
@@ -133,14 +135,16 @@ def _baseline(project: Project, options: BuildOptions) -> _Baseline:
     copy = Workspace(project.root, strategy="copy")
     try:
         [run], coverage = run_tests(copy.root, f"{project.test_command} --continue-on-collection-errors",
-                                    project.test_files, limit, options.isolation, coverage=True)
+                                    project.test_files, limit, options.isolation, coverage=True,
+                                    python_env=project.runtime)
     finally:
         copy.close()
     if run.timed_out:
         raise BuildError(f"the project's tests did not finish within {limit:g}s; raise --timeout")
     if not run.ok:
-        raise BuildError(f"the project's tests do not run (pytest exit code {run.exit_code}); its dependencies "
-                         f"must be importable by {sys.executable}. Output:\n{run.output[-2000:]}")
+        python = project.environment.prefix if project.environment else sys.executable
+        raise BuildError(f"the project's tests do not run (pytest exit code {run.exit_code}) with {python}: a "
+                         f"requirement its metadata does not declare? Output:\n{run.output[-2000:]}")
     excluded = {}
     for test_file in project.test_files:
         outcomes = [o for t, o in run.outcomes.items() if _file(t) == test_file]
@@ -239,6 +243,7 @@ def _write_task(project: Project, baseline: _Baseline, cand: _Candidate, fail_to
         "pass_to_pass": sorted(baseline.passed - set(fail_to_pass)),
         "timeouts": {"command": options.command_timeout, "tests": options.timeout},
         "source": source,
+        **project.manifest_environment,
     }
     patch = "".join(file_diff(path, changed[path].encode(), originals[path].encode()).text for path in sorted(changed))
     return write_task(staging / cand.id, manifest, fill_repo,
@@ -280,15 +285,16 @@ class _Runs:
         self.stable: set[str] = set()  # tests that passed every rerun of the original back to back
         self.retried = 0
 
-    def _run(self, root: Path, command: str, tests, timeout: float, repeat: int = 1) -> list[SuiteRun]:
+    def _run(self, root: Path, command: str, tests, timeout: float, repeat: int = 1, env=None) -> list[SuiteRun]:
         """run_tests, once more when a run was lost (killed before pytest wrote any outcome: the
         warm runner's exit code 137) rather than failed: on a loaded machine that is the sandbox,
         not the project."""
         with self.slots:
-            runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat)
+            env = env or self.project.runtime
+            runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, python_env=env)
             if any(r.exit_code == 137 and not r.outcomes for r in runs):
                 self.retried += 1
-                runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat)
+                runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, python_env=env)
         return runs
 
     def changed(self, files: dict[str, str], tests: list[str]) -> SuiteRun:
@@ -327,10 +333,11 @@ class _Runs:
             apply_changes(task, copy.root, reference_changes(task))
             lay_hidden_tests(task, copy.root)
             timeout = task.timeouts.tests
-            runs = self._run(copy.root, task.test_command, task.hidden_tests, timeout)
+            env = task_runtime(task)  # the environment the task names, as the grader finds it
+            runs = self._run(copy.root, task.test_command, task.hidden_tests, timeout, env=env)
             again = frozenset(task.fail_to_pass) - self.stable
             if self.options.reruns > 1 and not runs[0].timed_out and again:
-                runs += self._run(copy.root, task.test_command, sorted(again), timeout, self.options.reruns - 1)
+                runs += self._run(copy.root, task.test_command, sorted(again), timeout, self.options.reruns - 1, env)
             return runs, again
         finally:
             copy.close()
@@ -418,7 +425,11 @@ def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candi
         "source": str(source),
         "project": project.name,
         "test_command": project.test_command,
-        "options": {k: v for k, v in asdict(options).items()},
+        "options": asdict(options),
+        "environment": None if project.environment is None else {
+            **project.environment.spec.as_manifest(), "prefix": str(project.environment.prefix),
+            "cached": project.environment.cached, "build_seconds": project.environment.build_seconds,
+            "installed": list(project.environment.installed)},
         "baseline": {"tests": len(baseline.passed), "test_files": len(baseline.clean_files),
                      "excluded_test_files": baseline.excluded, "duration": round(baseline.duration, 3)},
         "functions": counts,
@@ -473,7 +484,7 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
         bar = tqdm(total=0, desc="candidate tasks", unit="task", disable=not options.progress)
     with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX + "builder-") as workdir:
         try:
-            project = open_project(source, Path(workdir))
+            project = open_project(source, Path(workdir), options.environment)
             if own_bar:
                 bar.set_description(f"{project.name}: tests under coverage")
             with slots or contextlib.nullcontext():
