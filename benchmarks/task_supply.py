@@ -106,6 +106,7 @@ def _load() -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--projects", type=int, default=len(PROJECTS), help="build the first N projects")
+    parser.add_argument("--skip", type=int, default=0, help="leave out the first K of them (a second batch)")
     parser.add_argument("--max-candidates", type=int, help="one-region candidates per project")
     parser.add_argument("--max-minutes", type=float, help="start no project after this many minutes")
     parser.add_argument("--workers", type=int, default=2)
@@ -116,7 +117,7 @@ def main(argv=None) -> int:
     parser.add_argument("--retry-failed", action="store_true", help="rebuild projects that failed in an earlier run")
     args = parser.parse_args(argv)
 
-    chosen = PROJECTS[: args.projects]
+    chosen = PROJECTS[args.skip: args.projects]
     options = BuildOptions(workers=args.workers, mutations_per_function=args.mutations,
                            max_candidates=args.max_candidates, progress=True)
     load_before = _load()
@@ -160,7 +161,7 @@ def main(argv=None) -> int:
                  f"{sum(p.environment_seconds for p in with_env):.0f} s in all; the rest with code-gym's interpreter"
                  if with_env else "every built project ran with code-gym's own interpreter (no environment needed)")
     lines = [
-        f"Run: `nice python benchmarks/task_supply.py {' '.join(argv or sys.argv[1:])}` - {len(chosen)} of the "
+        f"Run: `nice python benchmarks/task_supply.py {' '.join(argv or sys.argv[1:])}`: {len(chosen)} of the "
         f"{len(PROJECTS)} listed projects, `--workers {args.workers}`, load average (1/5/15 min) "
         f"{load_before} at the start and {load_after} at the end (the 2-core machine shared with other jobs).",
         "",

@@ -132,9 +132,11 @@ def _baseline(project: Project, options: BuildOptions) -> _Baseline:
     # coverage slows tests down, so the whole suite gets three task timeouts here; a test file that
     # cannot be imported (a missing optional dependency) is left out, not fatal
     limit = 3 * options.timeout
+    # the project's own pytest-cov (its addopts' --cov) would fight the builder's coverage tracer
+    no_cov = " --no-cov" if project.environment and "pytest_cov.plugin" in project.environment.pytest_plugins else ""
     copy = Workspace(project.root, strategy="copy")
     try:
-        [run], coverage = run_tests(copy.root, f"{project.test_command} --continue-on-collection-errors",
+        [run], coverage = run_tests(copy.root, f"{project.test_command} --continue-on-collection-errors{no_cov}",
                                     project.test_files, limit, options.isolation, coverage=True,
                                     python_env=project.runtime)
     finally:
