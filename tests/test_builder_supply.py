@@ -123,6 +123,15 @@ def test_statement_tells_the_symptom_not_the_function(tmp_path, shop):
     assert "apply_discount(200, 25)" in only_direct and "def apply_discount(price, percent)" in only_direct
 
 
+def test_symptoms_show_printed_values_where_the_test_names_a_variable():
+    from code_gym.builder.statement import Symptom, describe
+    assert describe(Symptom("t", "assert triplet == result", ("assert (1, 2) == (3, 4)",))) == \
+        "`triplet` gives `(1, 2)` instead of `(3, 4)`"
+    assert describe(Symptom("t", "assert f(2) == [1]", ("assert [] == [1]", " +  where [] = f(2)"))) == \
+        "`f(2)` gives `[]` instead of `[1]`"
+    assert describe(Symptom("t", "d['k']", ("KeyError: 'k'",))) == "`d['k']` raises `KeyError: 'k'`"
+
+
 def _projects(root: Path, names):
     for name in names:
         write_project(root / name)

@@ -103,7 +103,12 @@ def describe(symptom: Symptom) -> str:
         if sides and sides[1] == "==" and " == " in shown and shown.count(" == ") == 1:
             got, expected = shown.split(" == ")
             left = next((call for value, call in wheres if value == got), sides[0])
-            text = f"`{_cut(left)}` gives `{_cut(got)}` instead of `{_cut(sides[2])}`"
+            try:  # a literal in the test reads best as written; a name, by the value pytest printed
+                ast.literal_eval(sides[2])
+                want = sides[2]
+            except (ValueError, SyntaxError):
+                want = expected
+            text = f"`{_cut(left)}` gives `{_cut(got)}` instead of `{_cut(want)}`"
         elif sides:
             text = f"the check `{_cut(symptom.line)}` fails: `{_cut(shown)}`"
             if wheres:
