@@ -30,6 +30,7 @@ from tqdm import tqdm
 from code_gym.builder.multiregion import Component, plan, state, unneeded_regions
 from code_gym.builder.multiregion import apply_changes as apply_region_changes
 from code_gym.builder.mutations import Change, Function, functions, pick_mutations, remove_body
+from code_gym.builder.mutations import checker as mutation_checker
 from code_gym.builder.project import BuildError, EnvOptions, Project, open_project, test_folders
 from code_gym.builder.runner import SuiteRun, run_tests
 from code_gym.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
@@ -174,6 +175,7 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
         try:
             source = (project.root / path).read_text()
             fns = functions(path, source)
+            file_checker = mutation_checker(source)
         except (SyntaxError, UnicodeDecodeError):
             continue  # not Python this interpreter reads: nothing to make tasks from
         for fn in fns:
@@ -184,7 +186,7 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
             covered += 1
             rng = random.Random(f"{options.seed}:{path}:{fn.qualname}")
             changes = [remove_body(fn, source)] if options.remove_bodies and fn.docstring else []
-            changes += pick_mutations(fn, source, options.mutations_per_function, rng)
+            changes += pick_mutations(fn, source, options.mutations_per_function, rng, file_checker)
             module = task_id(path[:-3].removeprefix("src/"))
             prefix = "" if module == project.name or module.startswith(project.name + "-") else project.name + "-"
             batch = []
