@@ -120,6 +120,10 @@ def main(argv=None) -> int:
     chosen = PROJECTS[args.skip: args.projects]
     options = BuildOptions(workers=args.workers, mutations_per_function=args.mutations,
                            max_candidates=args.max_candidates, progress=True)
+    state_file = Path(args.out, "build-state.json")
+    earlier = json.loads(state_file.read_text())["projects"] if state_file.exists() else {}
+    # projects finished by an earlier run of the same --out are skipped: not in this run's rate
+    done_before = {k for k, v in earlier.items() if v["status"] in ("built", "rejected")}
     load_before = _load()
     started = time.monotonic()
     report = build_many([spec for spec, _ in chosen], args.out, options, max_minutes=args.max_minutes,
@@ -150,7 +154,8 @@ def main(argv=None) -> int:
                           "env", "build s", "reason / why chosen"], rows)
     gates = format_table(["gate", "rejected", "of candidates"],
                          [[g, n, f"{n / candidates:.1%}" if candidates else "-"] for g, n in m["gates"].items()])
-    per_hour = m["accepted"] / build_s * 3600 if build_s else 0.0
+    this_run = sum(len(p.tasks) for k, p in report.projects.items() if k not in done_before)
+    per_hour = this_run / build_s * 3600 if build_s else 0.0
     multi_share = m["multi_region"] / m["accepted"] if m["accepted"] else 0.0
     built_projects = [p for p in report.projects.values() if p.status in ("built", "rejected")]
     per_project = m["accepted"] / len(built_projects) if built_projects else 0.0
@@ -167,8 +172,8 @@ def main(argv=None) -> int:
         "",
         table,
         "",
-        f"- **{m['accepted']} validated tasks** from {candidates} candidates in {build_s / 60:.1f} min of wall "
-        f"time: **{per_hour:.0f} tasks/hour**, {build_s / max(candidates, 1):.2f} s of wall time per candidate "
+        f"- **{m['accepted']} validated tasks** from {candidates} candidates ({this_run} built in this run, in "
+        f"{build_s / 60:.1f} min of wall time: **{per_hour:.0f} tasks/hour**), {build_s / max(candidates, 1):.2f} s of wall time per candidate "
         f"({built_s / 60:.1f} project-minutes: projects overlap).",
         f"- **Multi-region: {m['multi_region']} of {m['accepted']} ({multi_share:.0%})**.",
         f"- Re-validation (`tasks revalidate`, 3 reference runs, the whole test set of each task, fresh sandboxes): "
