@@ -148,7 +148,7 @@ def test_tasks_and_manifest(built):
     assert manifest["accepted"] == len(report.tasks) and manifest["baseline"]["tests"] == 7
     assert manifest["candidates"] == len(report.tasks) + len(report.rejections)
     assert {g: v["rejected"] for g, v in manifest["gates"].items()} == {
-        "original": 0, "fails": len(report.rejected("fails")), "flaky": 1, "runtime": 0, "leak": 1}
+        "original": 0, "fails": len(report.rejected("fails")), "flaky": 1, "runtime": 0, "leak": 1, "regions": 0}
     assert sorted(t.id for t in load_task_dir(report.out)) == sorted(ids)  # manifest.json is not a task
     for task in report.tasks:
         assert task.fail_to_pass and set(task.fail_to_pass).isdisjoint(task.pass_to_pass)
@@ -182,7 +182,6 @@ def test_built_tasks_pass_the_validation_gates(built):
 def test_round_trip_reference_replayed_through_the_env_scores_one(built):
     _, report = built
     task = next(t for t in report.tasks if t.kind == "bugfix")
-    assert "has a bug" in task.statement
     env = CodeRepoEnv(task=task)
     try:
         env.reset(seed=0)
@@ -205,7 +204,7 @@ def test_sdist_through_the_cli(tmp_path, capsys):
     code = main(["tasks", "build", str(sdist), "--out", str(tmp_path / "out"), "--max-candidates", "1",
                  "--workers", "1"])
     assert code == 0
-    assert "1 tasks from 1 candidates" in capsys.readouterr().out
+    assert "1 tasks from 1 candidates" in capsys.readouterr().out  # one accepted: nothing to combine
     [task] = load_task_dir(tmp_path / "out")
     assert task.id.startswith("shop-1-0-")
 

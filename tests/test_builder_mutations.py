@@ -94,11 +94,11 @@ def test_picked_mutations_spread_over_operators_and_repeat_with_the_seed():
 def test_statements_and_the_leak_check():
     fns = by_name()
     feature = write_statement(remove_body(fns["Span.contains"], SOURCE), [])
-    assert "Implement `Span.contains`" in feature and "def contains(self, x):" in feature
+    assert "`Span.contains` in `nums.py` is not implemented" in feature and "def contains(self, x):" in feature
     assert "described as: A half-open interval." in feature and "described as: Ranges of numbers." in feature
     bug = next(c for c in mutation_sites(fns["clamp"], SOURCE) if c.operator == "flip-comparison")
-    statement = write_statement(bug, ["tests/test_nums.py::test_clamp_high"])
-    assert "`test_clamp_high`" in statement and "tests/" not in statement
+    statement = write_statement(bug, ["tests/test_nums.py::test_clamp_high"])  # no symptom: named
+    assert "`test_clamp_high`" in statement and "tests/" not in statement and "`clamp` has a bug" in statement
     assert leak(statement, bug) is None
     assert "value > high" in leak(statement + "\nHint: if value > high: return high", bug)
     assert leak("if so, return low", remove_body(fns["clamp"], SOURCE)) is None  # too short to tell anything

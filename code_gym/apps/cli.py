@@ -206,13 +206,41 @@ def cmd_tasks_validate(args) -> int:
 
 def cmd_tasks_build(args) -> int:
     from code_gym.builder import BuildOptions, build_tasks
+    from code_gym.builder.batch import build_many, expand_sources
 
     options = BuildOptions(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
                            remove_bodies=not args.no_remove_body, max_candidates=args.max_candidates,
-                           seed=args.seed, workers=args.workers, isolation=args.isolation)
-    report = build_tasks(args.source, args.out, options)
+                           seed=args.seed, workers=args.workers, isolation=args.isolation,
+                           multi_ratio=args.multi_ratio)
+    sources = expand_sources(args.source)
+    if args.projects is not None:
+        sources = sources[: args.projects]
+    if sources == args.source and len(sources) == 1 and not (args.ray or args.max_minutes):
+        report = build_tasks(sources[0], args.out, options)  # one project: its tasks and manifest in --out
+        print(report.summary())
+        return 0 if report.tasks else 1
+    batch = build_many(sources, args.out, options, ray_address=args.ray, max_minutes=args.max_minutes,
+                       retry_failed=args.retry_failed)
+    print(batch.summary())
+    return 0 if batch.tasks else 1
+
+
+def cmd_tasks_revalidate(args) -> int:
+    from code_gym.builder.revalidate import revalidate
+    from code_gym.task import load_task_dir
+
+    tasks = load_task_dir(args.out)
+    done = []
+
+    def progress(result) -> None:
+        done.append(result)
+        print(f"[{len(done)}/{args.sample or len(tasks)}] {result.task_id}: {result.gate or 'ok'}",
+              file=sys.stderr, flush=True)
+
+    report = revalidate(tasks, runs=args.runs, isolation=args.isolation, workers=args.workers,
+                        sample=args.sample, seed=args.seed, progress=progress)
     print(report.summary())
-    return 0 if report.tasks else 1
+    return 0 if report.fraction == 1.0 else 1
 
 
 def cmd_env_build(args) -> int:
@@ -358,17 +386,39 @@ def build_parser() -> argparse.ArgumentParser:
                          "suite), 'humaneval', or a SWE-bench-style .jsonl file")
     dataset.add_argument("--out", required=True, help="the .jsonl file to write")
     dataset.set_defaults(func=cmd_openrlhf_dataset)
-    build = tasks.add_parser("build", help="make tasks from a Python project with a pytest suite (folder or sdist)")
-    build.add_argument("source", help="the project folder, or an sdist (.tar.gz, .zip)")
-    build.add_argument("--out", required=True, help="folder for the task folders and manifest.json")
+    build = tasks.add_parser("build", help="make tasks from Python projects with a pytest suite (folders, sdists, "
+                             "name==version specs, a folder of projects, or a file listing them)")
+    build.add_argument("source", nargs="+", help="project folders, sdists (.tar.gz, .zip), name==version (the sdist "
+                       "is fetched from the package index), folders of projects, or text files listing these")
+    build.add_argument("--out", required=True, help="folder for the task folders and manifest.json (with several "
+                       "sources also build-state.json: run the same command again to resume)")
     build.add_argument("--timeout", type=float, default=60.0, help="the tasks' test timeout in seconds (default 60)")
     build.add_argument("--reruns", type=int, default=3, help="runs of the original FAIL_TO_PASS must pass (default 3)")
     build.add_argument("--mutations", type=int, default=2, help="bug-injection tasks tried per function (default 2)")
     build.add_argument("--no-remove-body", action="store_true", help="make no body-removal tasks")
-    build.add_argument("--max-candidates", type=int, help="check at most this many candidates (spread over functions)")
+    build.add_argument("--max-candidates", type=int, help="check at most this many one-region candidates per project "
+                       "(spread over functions)")
+    build.add_argument("--multi-ratio", type=float, default=0.6, help="multi-region candidates per accepted "
+                       "one-region task (default 0.6; 0: none)")
     build.add_argument("--seed", type=int, default=0, help="which mutation sites are drawn (default 0)")
-    build.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="candidates checked in parallel")
+    build.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                       help="sandbox runs at once, across all projects (default: one per CPU)")
+    build.add_argument("--projects", type=int, help="build only the first N sources")
+    build.add_argument("--max-minutes", type=float, help="start no project after this many minutes (the rest stay "
+                       "pending for the next run)")
+    build.add_argument("--retry-failed", action="store_true", help="on a resumed run, build again the projects "
+                       "that failed (environment, error) before")
+    build.add_argument("--ray", metavar="ADDRESS", help="build each project as a Ray task on this cluster ('auto': the "
+                       "running one; 'local': a Ray instance on this machine)")
     build.set_defaults(func=cmd_tasks_build)
+    reval = tasks.add_parser("revalidate", help="re-run every gate on a built set in fresh sandboxes; reports the "
+                             "fraction that still passes and which tasks fail which gate")
+    reval.add_argument("out", help="the folder `tasks build` wrote")
+    reval.add_argument("--runs", type=int, default=3, help="reference runs that must all pass (default 3)")
+    reval.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="tasks at a time")
+    reval.add_argument("--sample", type=int, help="re-validate a random sample of this many tasks")
+    reval.add_argument("--seed", type=int, default=0, help="which tasks the sample holds")
+    reval.set_defaults(func=cmd_tasks_revalidate)
     return parser
 
 

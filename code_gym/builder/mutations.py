@@ -9,6 +9,7 @@ import ast
 import copy
 import random
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 from code_gym import pysource
@@ -191,42 +192,83 @@ def _guards(fn: Function) -> set[int]:
     return {id(s) for block in blocks if len(block) > 1 for s in block if isinstance(s, ast.If) and not s.orelse}
 
 
-def mutation_sites(fn: Function, source: str) -> list[Change]:
-    """Every single-site mutation of `fn` that parses and changes the program."""
+def _site_edits(fn: Function, source: str):
+    """(operator, changed source or None, site node) for every mutation site of `fn`, unchecked."""
     text = _Text(source)
     guards = _guards(fn)
-    changes = []
     for node in _nodes(fn):
-        candidates: list[tuple[str, str | None, ast.AST]] = []
         if isinstance(node, ast.Compare):
-            candidates.append(("flip-comparison", _flip(text, node), node))
+            yield "flip-comparison", lambda node=node: _flip(text, node), node
         elif isinstance(node, ast.Constant) and type(node.value) is int:
-            candidates.append(("off-by-one", _off_by_one(text, node), node))
+            yield "off-by-one", lambda node=node: _off_by_one(text, node), node
         elif isinstance(node, ast.Call) and len(node.args) >= 2 and not any(
                 isinstance(a, ast.Starred) for a in node.args[:2]):
-            candidates.append(("swap-arguments", _swap(text, node), node))
+            yield "swap-arguments", lambda node=node: _swap(text, node), node
         elif isinstance(node, ast.BoolOp):
-            candidates.append(("drop-condition", _drop_operand(text, node), node))
+            yield "drop-condition", lambda node=node: _drop_operand(text, node), node
         if isinstance(node, ast.If) and id(node) in guards:
-            candidates.append(("drop-condition", _drop_if(text, node), node.test))
-        for operator, changed, site in candidates:
-            if changed is not None and _parses_and_differs(source, changed):
-                line = text.lines[site.lineno - 1].strip()
-                changes.append(Change(fn, operator, changed, site.lineno, (text.segment(site), line)))
-    return changes
+            yield "drop-condition", lambda node=node: _drop_if(text, node), node.test
 
 
-def pick_mutations(fn: Function, source: str, count: int, rng: random.Random) -> list[Change]:
+class _Checker:
+    """Whether a changed source parses and changes the function's AST. Only the function's own
+    lines are parsed (a mutation edits nothing else), so a site in a 10,000-line file costs a
+    function-sized parse."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.text = _Text(source)
+        self.lines = source.splitlines(keepends=True)
+        self.dumps: dict[str, str | None] = {}
+
+    def _dump(self, lines: list[str], first: int, last: int) -> str | None:
+        try:
+            return ast.dump(ast.parse(textwrap.dedent("".join(lines[first - 1:last]))))
+        except SyntaxError:
+            return None
+
+    def change(self, fn: Function, operator: str, changed: str | None, site: ast.AST) -> Change | None:
+        if changed is None or changed == self.source:
+            return None
+        first, last = fn.node.lineno, fn.node.end_lineno
+        new_lines = changed.splitlines(keepends=True)
+        if fn.qualname not in self.dumps:
+            self.dumps[fn.qualname] = self._dump(self.lines, first, last)
+        dump = self._dump(new_lines, first, last + len(new_lines) - len(self.lines))
+        if dump is None or dump == self.dumps[fn.qualname]:
+            return None
+        return Change(fn, operator, changed, site.lineno, (self.text.segment(site), self.lines[site.lineno - 1].strip()))
+
+
+def mutation_sites(fn: Function, source: str, checker: "_Checker | None" = None) -> list[Change]:
+    """Every single-site mutation of `fn` that parses and changes the program."""
+    checker = checker or _Checker(source)
+    return [c for op, make, site in _site_edits(fn, source) if (c := checker.change(fn, op, make(), site))]
+
+
+def checker(source: str) -> _Checker:
+    """A checker for the mutations of the functions of one file (share it between them)."""
+    return _Checker(source)
+
+
+def pick_mutations(fn: Function, source: str, count: int, rng: random.Random,
+                   checker: _Checker | None = None) -> list[Change]:
     """Up to `count` mutations of `fn`, spread over the operators: one of each operator in turn,
-    chosen at random among that operator's sites."""
-    by_operator: dict[str, list[Change]] = {op: [] for op in OPERATORS}
-    for change in mutation_sites(fn, source):
-        by_operator[change.operator].append(change)
-    for changes in by_operator.values():
-        rng.shuffle(changes)
+    chosen at random among that operator's sites. Sites are checked (parsed) only as they are
+    drawn, so a function with thousands of sites (a data table) costs a few parses, not thousands."""
+    by_operator: dict[str, list] = {op: [] for op in OPERATORS}
+    for op, make, site in _site_edits(fn, source):
+        by_operator[op].append((make, site))
+    for sites in by_operator.values():
+        rng.shuffle(sites)
     picked: list[Change] = []
     while len(picked) < count and any(by_operator.values()):
         for op in OPERATORS:
-            if by_operator[op] and len(picked) < count:
-                picked.append(by_operator[op].pop())
+            while by_operator[op] and len(picked) < count:
+                make, site = by_operator[op].pop()
+                checker = checker or _Checker(source)
+                change = checker.change(fn, op, make(), site)
+                if change is not None:
+                    picked.append(change)
+                    break
     return picked

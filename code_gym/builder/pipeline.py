@@ -10,23 +10,32 @@
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import math
 import os
 import random
 import shutil
 import sys
 import tempfile
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
+from code_gym.builder.multiregion import Component, plan, state, unneeded_regions
+from code_gym.builder.multiregion import apply_changes as apply_region_changes
 from code_gym.builder.mutations import Change, Function, functions, pick_mutations, remove_body
+from code_gym.builder.mutations import checker as mutation_checker
 from code_gym.builder.project import BuildError, EnvOptions, Project, open_project, test_folders
-from code_gym.builder.runner import SuiteRun, run_reference, run_tests
-from code_gym.builder.statement import leak, write_statement
+from code_gym.builder.runner import SuiteRun, run_tests
+from code_gym.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
+from code_gym.environments import task_runtime
+from code_gym.file_policy import apply_changes, lay_hidden_tests
 from code_gym.loaders.folder import copy_tree, task_id, write_task
 from code_gym.table import format_table
 from code_gym.task import Task, load_task
@@ -41,6 +50,7 @@ GATES = {
     "flaky": "every FAIL_TO_PASS test passes in each rerun of the original, reruns back to back in one folder",
     "runtime": "the task's tests finish within half its test timeout (and the changed code's within all of it)",
     "leak": "the statement does not contain the removed or original code",
+    "regions": "a multi-region task needs every region: with any one region's fix left out, a test fails",
 }
 MANIFEST_NAME = "manifest.json"
 
@@ -55,6 +65,8 @@ class BuildOptions:
     max_candidates: int | None = None  # None: every candidate
     seed: int = 0
     workers: int = 2  # candidates checked in parallel
+    multi_ratio: float = 0.6  # multi-region candidates per accepted one-region task (0: none)
+    select_tests: bool = True  # run a candidate's covering tests by node id, not their whole files
     isolation: str = "auto"
     progress: bool = True
     environment: EnvOptions = EnvOptions()  # the project's own environment (code_gym.environments)
@@ -97,8 +109,20 @@ class _Baseline:
 @dataclass(frozen=True)
 class _Candidate:
     id: str
-    change: Change
-    tests: frozenset[str]  # passing tests that run the function
+    changes: tuple[Change, ...]  # one per region; a one-region task has one
+    tests: frozenset[str]  # passing tests that run the changed functions
+
+    @property
+    def change(self) -> Change:
+        return self.changes[0]
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    candidate: _Candidate
+    result: "Task | Rejection"
+    fail_to_pass: frozenset[str] = frozenset()
+    symptoms: dict = field(default_factory=dict, compare=False)  # test -> Symptom, from the changed code's run
 
 
 def _file(node_id: str) -> str:
@@ -109,9 +133,11 @@ def _baseline(project: Project, options: BuildOptions) -> _Baseline:
     # coverage slows tests down, so the whole suite gets three task timeouts here; a test file that
     # cannot be imported (a missing optional dependency) is left out, not fatal
     limit = 3 * options.timeout
+    # the project's own pytest-cov (its addopts' --cov) would fight the builder's coverage tracer
+    no_cov = " --no-cov" if project.environment and "pytest_cov.plugin" in project.environment.pytest_plugins else ""
     copy = Workspace(project.root, strategy="copy")
     try:
-        [run], coverage = run_tests(copy.root, f"{project.test_command} --continue-on-collection-errors",
+        [run], coverage = run_tests(copy.root, f"{project.test_command} --continue-on-collection-errors{no_cov}",
                                     project.test_files, limit, options.isolation, coverage=True,
                                     python_env=project.runtime)
     finally:
@@ -149,6 +175,7 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
         try:
             source = (project.root / path).read_text()
             fns = functions(path, source)
+            file_checker = mutation_checker(source)
         except (SyntaxError, UnicodeDecodeError):
             continue  # not Python this interpreter reads: nothing to make tasks from
         for fn in fns:
@@ -159,7 +186,7 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
             covered += 1
             rng = random.Random(f"{options.seed}:{path}:{fn.qualname}")
             changes = [remove_body(fn, source)] if options.remove_bodies and fn.docstring else []
-            changes += pick_mutations(fn, source, options.mutations_per_function, rng)
+            changes += pick_mutations(fn, source, options.mutations_per_function, rng, file_checker)
             module = task_id(path[:-3].removeprefix("src/"))
             prefix = "" if module == project.name or module.startswith(project.name + "-") else project.name + "-"
             batch = []
@@ -170,7 +197,7 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
                         break
                     name = f"{base}-{n}"
                 ids.add(name)
-                batch.append(_Candidate(name, change, tests))
+                batch.append(_Candidate(name, (change,), tests))
             turn = len(per_function) % max(len(batch), 1)
             per_function.append(batch[turn:] + batch[:turn])  # the first round mixes kinds and operators
     ordered = [c for round_ in itertools.zip_longest(*per_function) for c in round_ if c is not None]
@@ -179,22 +206,38 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
     return ordered, {"found": found, "covered": covered}
 
 
+def _originals(project: Project, changes) -> dict[str, str]:
+    return {c.function.path: (project.root / c.function.path).read_text() for c in changes}
+
+
+def _changed_files(project: Project, cand: _Candidate) -> dict[str, str]:
+    return apply_region_changes(_originals(project, cand.changes), cand.changes)
+
+
 def _write_task(project: Project, baseline: _Baseline, cand: _Candidate, fail_to_pass: list[str],
                 statement: str, staging: Path, options: BuildOptions) -> Task:
-    change, fn = cand.change, cand.change.function
     hidden = sorted({_file(t) for t in fail_to_pass})
-    original = (project.root / fn.path).read_text()
+    originals = _originals(project, cand.changes)
+    changed = _changed_files(project, cand)
 
     def fill_repo(repo: Path) -> None:
         copy_tree(project.root, repo, lambda rel: rel in hidden)
-        (repo / fn.path).write_text(change.source)
+        for path, text in changed.items():
+            (repo / path).write_text(text)
 
     # test folders and conftest files; test files beside the code are protected by name (visible/hidden)
     protected = sorted(test_folders(project.test_files) |
                        {p.relative_to(project.root).as_posix() for p in project.root.rglob("conftest.py")})
+    regions = [{"file": c.function.path, "function": c.function.qualname, "operator": c.operator, "line": c.line}
+               for c in cand.changes]
+    source = {"builder": "code-gym", "project": project.name, **regions[0]}
+    if len(regions) > 1:
+        # task.toml holds flat values: one list per field, a region per index
+        source = {"builder": "code-gym", "project": project.name, "regions": len(regions),
+                  **{f"{key}s": [r[key] for r in regions] for key in ("file", "function", "operator", "line")}}
     manifest = {
         "id": cand.id,
-        "kind": change.kind,
+        "kind": "feature" if all(c.kind == "feature" for c in cand.changes) else "bugfix",
         "statement": statement,
         "visible_tests": [f for f in baseline.clean_files if f not in hidden],
         "hidden_tests": hidden,
@@ -203,18 +246,19 @@ def _write_task(project: Project, baseline: _Baseline, cand: _Candidate, fail_to
         "fail_to_pass": fail_to_pass,
         "pass_to_pass": sorted(baseline.passed - set(fail_to_pass)),
         "timeouts": {"command": options.command_timeout, "tests": options.timeout},
-        "source": {"builder": "code-gym", "project": project.name, "file": fn.path, "function": fn.qualname,
-                   "operator": change.operator, "line": change.line},
+        "source": source,
         **project.manifest_environment,
     }
-    patch = file_diff(fn.path, change.source.encode(), original.encode()).text
+    patch = "".join(file_diff(path, changed[path].encode(), originals[path].encode()).text for path in sorted(changed))
     return write_task(staging / cand.id, manifest, fill_repo,
                       {f: (project.root / f).read_bytes() for f in hidden}, patch)
 
 
-def check_reference_runs(runs: list[SuiteRun], fail_to_pass: list[str], timeout: float) -> tuple[str, str] | None:
+def check_reference_runs(runs: list[SuiteRun], fail_to_pass: list[str], timeout: float,
+                         rerun=None) -> tuple[str, str] | None:
     """The first gate that back-to-back runs of the original in one folder fail, as (gate, reason);
-    None when they pass every gate. `runs[0]` ran every test of the task, the others FAIL_TO_PASS."""
+    None when they pass every gate. `runs[0]` ran the task's tests, the others the FAIL_TO_PASS
+    tests in `rerun` (default: all of them)."""
     first = runs[0]
     if first.timed_out:
         return "runtime", f"the original code's tests run past the {timeout:g}s timeout"
@@ -222,52 +266,164 @@ def check_reference_runs(runs: list[SuiteRun], fail_to_pass: list[str], timeout:
     if first.exit_code != 0 or failing or not first.outcomes:
         return "original", ("the original code fails tests of the task: " + ", ".join(failing[:5])
                             if failing else f"the original code's test run fails (pytest exit code {first.exit_code})")
-    unstable = {t: sum(r.outcomes.get(t) == "passed" for r in runs) for t in fail_to_pass}
-    unstable = {t: n for t, n in unstable.items() if n < len(runs)}
+    rerun = set(fail_to_pass) if rerun is None else set(rerun)
+    expected = {t: len(runs) if t in rerun else 1 for t in fail_to_pass}
+    passes = {t: sum(r.outcomes.get(t) == "passed" for r in (runs if t in rerun else runs[:1])) for t in fail_to_pass}
+    unstable = {t: n for t, n in passes.items() if n < expected[t]}
     if unstable:
         return "flaky", ("FAIL_TO_PASS tests pass in only some reruns of the original: " +
-                         ", ".join(f"{t} ({n}/{len(runs)})" for t, n in sorted(unstable.items())))
+                         ", ".join(f"{t} ({n}/{expected[t]})" for t, n in sorted(unstable.items())))
     if first.duration > timeout / 2:
         return "runtime", f"the task's tests took {first.duration:.1f}s, over half the {timeout:g}s test timeout"
     return None
 
 
-def _evaluate(project: Project, baseline: _Baseline, cand: _Candidate, staging: Path,
-              options: BuildOptions) -> Task | Rejection:
-    change, fn = cand.change, cand.change.function
+class _Runs:
+    """The builder's sandbox runs of one project: `slots` bounds how many run at once across a
+    whole multi-project build; `failing` remembers which tests failed on which code."""
+
+    def __init__(self, project: Project, baseline: _Baseline, options: BuildOptions, slots=None):
+        self.project, self.baseline, self.options = project, baseline, options
+        self.slots = slots or threading.BoundedSemaphore(max(1, options.workers))
+        self.failed: dict[frozenset, frozenset[str]] = {}  # code state -> the tests that failed on it
+        self.stable: set[str] = set()  # tests that passed every rerun of the original back to back
+        self.retried = 0
+
+    def _run(self, root: Path, command: str, tests, timeout: float, repeat: int = 1, env=None) -> list[SuiteRun]:
+        """run_tests, once more when a run was lost (killed before pytest wrote any outcome: the
+        warm runner's exit code 137) rather than failed: on a loaded machine that is the sandbox,
+        not the project."""
+        with self.slots:
+            env = env or self.project.runtime
+            runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, python_env=env)
+            if any(r.exit_code == 137 and not r.outcomes for r in runs):
+                self.retried += 1
+                runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, python_env=env)
+        return runs
+
+    def changed(self, files: dict[str, str], tests: list[str]) -> SuiteRun:
+        """`tests` (test files or node ids) on the project with `files` (path -> text) changed."""
+        copy = Workspace(self.project.root, strategy="copy")
+        try:
+            for path, text in files.items():
+                (copy.root / path).write_text(text)
+            [run] = self._run(copy.root, f"{self.project.test_command} {REPORT_FLAGS}", tests, self.options.timeout)
+        finally:
+            copy.close()
+        if run.ok:
+            chosen = set(tests)
+            self.failed[state(files)] = frozenset(
+                t for t in self.baseline.passed if (t in chosen or _file(t) in chosen) and run.outcomes.get(t) != "passed")
+        return run
+
+    def failing(self, files: dict[str, str], tests: list[str]) -> frozenset[str]:
+        """The passing baseline tests among `tests` that fail on the code with `files` changed
+        (remembered from an earlier run of the same code where there is one: a region's own
+        one-region run, whose tests are among a combination's)."""
+        key = state(files)
+        if key not in self.failed:
+            run = self.changed(files, tests)
+            if not run.ok:
+                return frozenset({f"(the test run itself fails: exit code {run.exit_code})"})
+        return self.failed[key]
+
+    def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str]]:
+        """The original code laid out as the grader lays it: the hidden test files (FAIL_TO_PASS
+        lives there; the visible files ran on this same code in the baseline), then, back to back
+        in the same folder, the FAIL_TO_PASS tests that no earlier candidate's reruns showed stable
+        (`reruns` runs in all). Returns the runs and the tests that were rerun."""
+        copy = Workspace(task.repo, strategy="copy")
+        try:
+            apply_changes(task, copy.root, reference_changes(task))
+            lay_hidden_tests(task, copy.root)
+            timeout = task.timeouts.tests
+            env = task_runtime(task)  # the environment the task names, as the grader finds it
+            runs = self._run(copy.root, task.test_command, task.hidden_tests, timeout, env=env)
+            again = frozenset(task.fail_to_pass) - self.stable
+            if self.options.reruns > 1 and not runs[0].timed_out and again:
+                runs += self._run(copy.root, task.test_command, sorted(again), timeout, self.options.reruns - 1, env)
+            return runs, again
+        finally:
+            copy.close()
+
+
+def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | None = None) -> _Outcome:
+    """Every gate on one candidate, in the order of GATES' table in docs/tasks.md."""
+    project, baseline, options = runs.project, runs.baseline, runs.options
     files = sorted({_file(t) for t in cand.tests})
-    copy = Workspace(project.root, strategy="copy")
+    # the tests that run the changed code (coverage says the others cannot notice the change),
+    # or their whole files when the project's ids cannot be passed back to pytest
+    chosen = sorted(cand.tests) if options.select_tests else files
     try:
-        (copy.root / fn.path).write_text(change.source)
-        [run], _ = run_tests(copy.root, project.test_command, files, options.timeout, options.isolation,
-                             python_env=project.runtime)
-    finally:
-        copy.close()
+        changed = _changed_files(project, cand)
+    except ValueError as exc:
+        return _Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
+    run = runs.changed(changed, chosen)
+    if not run.ok and not run.timed_out and chosen != files:
+        chosen = files
+        run = runs.changed(changed, chosen)
     if run.timed_out:
-        return Rejection(cand.id, "runtime",
-                         f"the changed code's tests run past the {options.timeout:g}s timeout (an endless loop?)")
+        return _Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's tests run past the "
+                                        f"{options.timeout:g}s timeout (an endless loop?)"))
     if not run.ok:
-        return Rejection(cand.id, "fails", f"the changed code breaks the test run itself (pytest exit code "
-                                           f"{run.exit_code}), so no test can be singled out")
-    fail_to_pass = sorted(t for t in baseline.passed if _file(t) in files and run.outcomes.get(t) != "passed")
+        return _Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (pytest exit "
+                                        f"code {run.exit_code}), so no test can be singled out"))
+    fail_to_pass = sorted(runs.failed[state(changed)])
     if not fail_to_pass:
-        return Rejection(cand.id, "fails",
-                         "no test fails after the change (an equivalent mutant, or behaviour no test checks)")
-    statement = write_statement(change, fail_to_pass)
-    reason = leak(statement, change)
-    if reason:
-        return Rejection(cand.id, "leak", reason)
+        return _Outcome(cand, Rejection(cand.id, "fails",
+                                        "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
+    symptoms = parse_failures(run.output, fail_to_pass)
+    if len(cand.changes) == 1:
+        statement = write_statement(cand.change, fail_to_pass, symptoms, seed=cand.id)
+    else:
+        # each region's report tells what its own change did on its own (its one-region run)
+        own = symptoms_of or {}
+        parts = [(c, sorted(own[c].fail_to_pass), own[c].symptoms) if c in own else (c, fail_to_pass, symptoms)
+                 for c in cand.changes]
+        statement = write_multi_statement(parts, seed=cand.id)
+    for change in cand.changes:
+        reason = leak(statement, change)
+        if reason:
+            return _Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
+    if len(cand.changes) > 1:
+        unneeded = unneeded_regions(_originals(project, cand.changes), cand.changes,
+                                    lambda state_files: runs.failing(state_files, chosen))
+        if unneeded:
+            names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
+            return _Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
+                                            f"{names}"), frozenset(fail_to_pass))
     task = _write_task(project, baseline, cand, fail_to_pass, statement, staging, options)
-    runs = run_reference(task, reference_changes(task), options.reruns, options.isolation)
-    verdict = check_reference_runs(runs, fail_to_pass, options.timeout)
+    reference_runs, rerun = runs.reference(task)
+    verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun)
+    if not verdict:
+        runs.stable.update(rerun)
     if verdict:
         shutil.rmtree(task.root, ignore_errors=True)
-        return Rejection(cand.id, *verdict)
-    return task
+        return _Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
+    return _Outcome(cand, task, frozenset(fail_to_pass), symptoms)
+
+
+def _combinations(project: Project, singles: list[_Outcome], options: BuildOptions) -> list[_Candidate]:
+    """Multi-region candidates from the accepted one-region ones (see multiregion.py)."""
+    accepted = sorted((o for o in singles if isinstance(o.result, Task)), key=lambda o: o.candidate.id)
+    components = [Component(o.candidate.change, o.fail_to_pass) for o in accepted]
+    count = math.ceil(len(components) * options.multi_ratio)
+    combos = plan(components, count, random.Random(f"{options.seed}:combine")) if count else []
+    out, ids = [], set()
+    for combo in combos:
+        parts = [accepted[i].candidate for i in combo]
+        base = name = f"{parts[0].id}-plus-{len(parts) - 1}"
+        for n in itertools.count(2):
+            if name not in ids:
+                break
+            name = f"{base}-{n}"
+        ids.add(name)
+        out.append(_Candidate(name, tuple(p.change for p in parts), frozenset().union(*(p.tests for p in parts))))
+    return out
 
 
 def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candidates: list[_Candidate],
-              tasks: list[Task], rejections: list[Rejection], options: BuildOptions) -> dict:
+              tasks: list[Task], rejections: list[Rejection], options: BuildOptions, duration: float) -> dict:
     by_id = {c.id: c for c in candidates}
     return {
         "source": str(source),
@@ -282,39 +438,75 @@ def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candi
                      "excluded_test_files": baseline.excluded, "duration": round(baseline.duration, 3)},
         "functions": counts,
         "candidates": len(candidates),
+        "multi_region_candidates": sum(len(c.changes) > 1 for c in candidates),
         "accepted": len(tasks),
+        "multi_region": sum(len(by_id[t.id].changes) > 1 for t in tasks),
+        "duration": round(duration, 2),
         "gates": {g: {"description": d, "rejected": sum(r.gate == g for r in rejections)} for g, d in GATES.items()},
-        "tasks": [{"id": t.id, "kind": t.kind, "operator": by_id[t.id].change.operator,
+        "tasks": [{"id": t.id, "kind": t.kind, "regions": len(by_id[t.id].changes),
+                   "operator": "+".join(c.operator for c in by_id[t.id].changes),
                    "file": by_id[t.id].change.function.path, "function": by_id[t.id].change.function.qualname,
                    "fail_to_pass": len(t.fail_to_pass), "pass_to_pass": len(t.pass_to_pass)} for t in tasks],
         "rejections": [asdict(r) for r in rejections],
     }
 
 
-def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = BuildOptions()) -> BuildReport:
+def _check_all(runs: _Runs, candidates: list[_Candidate], staging: Path, bar, own: dict | None = None) -> list[_Outcome]:
+    outcomes = []
+    with ThreadPoolExecutor(max(1, runs.options.workers)) as pool:
+        futures = [pool.submit(_evaluate, runs, c, staging, own) for c in candidates]
+        for future in as_completed(futures):
+            outcomes.append(future.result())
+            bar.update()
+    return outcomes
+
+
+def _grow(bar, n: int) -> None:
+    """Add `n` to a progress bar's total (a shared bar of a multi-project run has its own lock)."""
+    if hasattr(bar, "grow"):
+        bar.grow(n)
+    else:
+        bar.total += n
+        bar.refresh()
+
+
+def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
+                bar=None, slots=None) -> BuildReport:
     """Turn the project at `source` (a folder or an sdist) into task folders under `out`, plus
     `out/manifest.json` with counts and each rejection's gate and reason. The project's code runs
-    only in the sandbox. A task folder of the same id already in `out` is replaced."""
+    only in the sandbox. A task folder of the same id already in `out` is replaced.
+
+    `bar`: a progress bar to count candidates on (its total grows as they are made; default: one
+    of its own when `options.progress`); `slots`: a semaphore shared by the builds of a
+    multi-project run, bounding its sandbox runs at once (default: `options.workers`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     staging = out / ".staging"
+    started = time.monotonic()
+    own_bar = bar is None
+    if own_bar:
+        bar = tqdm(total=0, desc="candidate tasks", unit="task", disable=not options.progress)
     with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX + "builder-") as workdir:
-        project = open_project(source, Path(workdir), options.environment)
-        if options.progress:
-            print(f"running the tests of {project.name} under coverage", file=sys.stderr, flush=True)
-        baseline = _baseline(project, options)
-        candidates, counts = _candidates(project, baseline, options)
-        accepted: list[Task] = []
-        rejections: list[Rejection] = []
         try:
-            with ThreadPoolExecutor(max(1, options.workers)) as pool, \
-                    tqdm(total=len(candidates), desc="candidate tasks", unit="task", disable=not options.progress) as bar:
-                futures = [pool.submit(_evaluate, project, baseline, c, staging, options) for c in candidates]
-                for future in as_completed(futures):
-                    result = future.result()
-                    (accepted if isinstance(result, Task) else rejections).append(result)
-                    bar.set_postfix(accepted=len(accepted), rejected=len(rejections))
-                    bar.update()
+            project = open_project(source, Path(workdir), options.environment)
+            if own_bar:
+                bar.set_description(f"{project.name}: tests under coverage")
+            with slots or contextlib.nullcontext():
+                baseline = _baseline(project, options)
+            runs = _Runs(project, baseline, options, slots)
+            candidates, counts = _candidates(project, baseline, options)
+            _grow(bar, len(candidates))
+            if own_bar:
+                bar.set_description(f"{project.name}: candidate tasks")
+            outcomes = _check_all(runs, candidates, staging, bar)
+            combined = _combinations(project, outcomes, options) if options.multi_ratio > 0 else []
+            _grow(bar, len(combined))
+            own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
+            outcomes += _check_all(runs, combined, staging, bar, own)
+            candidates += combined
+            accepted = [o.result for o in outcomes if isinstance(o.result, Task)]
+            rejections = sorted((o.result for o in outcomes if isinstance(o.result, Rejection)),
+                                key=lambda r: r.candidate)
             tasks = []
             for task in sorted(accepted, key=lambda t: t.id):
                 dest = out / task.id
@@ -324,7 +516,10 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
                 tasks.append(load_task(dest))
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        rejections.sort(key=lambda r: r.candidate)
-        manifest = _manifest(source, project, baseline, counts, candidates, tasks, rejections, options)
+            if own_bar:
+                bar.close()
+        manifest = _manifest(source, project, baseline, counts, candidates, tasks, rejections, options,
+                             time.monotonic() - started)
+        manifest["lost_runs_retried"] = runs.retried
     (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
     return BuildReport(out, tasks, rejections, manifest)
