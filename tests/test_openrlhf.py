@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from openrlhf_shim import use_shim_if_needed
+from openrlhf_shim.trainer_standins import scripted_output
 
 use_shim_if_needed()
 try:
@@ -49,8 +50,6 @@ from openrlhf.utils.config import hierarchize
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 from vllm import SamplingParams
-from vllm.logprobs import Logprob
-from vllm.outputs import CompletionOutput, RequestOutput
 
 import credit
 from code_gym.actions import canonical_text
@@ -105,17 +104,8 @@ class ScriptedEngine:
 
     async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
         self.calls.append((list(prompt_token_ids), sampling_params.max_tokens))
-        ids = self.tokenizer(self.responses.pop(0), add_special_tokens=False)["input_ids"] + [
-            self.tokenizer.eos_token_id]
-        finish = "stop"
-        if len(ids) > sampling_params.max_tokens:
-            ids, finish = ids[:sampling_params.max_tokens], "length"
-        text = self.tokenizer.decode(ids[:-1] if finish == "stop" else ids)
-        log_probs = [{token: Logprob(logprob=-(k % 7) / 10)} for k, token in enumerate(ids)]
-        output = CompletionOutput(index=0, text=text, token_ids=ids, cumulative_logprob=None, logprobs=log_probs,
-                                  finish_reason=finish)
-        return RequestOutput(request_id=str(len(self.calls)), prompt=None, prompt_token_ids=list(prompt_token_ids),
-                             prompt_logprobs=None, outputs=[output], finished=True)
+        return scripted_output(self.tokenizer, self.responses.pop(0), prompt_token_ids, sampling_params,
+                               request_id=str(len(self.calls)))
 
 
 @pytest.fixture(scope="module")
