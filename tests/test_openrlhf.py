@@ -651,3 +651,29 @@ def test_entry_point_refuses_the_overlong_penalty_for_episodes(capsys):
         parse(["--algo.advantage.estimator", "group_norm", "--rollout.n_samples_per_prompt", "4",
                "--reward.overlong_buffer_len", "512", "--rollout.max_new_tokens", "4096"])
     assert "whole response span" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("estimator", ["dr_grpo", "group_norm"])
+def test_openrlhfs_own_estimators_leave_failed_episodes_out(generator, rollouts, tokenizer, tmp_path, maker,
+                                                             estimator):
+    failed, _ = run_episode(tokenizer, str(tmp_path / "gone"), [], config=AgentConfig(reset_attempts=1))
+    responses = [rollouts[0], failed, *rollouts[2:]]
+    made = maker(openrlhf_args(estimator))
+    experiences = made.split_rollout_samples(
+        [generator._process_response_into_experience(r, max_len=MAX_LEN) for r in responses])
+    for experience in experiences:
+        experience.kl = torch.zeros(experience.action_mask.shape)  # what make_experience sets
+    experiences = made.compute_advantages_and_returns(experiences)
+    rows = [(e, b) for e in experiences for b in range(len(e.sequences))]
+    experience, b = rows[1]
+    assert not experience.advantages[b].any() and not experience.returns[b].any()
+    assert experience.info["credit/excluded"][b] == 1.0
+    rewards = [r["reward"] for r in responses]
+    kept_mean = np.mean([rewards[0], rewards[2]])  # the failed episode is in no baseline
+    for i in (0, 2):
+        experience, b = rows[i]
+        last = experience.advantages[b][experience.action_mask[b].bool()][-1].item()
+        if estimator == "dr_grpo":  # the reward minus the group's kept mean
+            assert last == pytest.approx(rewards[i] - kept_mean, abs=1e-6)
+        else:
+            assert np.sign(last) == np.sign(rewards[i] - kept_mean)

@@ -15,7 +15,9 @@ in those actors. The test replays each trained episode in this process with the 
 checks that the advantages the actor was given are `credit.didpo` on those trajectories.
 
 The sync run uses train_didpo.sh's own arguments (colocated, vLLM and DeepSpeed sleep modes,
-packed samples) scaled to one logical GPU, plus dynamic batching. The async run (a second Ray
+packed samples) scaled to one logical GPU. (Not dynamic batching: its `balance_experiences` drops
+the sample order the estimator saw, and didpo's result can depend on that order, so the replay
+cannot rebuild it.) The async run (a second Ray
 instance and four more trainer processes) runs in CI or with CODE_GYM_LONG_TESTS=1.
 """
 from __future__ import annotations
@@ -116,7 +118,8 @@ def run(tmp_path, monkeypatch, tokenizer):
 
 
 def rows_of(appended):
-    """(label, token ids, advantages, returns, action mask, info) per trained sample."""
+    """(label, token ids, advantages, returns, action mask, info) per trained sample, in the order
+    the estimator saw them (OpenRLHF's sample index: fixed micro-batches keep it)."""
     rows = []
     for batch in appended:
         for b, label in enumerate(batch["labels"]):
@@ -171,7 +174,6 @@ def assert_trained_on_didpo(tokenizer, appended, labels):
 def test_ppo_trainer_from_the_launch_script_trains_on_didpo_advantages(run, tokenizer, tmp_path):
     model, labels, data = run.inputs
     argv = script_command("train_didpo.sh", "--train.num_episodes", "1", "--logger.tensorboard_dir", "",
-                          "--train.dynamic_batch_enable", "--rollout.max_tokens_per_gpu", "5000",
                           MODEL=str(model), DATA=str(data), OUT=str(tmp_path / "out"), NODES="1", GPUS_PER_NODE="1",
                           SAMPLES_PER_PROMPT=str(N_SAMPLES), PROMPTS_PER_STEP="2", MAX_LEN=str(MAX_LEN))
     assert {"--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep"} <= set(argv)
