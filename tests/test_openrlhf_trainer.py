@@ -16,8 +16,8 @@ checks that the advantages the actor was given are `credit.didpo` on those traje
 
 The sync run uses train_didpo.sh's own arguments (colocated, vLLM and DeepSpeed sleep modes,
 packed samples) scaled to one logical GPU. (Not dynamic batching: its `balance_experiences` drops
-the sample order the estimator saw, and didpo's result can depend on that order, so the replay
-cannot rebuild it.) The async run (a second Ray
+the sample index, so the order the estimator saw is lost to the replay; one run with it gave one
+step's tokens other advantages than the replay, a difference not yet explained.) The async run (a second Ray
 instance and four more trainer processes) runs in CI or with CODE_GYM_LONG_TESTS=1.
 """
 from __future__ import annotations
