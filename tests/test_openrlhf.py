@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from openrlhf_shim import use_shim_if_needed
+from openrlhf_shim.trainer_standins import scripted_output
 
 use_shim_if_needed()
 try:
@@ -49,8 +50,6 @@ from openrlhf.utils.config import hierarchize
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 from vllm import SamplingParams
-from vllm.logprobs import Logprob
-from vllm.outputs import CompletionOutput, RequestOutput
 
 import credit
 from code_gym.actions import canonical_text
@@ -105,17 +104,8 @@ class ScriptedEngine:
 
     async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
         self.calls.append((list(prompt_token_ids), sampling_params.max_tokens))
-        ids = self.tokenizer(self.responses.pop(0), add_special_tokens=False)["input_ids"] + [
-            self.tokenizer.eos_token_id]
-        finish = "stop"
-        if len(ids) > sampling_params.max_tokens:
-            ids, finish = ids[:sampling_params.max_tokens], "length"
-        text = self.tokenizer.decode(ids[:-1] if finish == "stop" else ids)
-        log_probs = [{token: Logprob(logprob=-(k % 7) / 10)} for k, token in enumerate(ids)]
-        output = CompletionOutput(index=0, text=text, token_ids=ids, cumulative_logprob=None, logprobs=log_probs,
-                                  finish_reason=finish)
-        return RequestOutput(request_id=str(len(self.calls)), prompt=None, prompt_token_ids=list(prompt_token_ids),
-                             prompt_logprobs=None, outputs=[output], finished=True)
+        return scripted_output(self.tokenizer, self.responses.pop(0), prompt_token_ids, sampling_params,
+                               request_id=str(len(self.calls)))
 
 
 @pytest.fixture(scope="module")
@@ -661,3 +651,29 @@ def test_entry_point_refuses_the_overlong_penalty_for_episodes(capsys):
         parse(["--algo.advantage.estimator", "group_norm", "--rollout.n_samples_per_prompt", "4",
                "--reward.overlong_buffer_len", "512", "--rollout.max_new_tokens", "4096"])
     assert "whole response span" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("estimator", ["dr_grpo", "group_norm"])
+def test_openrlhfs_own_estimators_leave_failed_episodes_out(generator, rollouts, tokenizer, tmp_path, maker,
+                                                             estimator):
+    failed, _ = run_episode(tokenizer, str(tmp_path / "gone"), [], config=AgentConfig(reset_attempts=1))
+    responses = [rollouts[0], failed, *rollouts[2:]]
+    made = maker(openrlhf_args(estimator))
+    experiences = made.split_rollout_samples(
+        [generator._process_response_into_experience(r, max_len=MAX_LEN) for r in responses])
+    for experience in experiences:
+        experience.kl = torch.zeros(experience.action_mask.shape)  # what make_experience sets
+    experiences = made.compute_advantages_and_returns(experiences)
+    rows = [(e, b) for e in experiences for b in range(len(e.sequences))]
+    experience, b = rows[1]
+    assert not experience.advantages[b].any() and not experience.returns[b].any()
+    assert experience.info["credit/excluded"][b] == 1.0
+    rewards = [r["reward"] for r in responses]
+    kept_mean = np.mean([rewards[0], rewards[2]])  # the failed episode is in no baseline
+    for i in (0, 2):
+        experience, b = rows[i]
+        last = experience.advantages[b][experience.action_mask[b].bool()][-1].item()
+        if estimator == "dr_grpo":  # the reward minus the group's kept mean
+            assert last == pytest.approx(rewards[i] - kept_mean, abs=1e-6)
+        else:
+            assert np.sign(last) == np.sign(rewards[i] - kept_mean)

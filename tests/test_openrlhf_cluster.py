@@ -1,15 +1,13 @@
 """The OpenRLHF integration on a real local Ray instance: a sandbox killed mid-episode inside the
-real executor, the preflight on every node, and `train.main` (OpenRLHF's `train_ppo_ray`) up to
-the first placement group, which needs GPUs.
+real executor, and the preflight naming a node without the patches. (A whole `train.main` run,
+preflight passing, is in test_openrlhf_trainer.py.)
 
-Stand-ins: `ScriptedEngine` for vLLM's GPU generation (test_openrlhf.py), and a
-`placement_group` that stops `train.main` where OpenRLHF would wait for GPUs.
+Stand-in: `ScriptedEngine` for vLLM's GPU generation (test_openrlhf.py).
 """
 from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 
 import pytest
 
@@ -22,7 +20,7 @@ from vllm import SamplingParams
 from code_gym.replay import hermes
 from code_gym.sandbox import ray as ray_sandbox
 from conftest import write_tiny_task
-from integrations.openrlhf import preflight, train
+from integrations.openrlhf import preflight
 from integrations.openrlhf.agent import AgentConfig, AgentExecutor
 from integrations.openrlhf.estimator import credit_advantages
 from integrations.openrlhf.records import RECORD_KEY
@@ -104,11 +102,6 @@ def test_a_sandbox_killed_mid_episode_fails_only_its_episode(local_ray, tokenize
     assert any(e.advantages.any() for e in experiences)
 
 
-def test_preflight_passes_where_the_setup_hook_runs(local_ray):
-    local_ray(runtime_env=train.runtime_env_with_hook(None, {}))
-    preflight.check_cluster()
-
-
 def test_preflight_names_the_node_and_what_is_missing(local_ray):
     local_ray()  # no setup hook: the patches are not made in the job's workers
     with pytest.raises(RuntimeError) as error:
@@ -130,40 +123,3 @@ def test_check_node_reports_a_changed_openrlhf_signature(monkeypatch):
                         compute_advantages_and_returns)
     problems = preflight.check_node()
     assert any("compute_advantages_and_returns(self, experiences, extra) differs" in p for p in problems)
-
-
-class ReachedPlacementGroup(Exception):
-    pass
-
-
-def test_train_main_runs_openrlhf_to_the_first_placement_group(monkeypatch, tmp_path, tokenizer, tiny_task):
-    # train.main on CPU: OpenRLHF's parser, our checks, ray.init with the hook, the preflight on
-    # every node, OpenRLHF's strategy; the first placement group asks for GPUs, so it stops there
-    checked = []
-    real_check = preflight.check_cluster
-    monkeypatch.setattr(preflight, "check_cluster", lambda: checked.append(real_check()))
-
-    def placement_group(bundles, strategy="PACK", **kwargs):
-        raise ReachedPlacementGroup(bundles)
-
-    monkeypatch.setattr(importlib.import_module("ray.util.placement_group"), "placement_group", placement_group)
-    model = tmp_path / "model"
-    tokenizer.save_pretrained(model)
-    data = tmp_path / "prompts.jsonl"
-    data.write_text(json.dumps({"input": tiny_task.statement, "label": str(tiny_task.root)}) + "\n")
-    monkeypatch.setenv("CODE_GYM_AGENT", json.dumps({"env": {"max_steps": 4}}))
-    assert not ray.is_initialized()
-    try:
-        with pytest.raises(ReachedPlacementGroup) as reached:
-            train.main(["--actor.model_name_or_path", str(model), "--data.prompt_dataset", str(data),
-                        "--data.input_key", "input", "--data.label_key", "label",
-                        "--algo.advantage.estimator", "didpo", "--rollout.n_samples_per_prompt", "2",
-                        "--algo.kl.use_loss", "--train.colocate_all", "--actor.num_gpus_per_node", "1",
-                        "--ref.num_gpus_per_node", "1", "--vllm.num_engines", "1",
-                        "--ckpt.path", str(tmp_path / "ckpt"), "--ckpt.output_dir", str(tmp_path / "out")])
-        assert checked == [None] and reached.value.args[0] == [{"GPU": 1, "CPU": 1}]
-        job = ray.get_runtime_context().runtime_env
-        assert job["worker_process_setup_hook"] == "integrations.openrlhf.hook.install"
-        assert json.loads(job["env_vars"]["CODE_GYM_AGENT"]) == {"env": {"max_steps": 4}}
-    finally:
-        ray.shutdown()

@@ -1,6 +1,6 @@
-"""The OpenRLHF launch scripts (their dry runs print commands and start nothing) and the Ray
-setup hook that carries the estimator patches into OpenRLHF's workers, on a local Ray instance.
-Parsing the printed commands with OpenRLHF's own parser is in test_openrlhf.py."""
+"""The OpenRLHF launch scripts (their dry runs print commands and start nothing). Parsing the
+printed commands with OpenRLHF's own parser is in test_openrlhf.py; a training run on
+train_didpo.sh's arguments, with the setup hook in every Ray worker, in test_openrlhf_trainer.py."""
 from __future__ import annotations
 
 import os
@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from integrations.openrlhf.hook import SETUP_HOOK
-from integrations.openrlhf.train import runtime_env_with_hook
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "integrations" / "openrlhf" / "scripts"
 LAUNCHERS = ["train_didpo.sh", "train_grpo_baseline.sh", "train_didpo_multinode.sh"]
@@ -96,20 +94,3 @@ def test_multinode_roles(run):
 def test_multinode_without_a_role_prints_usage(run):
     result = run("train_didpo_multinode.sh", "--dry-run")
     assert result.returncode == 2 and result.stderr.startswith("usage:")
-
-
-def test_setup_hook_runs_in_ray_workers_with_the_code_gym_variables():
-    import ray
-
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
-             runtime_env=runtime_env_with_hook(None, {"CODE_GYM_AGENT": '{"system": "s"}'}))
-    try:
-        @ray.remote
-        def worker_state():
-            return [type(f).__name__ for f in sys.meta_path], os.environ.get("CODE_GYM_AGENT")
-
-        finders, agent = ray.get(worker_state.remote())
-    finally:
-        ray.shutdown()
-    assert "_PatchOnImport" in finders and agent == '{"system": "s"}'
-    assert SETUP_HOOK == "integrations.openrlhf.hook.install"

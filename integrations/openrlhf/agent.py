@@ -13,7 +13,8 @@ executor is built with no arguments inside Ray actors.
 Faults stay inside their episode: a reset that raises is retried (`AgentConfig.reset_attempts`), and
 a reset that keeps failing or a step that raises (a sandbox that died, a grader that crashed) ends
 that episode as failed: reward 0, `code_gym/failed` 1 in `extra_logs`, and a record that the
-didpo/gigpo estimators leave out (zero advantage, in no group baseline). One sample's fault never
+estimators leave out (zero advantage; in no group baseline for didpo/gigpo, in no group mean for
+OpenRLHF's own, estimator.py). One sample's fault never
 reaches `asyncio.gather` in the engine actor, so it cannot end the training run.
 """
 from __future__ import annotations

@@ -9,13 +9,16 @@ registers it as Ray's worker_process_setup_hook; `preflight.py` checks them on e
   task, so OpenRLHF's `eval_<datasource>_pass1` is the resolve rate (and `pass<n>` the share of tasks
   that some sample resolved), not the mean of shaped, fractional rewards;
 - `RemoteExperienceMaker.compute_advantages_and_returns` hands batches to `credit_advantages` when
-  the estimator is one of `ESTIMATORS`, and otherwise runs unchanged (the records removed first).
+  the estimator is one of `ESTIMATORS`; otherwise OpenRLHF's runs, with the records removed first
+  and excluded (failed or masked) rows given their group's kept mean reward before it and zero
+  advantages after it (`_fill_excluded_rewards`).
 """
 from __future__ import annotations
 
 import functools
 import json
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Sequence
 
 import numpy as np
@@ -223,6 +226,29 @@ def _patch_eval_samples(module: Any) -> None:
     cls.generate_eval_samples = generate_eval_samples
 
 
+def _fill_excluded_rewards(experiences: Sequence[Any], n_samples: int) -> list[torch.Tensor]:
+    """For OpenRLHF's own estimators: takes the records out of `experiences` and gives each row
+    whose record is `excluded` the mean reward of the kept rows of its prompt group (0 when none
+    is kept), so a group-mean baseline (reinforce_baseline, dr_grpo, and group_norm's centre) is
+    the kept rows' mean; returns, per experience, which rows are excluded (the caller zeroes their
+    advantages and returns). group_norm's std and rloo's leave-one-out mean still count the
+    filled rows (OpenRLHF computes them over whole groups)."""
+    flags = [torch.tensor([bool(r.excluded) for r in experience.info.pop(RECORD_KEY, None) or
+                           [SimpleNamespace(excluded="")] * len(experience.sequences)]) for experience in experiences]
+    if not any(f.any() for f in flags):
+        return flags
+    groups = [torch.tensor(experience.index) // n_samples for experience in experiences]
+    rewards = torch.cat([e.rewards.float() for e in experiences])
+    group, excluded = torch.cat(groups), torch.cat(flags)
+    for g in group[excluded].unique():
+        kept = (group == g) & ~excluded
+        fill = rewards[kept].mean() if kept.any() else torch.tensor(0.0)
+        for experience, rows, of in zip(experiences, flags, groups):
+            experience.rewards = experience.rewards.float()
+            experience.rewards[rows & (of == g)] = fill
+    return flags
+
+
 def patch_experience_maker(module: Any) -> None:
     """Route `RemoteExperienceMaker.compute_advantages_and_returns` to `credit_advantages` for the
     estimators in `ESTIMATORS`."""
@@ -235,9 +261,13 @@ def patch_experience_maker(module: Any) -> None:
     def compute_advantages_and_returns(self, experiences):
         if self.strategy.args.algo.advantage.estimator in ESTIMATORS:
             return credit_advantages(experiences, self.strategy.args)
-        for experience in experiences:
-            experience.info.pop(RECORD_KEY, None)
-        return original(self, experiences)
+        excluded = _fill_excluded_rewards(experiences, self.strategy.args.rollout.n_samples_per_prompt)
+        experiences = original(self, experiences)
+        for experience, rows in zip(experiences, excluded):
+            experience.advantages[rows] = 0.0
+            experience.returns[rows] = 0.0
+            experience.info["credit/excluded"] = rows.float()
+        return experiences
 
     compute_advantages_and_returns._code_gym = True
     cls.compute_advantages_and_returns = compute_advantages_and_returns
