@@ -35,24 +35,41 @@ from code_gym.apps.train import TrainConfig, Trainer  # noqa: E402
 from code_gym.grading import GradeCache  # noqa: E402
 
 METHODS = {  # label -> (estimator name in credit.ESTIMATORS, options)
-    "DiDPO (reference)": ("didpo", {}),
-    "DiDPO (contrast)": ("didpo-contrast", {}),
     "GRPO": ("grpo", {}),
     "GiGPO": ("gigpo", {}),
+    "DiDPO (reference)": ("didpo", {}),  # cover="lines", the default
+    "DiDPO (contrast)": ("didpo-contrast", {}),
+    "DiDPO (within)": ("didpo", {"baseline": "within"}),
+    "DiDPO (cover=edit)": ("didpo", {"cover": "edit"}),
+    "DiDPO (cover=call)": ("didpo", {"cover": "call"}),
+    "DiDPO (within, cover=call)": ("didpo", {"baseline": "within", "cover": "call"}),
 }
+# an estimator whose advantages depend only on the outcome gives every K the same run (same seeds,
+# same choices): it runs once, at the first K, and its result stands for the others
+OUTCOME_ONLY = ("grpo", "dr_grpo", "rloo")
 EXTRA_METHODS = {  # for --methods
     "DiDPO (contrast, exact groups)": ("didpo-contrast", {"similarity": 1.0}),
     "DiDPO (reference, std-normalised)": ("didpo", {"mode": "mean_std_norm"}),
 }
-PREDICTION = """Prediction, written before measuring: no estimator clearly ahead. In this policy the
-choice to edit a region at all is made at the tool-name token (`str_replace` vs `view`), which no
-diff covers, so every estimator gives it the episode advantage A^E (GiGPO adds its step term).
-DiDPO's A^D reaches only the branch tokens between different edits of one region; with the default
-similarity 0.8 a right edit and its one-token mutation fall into one anchor, so the contrast
-baseline adds the same value to both (no signal, some noise) and the reference baseline adds the
-return centred over the makers of that edit (a little signal). Expected: DiDPO (reference) and
-GiGPO within 15% of GRPO's median updates, DiDPO (contrast) equal or slightly slower; seed spread
-larger than any gap."""
+PREDICTION = """Prediction (written at 14:35 UTC on the day of the issue-16 runs, before any of
+them; the quick run's numbers had been seen, not the full run's):
+
+1. GRPO's runs are the same at every K (its credit depends on the outcome only), so they run once.
+2. The bottleneck stays the choice to edit a region at all, made at the tool-name token that no
+   diff covers (cover="call" aside), where every estimator gives A^E. So at every K the estimators
+   stay close: DiDPO (reference), (contrast) and cover="edit" within 15% of GRPO's median updates
+   per task.
+3. DiDPO (within) separates a right edit from its one-token mutation inside an anchor (the quick
+   run's diagnosis: AUC right > wrong inside edits near 1.0 against about 0.62 for GRPO), so it
+   is the fastest DiDPO variant: about 0.8x GRPO's median updates at every K. With cover="call" the
+   tool name `str_replace` also gets the edit's A^D, which should help the edit-or-view choice a
+   little: DiDPO (within, cover=call) about 0.75x.
+4. K barely moves DiDPO (its anchors are per hunk whatever the packing); GiGPO loses its step term
+   at K = all (one step before submit) and becomes GRPO there.
+5. The goal (90% success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant; the
+   closest is DiDPO (within, cover=call).
+6. Tiny LM: with 3 seeds and a small budget, no method is distinguishable from GRPO; few runs, if
+   any, reach 90% success."""
 ANALYSIS = """**Result (written after measuring): DiDPO did not learn faster on this testbed; GRPO and GiGPO
 did at least as well.** Median updates per task: GiGPO 15, GRPO 16, DiDPO (reference) 19, DiDPO
 (contrast) 21, contrast with exact groups 21. The interquartile ranges overlap, and the spread over
@@ -101,10 +118,17 @@ def multi_region_tasks(minimum: int = 3):
 
 
 def run_one(job: dict) -> dict:
-    """One (method, seed) training run in a worker; its grade cache lives as long as the worker."""
+    """One job in a worker: a (method, K, seed) training run, or a diagnosis at one K. The worker's
+    grade cache lives as long as it does."""
     global _CACHE
     if _CACHE is None:
         _CACHE = GradeCache()
+    if job.get("kind") == "diagnose":
+        started = time.monotonic()
+        rows = diagnose(job["tasks"], job["decisions"], job["estimators"], group_size=job["group_size"],
+                        regions_per_step=job["regions_per_step"], batches=job["batches"])
+        return {"kind": "diagnose", "regions_per_step": job["regions_per_step"], "rows": rows,
+                "seconds": time.monotonic() - started}
     estimator_name, options = job["estimator"], job["options"]
     config = TrainConfig(estimator=estimator_name, options=options, updates=job["updates"],
                          group_size=job["group_size"], lr=job["lr"], whiten=job["whiten"], seed=job["seed"],
@@ -117,76 +141,103 @@ def run_one(job: dict) -> dict:
         trainer.close()
     reach = {t.id: next((s.update for s in history if s.per_task[t.id] >= job["threshold"]), None)
              for t in job["tasks"]}
-    return {"method": job["method"], "seed": job["seed"], "reach": reach, "episodes": trainer.episodes,
+    return {"kind": "train", "method": job["method"], "regions_per_step": job["regions_per_step"],
+            "seed": job["seed"], "reach": reach, "episodes": trainer.episodes,
             "seconds": time.monotonic() - started,
             "curve": [[s.update, s.success_probability] for s in history]}
 
 
-def verified_candidates():
-    """The multi-region tasks and their verified decisions (warming this process's grade cache)."""
+def verified_candidates(task_ids: list[str] | None = None):
+    """The multi-region tasks (or those named) and their verified decisions (warming this process's
+    grade cache)."""
     global _CACHE
     _CACHE = GradeCache()
     tasks = multi_region_tasks()
+    if task_ids:
+        tasks = [t for t in tasks if t.id in task_ids]
     print(f"tasks: {', '.join(t.id for t in tasks)}; verifying candidates ...", file=sys.stderr, flush=True)
     verifier = Trainer(tasks, TrainConfig(updates=0), grade_cache=_CACHE, progress=True)
     verifier.close()
     return tasks, verifier.decisions, verifier.dropped
 
 
-def _label(method: str, regions_per_step: int, every_k: list[int]) -> str:
-    """A method's label, with K (regions per step; 0: all) when the run compares several or K != 1."""
-    if every_k == [1]:
-        return method
-    return f"{method}, K={'all' if regions_per_step == 0 else regions_per_step}"
+def k_label(regions_per_step: int) -> str:
+    return "all" if regions_per_step == 0 else str(regions_per_step)
 
 
 def measure(methods: dict, seeds: int, updates: int, group_size: int, lr: float, threshold: float,
-            workers: int, whiten: bool = True, regions_per_step: list[int] = (1,)) -> dict:
-    tasks, decisions, dropped = verified_candidates()
+            workers: int, whiten: bool = True, regions_per_step: list[int] = (1,), task_ids: list[str] | None = None,
+            diagnosis_batches: int = 12, json_path: Path | None = None) -> dict:
+    """Every (method, K, seed) run and a diagnosis per K, in a pool of `workers` processes. With
+    `json_path`, the results so far are saved after each job (a cut-short run can be rendered)."""
+    tasks, decisions, dropped = verified_candidates(task_ids)
     every_k = list(regions_per_step)
-    jobs = [{"method": _label(label, k, every_k), "estimator": name, "options": options, "seed": seed, "tasks": tasks,
-             "decisions": decisions, "updates": updates, "group_size": group_size, "lr": lr, "threshold": threshold,
-             "whiten": whiten, "regions_per_step": k}
-            for seed in range(seeds) for k in every_k for label, (name, options) in methods.items()]
+    estimators = [(label, name, options) for label, (name, options) in methods.items()]
+    jobs = [{"kind": "diagnose", "tasks": tasks, "decisions": decisions, "estimators": estimators,
+             "group_size": group_size, "regions_per_step": k, "batches": diagnosis_batches}
+            for k in every_k] if diagnosis_batches else []
+    jobs += [{"kind": "train", "method": label, "estimator": name, "options": options, "seed": seed, "tasks": tasks,
+              "decisions": decisions, "updates": updates, "group_size": group_size, "lr": lr, "threshold": threshold,
+              "whiten": whiten, "regions_per_step": k}
+             for seed in range(seeds) for k in every_k for label, (name, options) in methods.items()
+             if not (name in OUTCOME_ONLY and k != every_k[0])]
     started = time.monotonic()
-    runs = []
+    data = {"diagnosis": {}, "tasks": [t.id for t in tasks],
+            "regions": {t: [d.labels for d in decisions[t]] for t in decisions},
+            "dropped": dropped, "seeds": seeds, "updates": updates, "group_size": group_size, "lr": lr,
+            "threshold": threshold, "whiten": whiten, "workers": workers, "seconds": 0.0,
+            "methods": list(methods), "outcome_only": [m for m, (n, _) in methods.items() if n in OUTCOME_ONLY],
+            "regions_per_step": every_k, "runs": [], "jobs": len(jobs)}
     # fork: the workers inherit the warm grade cache of the verification episodes
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        for k, run in enumerate(pool.imap_unordered(run_one, jobs), 1):
-            reached = sum(v is not None for v in run["reach"].values())
-            print(f"[{k}/{len(jobs)}] {run['method']} seed {run['seed']}: {reached}/{len(tasks)} tasks reached "
-                  f"{threshold} ({run['episodes']} episodes, {run['seconds']:.0f}s)", file=sys.stderr, flush=True)
-            runs.append(run)
-    print("diagnosis: where the credit lands ...", file=sys.stderr, flush=True)
-    diagnosis = diagnose(tasks, decisions, [name for name, options in methods.values() if not options],
-                         group_size=group_size)
-    return {"diagnosis": diagnosis, "tasks": [t.id for t in tasks], "regions": {t: [d.labels for d in decisions[t]] for t in decisions},
-            "dropped": dropped, "seeds": seeds, "updates": updates, "group_size": group_size, "lr": lr,
-            "threshold": threshold, "whiten": whiten, "workers": workers, "seconds": time.monotonic() - started,
-            "methods": [_label(m, k, every_k) for k in every_k for m in methods], "regions_per_step": every_k,
-            "runs": runs}
+        for n, out in enumerate(pool.imap_unordered(run_one, jobs), 1):
+            if out["kind"] == "diagnose":
+                data["diagnosis"][k_label(out["regions_per_step"])] = out["rows"]
+                print(f"[{n}/{len(jobs)}] diagnosis at K={k_label(out['regions_per_step'])} ({out['seconds']:.0f}s)",
+                      file=sys.stderr, flush=True)
+            else:
+                reached = sum(v is not None for v in out["reach"].values())
+                print(f"[{n}/{len(jobs)}] {out['method']} K={k_label(out['regions_per_step'])} seed {out['seed']}: "
+                      f"{reached}/{len(tasks)} tasks reached {threshold} ({out['episodes']} episodes, "
+                      f"{out['seconds']:.0f}s)", file=sys.stderr, flush=True)
+                data["runs"].append(out)
+            data["seconds"] = time.monotonic() - started
+            if json_path is not None:
+                json_path.parent.mkdir(parents=True, exist_ok=True)
+                json_path.write_text(json.dumps(data))
+    return data
 
 
-def diagnose(tasks, decisions: dict, estimators: list[str], batches: int = 12, group_size: int = 8,
-             seed: int = 123) -> list[dict]:
-    """Where each estimator's credit lands, on batches of the untrained policy: for the branch points
-    at the tool name (edit the region or only view it) and those inside edits (which edit), the
-    whitened advantage of the way taken, split by whether that way leads to the reference."""
+def runs_of(data: dict, method: str, k: int) -> list[dict]:
+    """The runs of `method` at K = k (an outcome-only method's runs at the first K stand for every K)."""
+    if method in data.get("outcome_only", ()):
+        k = data["regions_per_step"][0]
+    return sorted((r for r in data["runs"] if r["method"] == method and r.get("regions_per_step", k) == k),
+                  key=lambda r: r["seed"])
+
+
+def diagnose(tasks, decisions: dict, estimators: list, batches: int = 12, group_size: int = 8,
+             seed: int = 123, regions_per_step: int = 1) -> list[dict]:
+    """Where each estimator's credit lands, on batches of the untrained policy played at K =
+    `regions_per_step`: for the branch points at the tool name (edit the region or only view it)
+    and those inside edits (which edit), the whitened advantage of the way taken, split by whether
+    that way leads to the reference. `estimators`: (label, name, options) each."""
     from code_gym.apps.policy import EditPolicy
     from code_gym.apps.train import branch_advantages, estimator, make_env, play, whiten
 
     policy, rng = EditPolicy(decisions), np.random.default_rng(seed)
-    env = make_env(tasks, _CACHE)
+    longest = max(len(d) for d in decisions.values())
+    env = make_env(tasks, _CACHE, max_steps=max(30, longest + 1))
     try:
-        plans = [[play(env, t, decisions[t.id], policy.sample(t.id, rng)) for t in tasks for _ in range(group_size)]
-                 for _ in range(batches)]
+        plans = [[play(env, t, decisions[t.id], policy.sample(t.id, rng), regions_per_step)
+                  for t in tasks for _ in range(group_size)] for _ in range(batches)]
     finally:
         env.close()
     rows = []
-    for name in estimators:
+    for label, name, options in estimators:
         taken: dict[str, list[tuple[float, bool]]] = {"tool name": [], "inside the edit": []}
         for batch in plans:
-            per_branch = branch_advantages(estimator(name)([e.trajectory for e in batch]), batch, decisions)
+            per_branch = branch_advantages(estimator(name, **options)([e.trajectory for e in batch]), batch, decisions)
             for task in tasks:
                 idx = [i for i, e in enumerate(batch) if e.task_id == task.id]
                 advantages = whiten([np.stack([per_branch[i][d] for i in idx]) for d in range(len(decisions[task.id]))])
@@ -198,13 +249,20 @@ def diagnose(tasks, decisions: dict, estimators: list[str], batches: int = 12, g
                                 kind = "tool name" if n == 0 else "inside the edit"
                                 taken[kind].append((float(advantages[d][k, n]), 0 in branch.ways[way]))
         for kind, values in taken.items():
-            a = np.array([v for v, _ in values])
-            right = np.array([r for _, r in values])
-            diff = a[right][:, None] - a[~right][None, :]
-            rows.append({"estimator": name, "branch": kind, "n": int(a.size),
-                         "auc": float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size),
-                         "mean_abs": float(np.abs(a).mean()), "gap": float(a[right].mean() - a[~right].mean())})
+            rows.append({"estimator": label, "branch": kind, **separation(values)})
     return rows
+
+
+def separation(values: list[tuple[float, bool]]) -> dict:
+    """n, AUC (chance a right way's advantage beats a wrong one's, ties half), mean |A|, mean gap."""
+    a = np.array([v for v, _ in values], np.float64)
+    right = np.array([r for _, r in values], bool)
+    if not right.any() or right.all():
+        return {"n": int(a.size), "auc": float("nan"), "mean_abs": float(np.abs(a).mean()) if a.size else 0.0,
+                "gap": float("nan")}
+    diff = a[right][:, None] - a[~right][None, :]
+    return {"n": int(a.size), "auc": float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size),
+            "mean_abs": float(np.abs(a).mean()), "gap": float(a[right].mean() - a[~right].mean())}
 
 
 def diagnosis_table(rows: list[dict]) -> str:
@@ -214,22 +272,34 @@ def diagnosis_table(rows: list[dict]) -> str:
 
 
 def summarise(data: dict) -> tuple[list[str], list[list[str]]]:
-    """One row per method: per-task updates to the threshold (median, quartiles, censored at the
-    budget), tasks reaching it, and per seed the update at which every task had."""
+    """One row per (method, K): per-task updates to the threshold (median, quartiles, censored at the
+    budget), its ratio to GRPO's at that K, tasks reaching it, and per seed the update at which every
+    task had."""
     budget = data["updates"]
-    header = ["method", "tasks reaching 0.9", "updates per task: median [IQR]", "all tasks: per seed",
-              "all tasks: median", "episodes per run (mean)"]
+    header = ["method", "K", "tasks reaching 0.9", "updates per task: median [IQR]", "median / GRPO's",
+              "all tasks: per seed", "episodes per run (mean)"]
     rows = []
-    for method in data["methods"]:
-        runs = sorted((r for r in data["runs"] if r["method"] == method), key=lambda r: r["seed"])
-        per_task = [v if v is not None else budget + 1 for r in runs for v in r["reach"].values()]
-        reached = sum(v is not None for r in runs for v in r["reach"].values())
-        suite = [max(v if v is not None else budget + 1 for v in r["reach"].values()) for r in runs]
-        q1, med, q3 = np.percentile(per_task, [25, 50, 75])
-        rows.append([method, f"{reached}/{len(per_task)}", f"{med:.0f} [{q1:.0f}-{q3:.0f}]",
-                     " ".join(str(s) if s <= budget else f">{budget}" for s in suite),
-                     _censored(float(np.median(suite)), budget),
-                     f"{np.mean([r['episodes'] for r in runs]):.0f}"])
+    for k in data["regions_per_step"]:
+        medians = {}
+        for method in data["methods"]:
+            runs = runs_of(data, method, k)
+            if not runs:
+                continue
+            per_task = [v if v is not None else budget + 1 for r in runs for v in r["reach"].values()]
+            medians[method] = float(np.median(per_task))
+        for method in data["methods"]:
+            runs = runs_of(data, method, k)
+            if not runs:
+                continue
+            per_task = [v if v is not None else budget + 1 for r in runs for v in r["reach"].values()]
+            reached = sum(v is not None for r in runs for v in r["reach"].values())
+            suite = [max(v if v is not None else budget + 1 for v in r["reach"].values()) for r in runs]
+            q1, med, q3 = np.percentile(per_task, [25, 50, 75])
+            ratio = f"{med / medians['GRPO']:.2f}" if "GRPO" in medians else "-"
+            shared = " (K=1 run)" if method in data.get("outcome_only", ()) and k != data["regions_per_step"][0] else ""
+            rows.append([method + shared, k_label(k), f"{reached}/{len(per_task)}", f"{med:.0f} [{q1:.0f}-{q3:.0f}]",
+                         ratio, " ".join(str(x) if x <= budget else f">{budget}" for x in suite),
+                         f"{np.mean([r['episodes'] for r in runs]):.0f}"])
     return header, rows
 
 
@@ -242,58 +312,74 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def plot(data: dict, path: Path) -> None:
+def plot(data: dict, path: Path, title: str = "built-in policy") -> None:
+    """One panel per K: per method the mean over seeds of the curve (mean P(resolve) over the tasks,
+    or for the tiny LM the batch success rate), band min-max over seeds."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    for method in data["methods"]:
-        curves = [r["curve"] for r in data["runs"] if r["method"] == method]
-        length = data["updates"] + 1
-        # a run that stopped early (every task frozen) keeps its last value
-        values = np.array([[c[min(u, len(c) - 1)][1] for u in range(length)] for c in curves])
-        line, = ax.plot(range(length), values.mean(axis=0), label=method, lw=1.8)
-        ax.fill_between(range(length), values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.12)
-    ax.axhline(data["threshold"], color="grey", ls=":", lw=1)
-    ax.set(xlabel="update", ylabel="mean P(resolve) over the tasks", ylim=(0, 1.02),
-           title=f"built-in policy, {len(data['tasks'])} multi-region tasks, G={data['group_size']}, "
-                 f"{data['seeds']} seeds (band: min-max)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    every_k = data["regions_per_step"]
+    fig, axes = plt.subplots(1, len(every_k), figsize=(5.2 * len(every_k), 4.4), sharey=True, squeeze=False)
+    for ax, k in zip(axes[0], every_k):
+        for method in data["methods"]:
+            curves = [r["curve"] for r in runs_of(data, method, k)]
+            if not curves:
+                continue
+            length = data["updates"] + 1
+            # a run that stopped early (every task frozen) keeps its last value
+            values = np.array([[c[min(u, len(c) - 1)][1] for u in range(length)] for c in curves], np.float64)
+            line, = ax.plot(range(length), np.nanmean(values, axis=0), label=method, lw=1.5)
+            ax.fill_between(range(length), np.nanmin(values, axis=0), np.nanmax(values, axis=0),
+                            color=line.get_color(), alpha=0.08)
+        ax.axhline(data["threshold"], color="grey", ls=":", lw=1)
+        ax.set(xlabel="update", title=f"K = {k_label(k)} regions per step", ylim=(0, 1.02))
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(data.get("curve_label", "mean P(resolve) over the tasks"))
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"{title}: {len(data['tasks'])} task(s), G={data['group_size']}, {data['seeds']} seeds "
+                 f"(line: mean, band: min-max)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-def report(data: dict, analysis: str) -> str:
+def report(data: dict, analysis: str, image: str = "img/learning_efficiency.png") -> str:
     header, rows = summarise(data)
     regions = "; ".join(f"{t} ({len(r)} regions, {'/'.join(str(len(x)) for x in r)} candidates)"
                         for t, r in data["regions"].items())
     dropped = ("Candidates dropped by verification (they pass the tests): " + "; ".join(data["dropped"]) + "."
                if data["dropped"] else "No candidate was dropped by verification.")
-    return (f"`python benchmarks/learning_efficiency.py`: {data['seeds']} seeds per method, G = {data['group_size']} "
-            f"episodes per task per update, at most {data['updates']} updates, lr {data['lr']}, threshold "
-            f"{data['threshold']}, {data['workers']} worker processes; the training runs took {data['seconds'] / 60:.1f} min "
-            f"on the shared 2-core machine"
-            + "".join(f"; {m} added with `--methods`" for m in data["methods"] if m in EXTRA_METHODS) + ".\n\n"
-            f"Tasks: {regions}. {dropped}\n\n{PREDICTION}\n\n{markdown_table(header, rows)}\n\n"
+    trained = sum(1 for _ in data["runs"])
+    diagnosis = "".join(f"K = {k}:\n\n{diagnosis_table(rows_)}\n\n" for k, rows_ in data.get("diagnosis", {}).items())
+    return (f"Built-in policy: {data['seeds']} seeds per method, K = {', '.join(k_label(k) for k in data['regions_per_step'])} "
+            f"regions per step, G = {data['group_size']} episodes per task per update, at most {data['updates']} updates, "
+            f"lr {data['lr']}, threshold {data['threshold']}, {data['workers']} worker processes; {trained} training runs "
+            f"of {data.get('jobs', trained)} jobs, {data['seconds'] / 60:.1f} min on the shared 2-core machine (under `nice`).\n\n"
+            f"Tasks: {regions}. {dropped}\n\n{markdown_table(header, rows)}\n\n"
             f"Columns: a task's updates are those until P(resolve) >= {data['threshold']} (censored at "
             f"{data['updates'] + 1} when never reached, which also counts in the median); \"all tasks\" is, "
-            f"per seed, the update at which the last task got there. The curves are the mean over the tasks of "
+            f"per seed, the update at which the last task got there. GRPO's credit depends on the outcome only, so "
+            f"its K = 1 runs stand for every K (same seeds, same samples). The curves are the mean over the tasks of "
             f"P(resolve); a task stops training once it gets there, so they level off below 1.\n\n"
-            f"![learning curves](img/learning_efficiency.png)\n\n"
-            + (f"Where the credit lands (12 batches of the untrained policy, G = {data['group_size']}, advantages "
-               f"whitened per task as in training; AUC: the chance that a way leading to the reference gets a "
-               f"higher advantage than one leading away):\n\n{diagnosis_table(data['diagnosis'])}\n\n"
-               if data.get("diagnosis") else "")
+            f"![learning curves]({image})\n\n"
+            + (f"Where the credit lands (batches of the untrained policy played at each K, G = {data['group_size']}, "
+               f"advantages whitened per task as in training; AUC: the chance that a way leading to the reference "
+               f"gets a higher advantage than one leading away):\n\n{diagnosis}" if diagnosis else "")
             + analysis)
 
 
-def main() -> int:
+QUICK_TASK = "units-temperature"  # --quick: one small multi-region task (3 regions)
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["branch", "tiny-lm", "both"], default="both",
+                        help="the built-in branch policy, the tiny LM, or both (default)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"one task ({QUICK_TASK}), two seeds, small budgets; writes to --out only, never the docs")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--updates", type=int, default=40, help="rollout budget: updates per run")
     parser.add_argument("--group-size", type=int, default=8)
@@ -301,36 +387,38 @@ def main() -> int:
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, *EXTRA_METHODS],
-                        metavar="LABEL", help=f"methods to run (default: the first four of {[*METHODS, *EXTRA_METHODS]})")
+                        metavar="LABEL", help=f"methods to run (default: {list(METHODS)})")
     parser.add_argument("--no-whiten", action="store_true", help="use each estimator's advantages at their own scale")
-    parser.add_argument("--regions-per-step", type=int, nargs="+", default=[1], metavar="K",
+    parser.add_argument("--regions-per-step", type=int, nargs="+", default=[1, 2, 0], metavar="K",
                         help="decisions packed into one response, one run per K (0: every region in one step)")
-    parser.add_argument("--json", default=str(ROOT / "out" / "benchmarks" / "learning_efficiency.json"),
-                        help="where the raw results go")
+    parser.add_argument("--diagnosis-batches", type=int, default=12, help="batches per K for the diagnosis (0: none)")
+    parser.add_argument("--tasks", nargs="+", help="task ids (default: every multi-region task)")
+    parser.add_argument("--out", default=str(ROOT / "out" / "benchmarks"), help="folder for the raw results and plots")
     parser.add_argument("--from-json", help="re-render the docs from saved results instead of measuring")
     parser.add_argument("--analysis", help="a file with the analysis paragraph for the docs")
     parser.add_argument("--no-docs", action="store_true")
-    args = parser.parse_args()
-    if args.from_json:
-        data = json.loads(Path(args.from_json).read_text())
-        if "diagnosis" not in data:
-            tasks, decisions, _ = verified_candidates()
-            data["diagnosis"] = diagnose(tasks, decisions, ["didpo", "didpo-contrast", "grpo", "gigpo"],
-                                         group_size=data["group_size"])
-            Path(args.from_json).write_text(json.dumps(data))
-    else:
-        every = {**METHODS, **EXTRA_METHODS}
-        data = measure({m: every[m] for m in args.methods}, args.seeds, args.updates, args.group_size, args.lr,
-                       args.threshold, args.workers, whiten=not args.no_whiten,
-                       regions_per_step=args.regions_per_step)
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(data))
-    header, rows = summarise(data)
-    print(markdown_table(header, rows))
-    if not args.no_docs:
-        plot(data, ROOT / "docs" / "img" / "learning_efficiency.png")
-        analysis = Path(args.analysis).read_text() if args.analysis else ANALYSIS
-        write_section("learning efficiency", report(data, analysis))
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.quick:
+        args.seeds, args.updates, args.diagnosis_batches, args.tasks = 2, 10, 2, [QUICK_TASK]
+        args.no_docs = True
+    if args.part in ("branch", "both"):
+        json_path = out / ("learning_efficiency_quick.json" if args.quick else "learning_efficiency.json")
+        if args.from_json:
+            data = json.loads(Path(args.from_json).read_text())
+        else:
+            every = {**METHODS, **EXTRA_METHODS}
+            data = measure({m: every[m] for m in args.methods}, args.seeds, args.updates, args.group_size, args.lr,
+                           args.threshold, args.workers, whiten=not args.no_whiten,
+                           regions_per_step=args.regions_per_step, task_ids=args.tasks,
+                           diagnosis_batches=args.diagnosis_batches, json_path=json_path)
+        header, rows = summarise(data)
+        print(markdown_table(header, rows))
+        plot(data, json_path.with_suffix(".png"))
+        if not args.no_docs:
+            plot(data, ROOT / "docs" / "img" / "learning_efficiency.png")
+            analysis = Path(args.analysis).read_text() if args.analysis else ANALYSIS
+            write_section("learning efficiency", PREDICTION + "\n\n" + report(data, analysis))
     return 0
 
 
