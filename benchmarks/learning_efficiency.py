@@ -371,6 +371,83 @@ def report(data: dict, analysis: str, image: str = "img/learning_efficiency.png"
             + analysis)
 
 
+TINY_TASK = "report-avg-aggregation"  # the tiny LM's task: 3 regions, 2/4/2 candidates, short responses
+TINY_METHODS = ("GRPO", "GiGPO", "DiDPO (reference)", "DiDPO (within)", "DiDPO (cover=call)", "DiDPO (within, cover=call)")
+
+
+def run_tiny(job: dict) -> dict:
+    """One tiny-LM training run (warm start, then RL until the batch success rate reaches the
+    threshold or the budget ends)."""
+    global _CACHE
+    if _CACHE is None:
+        _CACHE = GradeCache()
+    import torch
+
+    from code_gym.apps.tiny_lm import TinyLMConfig, TinyLMTrainer
+
+    torch.set_num_threads(1)
+    config = TinyLMConfig(estimator=job["estimator"], options=job["options"], updates=job["updates"],
+                          group_size=job["group_size"], seed=job["seed"], regions_per_step=job["regions_per_step"],
+                          verify=False)
+    started = time.monotonic()
+    trainer = TinyLMTrainer(job["task"], config, grade_cache=_CACHE, decisions=job["decisions"])
+    try:
+        history = trainer.run(until=job["threshold"])
+    finally:
+        trainer.close()
+    reached = next((s.update for s in history if s.update and s.success_rate >= job["threshold"]), None)
+    return {"kind": "train", "method": job["method"], "regions_per_step": job["regions_per_step"], "seed": job["seed"],
+            "reach": {job["task"].id: reached}, "episodes": trainer.episodes, "seconds": time.monotonic() - started,
+            "parameters": trainer.parameters, "sft_loss": [trainer.sft_losses[0], trainer.sft_losses[-1]],
+            "curve": [[s.update, s.success_rate if s.update else float("nan")] for s in history],
+            "parsed": [s.parsed for s in history[1:]]}
+
+
+def measure_tiny(methods: dict, seeds: int, updates: int, group_size: int, threshold: float, workers: int,
+                 regions_per_step: list[int], task_id: str = TINY_TASK, json_path: Path | None = None) -> dict:
+    """Every (method, K, seed) tiny-LM run on one task; results saved after each run."""
+    tasks, decisions, dropped = verified_candidates([task_id])
+    task = tasks[0]
+    every_k = list(regions_per_step)
+    jobs = [{"method": label, "estimator": name, "options": options, "seed": seed, "task": task,
+             "decisions": decisions[task.id], "updates": updates, "group_size": group_size, "threshold": threshold,
+             "regions_per_step": k}
+            for seed in range(seeds) for k in every_k for label, (name, options) in methods.items()]
+    started = time.monotonic()
+    data = {"tasks": [task.id], "regions": {task.id: [d.labels for d in decisions[task.id]]}, "dropped": dropped,
+            "seeds": seeds, "updates": updates, "group_size": group_size, "threshold": threshold, "workers": workers,
+            "seconds": 0.0, "methods": list(methods), "outcome_only": [], "regions_per_step": every_k, "runs": [],
+            "jobs": len(jobs), "curve_label": "batch success rate"}
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        for n, out in enumerate(pool.imap_unordered(run_tiny, jobs), 1):
+            print(f"[{n}/{len(jobs)}] tiny LM {out['method']} K={k_label(out['regions_per_step'])} seed {out['seed']}: "
+                  f"reached at {out['reach'][task.id]} ({out['episodes']} episodes, {out['seconds']:.0f}s)",
+                  file=sys.stderr, flush=True)
+            data["runs"].append(out)
+            data["seconds"] = time.monotonic() - started
+            if json_path is not None:
+                json_path.parent.mkdir(parents=True, exist_ok=True)
+                json_path.write_text(json.dumps(data))
+    return data
+
+
+def tiny_report(data: dict, analysis: str) -> str:
+    header, rows = summarise(data)
+    runs = data["runs"]
+    params = runs[0]["parameters"] if runs else 0
+    sft = np.array([r["sft_loss"] for r in runs]) if runs else np.zeros((0, 2))
+    parsed = np.mean([p for r in runs for p in r["parsed"]]) if runs else float("nan")
+    return (f"Tiny LM (`code_gym.apps.tiny_lm`, {params / 1e6:.2f} M parameters, byte-level BPE trained on the task's "
+            f"texts) on {data['tasks'][0]} ({'/'.join(str(len(x)) for x in data['regions'][data['tasks'][0]])} "
+            f"candidates per region): {data['seeds']} seeds, K = {', '.join(k_label(k) for k in data['regions_per_step'])}, "
+            f"G = {data['group_size']}, at most {data['updates']} updates after the warm start; {len(runs)} runs of "
+            f"{data['jobs']}, {data['seconds'] / 60:.1f} min. Success: the first update whose batch of G rollouts "
+            f"resolves at a rate >= {data['threshold']} (censored at {data['updates'] + 1}). Warm-start loss "
+            f"(mean over runs) {sft[:, 0].mean():.2f} -> {sft[:, 1].mean():.2f}; {parsed:.0%} of the sampled responses "
+            f"were exactly one of the candidate texts.\n\n{markdown_table(header, rows)}\n\n"
+            f"![tiny LM learning curves](img/learning_efficiency_tiny_lm.png)\n\n" + analysis)
+
+
 QUICK_TASK = "units-temperature"  # --quick: one small multi-region task (3 regions)
 
 
@@ -397,10 +474,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-json", help="re-render the docs from saved results instead of measuring")
     parser.add_argument("--analysis", help="a file with the analysis paragraph for the docs")
     parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--tiny-task", default=TINY_TASK)
+    parser.add_argument("--tiny-seeds", type=int, default=3)
+    parser.add_argument("--tiny-updates", type=int, default=20)
+    parser.add_argument("--tiny-methods", nargs="+", default=list(TINY_METHODS), choices=[*METHODS, *EXTRA_METHODS],
+                        metavar="LABEL")
+    parser.add_argument("--tiny-regions-per-step", type=int, nargs="+", default=[1, 2, 0], metavar="K")
+    parser.add_argument("--tiny-from-json", help="re-render the tiny-LM section from saved results")
+    parser.add_argument("--tiny-analysis", help="a file with the tiny-LM analysis for the docs")
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.quick:
         args.seeds, args.updates, args.diagnosis_batches, args.tasks = 2, 10, 2, [QUICK_TASK]
+        args.tiny_seeds, args.tiny_updates, args.tiny_regions_per_step = 2, 2, [1, 0]
+        args.tiny_methods = ["GRPO", "DiDPO (within)"]
         args.no_docs = True
     if args.part in ("branch", "both"):
         json_path = out / ("learning_efficiency_quick.json" if args.quick else "learning_efficiency.json")
@@ -419,6 +506,22 @@ def main(argv: list[str] | None = None) -> int:
             plot(data, ROOT / "docs" / "img" / "learning_efficiency.png")
             analysis = Path(args.analysis).read_text() if args.analysis else ANALYSIS
             write_section("learning efficiency", PREDICTION + "\n\n" + report(data, analysis))
+    if args.part in ("tiny-lm", "both"):
+        json_path = out / ("learning_efficiency_tiny_lm_quick.json" if args.quick else "learning_efficiency_tiny_lm.json")
+        if args.tiny_from_json:
+            data = json.loads(Path(args.tiny_from_json).read_text())
+        else:
+            every = {**METHODS, **EXTRA_METHODS}
+            data = measure_tiny({m: every[m] for m in args.tiny_methods}, args.tiny_seeds, args.tiny_updates,
+                                args.group_size, args.threshold, args.workers, args.tiny_regions_per_step,
+                                args.tiny_task, json_path=json_path)
+        header, rows = summarise(data)
+        print(markdown_table(header, rows))
+        plot(data, json_path.with_suffix(".png"), title="tiny LM")
+        if not args.no_docs:
+            plot(data, ROOT / "docs" / "img" / "learning_efficiency_tiny_lm.png", title="tiny LM")
+            analysis = Path(args.tiny_analysis).read_text() if args.tiny_analysis else ""
+            write_section("learning efficiency: tiny LM", tiny_report(data, analysis))
     return 0
 
 
