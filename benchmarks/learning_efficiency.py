@@ -388,7 +388,7 @@ def run_tiny(job: dict) -> dict:
     torch.set_num_threads(1)
     config = TinyLMConfig(estimator=job["estimator"], options=job["options"], updates=job["updates"],
                           group_size=job["group_size"], seed=job["seed"], regions_per_step=job["regions_per_step"],
-                          verify=False)
+                          verify=False, **({"sft_steps": job["sft_steps"]} if job.get("sft_steps") else {}))
     started = time.monotonic()
     trainer = TinyLMTrainer(job["task"], config, grade_cache=_CACHE, decisions=job["decisions"])
     try:
@@ -404,14 +404,15 @@ def run_tiny(job: dict) -> dict:
 
 
 def measure_tiny(methods: dict, seeds: int, updates: int, group_size: int, threshold: float, workers: int,
-                 regions_per_step: list[int], task_id: str = TINY_TASK, json_path: Path | None = None) -> dict:
+                 regions_per_step: list[int], task_id: str = TINY_TASK, json_path: Path | None = None,
+                 sft_steps: int | None = None) -> dict:
     """Every (method, K, seed) tiny-LM run on one task; results saved after each run."""
     tasks, decisions, dropped = verified_candidates([task_id])
     task = tasks[0]
     every_k = list(regions_per_step)
     jobs = [{"method": label, "estimator": name, "options": options, "seed": seed, "task": task,
              "decisions": decisions[task.id], "updates": updates, "group_size": group_size, "threshold": threshold,
-             "regions_per_step": k}
+             "regions_per_step": k, "sft_steps": sft_steps}
             for seed in range(seeds) for k in every_k for label, (name, options) in methods.items()]
     started = time.monotonic()
     data = {"tasks": [task.id], "regions": {task.id: [d.labels for d in decisions[task.id]]}, "dropped": dropped,
@@ -456,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", choices=["branch", "tiny-lm", "both"], default="both",
                         help="the built-in branch policy, the tiny LM, or both (default)")
     parser.add_argument("--quick", action="store_true",
-                        help=f"one task ({QUICK_TASK}), two seeds, small budgets; writes to --out only, never the docs")
+                        help=f"one task ({QUICK_TASK}; the tiny LM's {TINY_TASK}), two seeds, K = 1 and all, small "
+                        "budgets; writes to --out only, never the docs")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--updates", type=int, default=40, help="rollout budget: updates per run")
     parser.add_argument("--group-size", type=int, default=8)
@@ -480,13 +482,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny-methods", nargs="+", default=list(TINY_METHODS), choices=[*METHODS, *EXTRA_METHODS],
                         metavar="LABEL")
     parser.add_argument("--tiny-regions-per-step", type=int, nargs="+", default=[1, 2, 0], metavar="K")
+    parser.add_argument("--tiny-sft-steps", type=int, help="warm-start steps (default: TinyLMConfig's)")
     parser.add_argument("--tiny-from-json", help="re-render the tiny-LM section from saved results")
     parser.add_argument("--tiny-analysis", help="a file with the tiny-LM analysis for the docs")
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.quick:
         args.seeds, args.updates, args.diagnosis_batches, args.tasks = 2, 10, 2, [QUICK_TASK]
-        args.tiny_seeds, args.tiny_updates, args.tiny_regions_per_step = 2, 2, [1, 0]
+        args.regions_per_step = [1, 0]
+        args.tiny_seeds, args.tiny_updates, args.tiny_regions_per_step, args.tiny_sft_steps = 2, 1, [0], 10
         args.tiny_methods = ["GRPO", "DiDPO (within)"]
         args.no_docs = True
     if args.part in ("branch", "both"):
@@ -514,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
             every = {**METHODS, **EXTRA_METHODS}
             data = measure_tiny({m: every[m] for m in args.tiny_methods}, args.tiny_seeds, args.tiny_updates,
                                 args.group_size, args.threshold, args.workers, args.tiny_regions_per_step,
-                                args.tiny_task, json_path=json_path)
+                                args.tiny_task, json_path=json_path, sft_steps=args.tiny_sft_steps)
         header, rows = summarise(data)
         print(markdown_table(header, rows))
         plot(data, json_path.with_suffix(".png"), title="tiny LM")

@@ -98,7 +98,7 @@ def test_one_update_end_to_end(trainer):
 def test_cli_trains_the_tiny_lm_and_writes_its_outputs(tmp_path):
     task = next(t for t in bundled_tasks() if t.id == TASK)
     code = main(["train", "--policy", "tiny-lm", "--estimator", "didpo", "--tasks", str(task.root), "--updates", "1",
-                 "-G", "2", "--regions-per-step", "0", "--out", str(tmp_path)])
+                 "-G", "2", "--regions-per-step", "0", "--warm-start-steps", "5", "--out", str(tmp_path)])
     assert code == 0
     rows = (tmp_path / "curves.csv").read_text().splitlines()
     assert rows[0].startswith("run,update") and len(rows) == 3
