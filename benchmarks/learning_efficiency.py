@@ -70,6 +70,14 @@ them; the quick run's numbers had been seen, not the full run's):
    closest is DiDPO (within, cover=call).
 6. Tiny LM: with 3 seeds and a small budget, no method is distinguishable from GRPO; few runs, if
    any, reach 90% success."""
+SCALE = """Advantage scale, one rule for every method: each estimator computes its advantages with its
+own defaults (GRPO (r - mean) / std; GiGPO its episode and step terms; DiDPO A^E (r - mean) plus
+lambda A^D on covered tokens), and then, per task and update, the advantages at the branch tokens are
+divided by their std (`code_gym.apps.train.whiten`, no centring; the tiny LM: the batch's response-token
+advantages divided by their std, then Adam). So every method takes steps of the same overall size and
+differs only in where it puts credit and with which sign. Why: DiDPO's A^D adds magnitude, and the
+earlier sensitivity run (below) showed that the sign of the DiDPO-GRPO gap flips with the scale; in
+LLM training Adam's step normalisation plays this part."""
 ANALYSIS = """**Result (written after measuring): DiDPO did not learn faster on this testbed; GRPO and GiGPO
 did at least as well.** Median updates per task: GiGPO 15, GRPO 16, DiDPO (reference) 19, DiDPO
 (contrast) 21, contrast with exact groups 21. The interquartile ranges overlap, and the spread over
@@ -509,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_docs:
             plot(data, ROOT / "docs" / "img" / "learning_efficiency.png")
             analysis = Path(args.analysis).read_text() if args.analysis else ANALYSIS
-            write_section("learning efficiency", PREDICTION + "\n\n" + report(data, analysis))
+            write_section("learning efficiency", PREDICTION + "\n\n" + SCALE + "\n\n" + report(data, analysis))
     if args.part in ("tiny-lm", "both"):
         json_path = out / ("learning_efficiency_tiny_lm_quick.json" if args.quick else "learning_efficiency_tiny_lm.json")
         if args.tiny_from_json:
