@@ -78,44 +78,51 @@ advantages divided by their std, then Adam). So every method takes steps of the 
 differs only in where it puts credit and with which sign. Why: DiDPO's A^D adds magnitude, and the
 earlier sensitivity run (below) showed that the sign of the DiDPO-GRPO gap flips with the scale; in
 LLM training Adam's step normalisation plays this part."""
-ANALYSIS = """**Result (written after measuring): DiDPO did not learn faster on this testbed; GRPO and GiGPO
-did at least as well.** Median updates per task: GiGPO 15, GRPO 16, DiDPO (reference) 19, DiDPO
-(contrast) 21, contrast with exact groups 21. The interquartile ranges overlap, and the spread over
-seeds (the update at which the last of the six tasks got there goes from 16 to more than 40 within
-one method) is larger than any gap. The contrast variants also left more tasks unsolved within the
-budget (7-8 of 30 against 4), mostly mdtable-column-alignment, the task with the most wrong
-variants. The prediction was right about GiGPO and the contrast baseline, and too kind to DiDPO's
-reference baseline (19% slower than GRPO, not within 15%).
+ANALYSIS = """What was run (a reduced configuration: the machine's load average was about 15, seven
+other helpers sharing its 2 cores, and a full-size training run took 5 minutes): 3 of the 6
+multi-region tasks (the three with the most wrong variants), 2 seeds instead of 5, at most 30
+updates instead of 40, K = 1 and K = all; K = 2 only in the diagnosis below (which covers all six
+tasks at K = 1, 2 and all). The first attempt at the full configuration (6 tasks, 5 seeds, K = 1, 2,
+all) was stopped after its diagnosis and one training run.
 
-Why, from the diagnosis table:
+**Result (written after measuring): DiDPO is not faster than GRPO at any K, and the goal (90%
+success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant.** At K = all the closest
+is DiDPO (reference) at 1.06x GRPO's median updates per task; the within-anchor contrast is at
+0.94x at K = 1 and 1.20x at K = all; with two seeds, gaps under about 25% are inside the spread
+(the per-seed columns). GiGPO at K = all is GRPO exactly (same numbers, same seeds): with every
+region in one step its step term has nothing to compare.
 
-1. Most of the learning is the choice to edit a region at all, made at the tool-name token. No diff
-   covers that token, so DiDPO gives it A^E alone, like GRPO: the ranking there is the same for
-   every estimator (AUC 0.57).
-2. Inside edits, DiDPO's diff credit ranks right above wrong no better than the episode advantage
-   (AUC 0.631 with the reference baseline, 0.615 with the contrast, 0.632 for GRPO). With the
-   default similarity 0.8 a right edit and its one-token mutation fall into one anchor, so the
-   contrast baseline adds the same value to both (noise), and the reference baseline adds the
-   return centred over that anchor's makers, which mostly repeats A^E. With exact groups
-   (similarity 1.0) a mutation made by a single rollout forms no group and gets no anchor, so the
-   contrast gets no better.
-3. DiDPO's extra credit raises the scale of a batch's advantages (mean |A| inside edits 1.00 against
-   0.83). After normalisation (here per-task whitening; in LLM training Adam's step normalisation
-   plays that part) the tool-name tokens, where this testbed's bottleneck is, get smaller steps
-   (mean |A| 0.61 against 0.81, right-minus-wrong gap +0.21 against +0.28).
+Against the prediction: right that GRPO runs once, that GiGPO becomes GRPO at K = all, and that
+the goal is not met; wrong about the within-anchor contrast (predicted 0.8x, measured 0.94x at
+K = 1 and 1.20x at K = all) and about the within + cover="call" combination (predicted the closest,
+0.75x; measured 1.14x at both K); DiDPO (reference) and (contrast) were slower at K = 1 than the
+predicted 15% (1.26x, 1.40x).
 
-Sensitivity (`--no-whiten --methods GRPO "DiDPO (reference, std-normalised)" "DiDPO (reference)"`,
-same seeds and budget, 4.5 min): without whitening, DiDPO with `mode="mean_std_norm"` (the same A^E
-scale as GRPO) needed 16 updates per task (median, IQR 12-23) against GRPO's 19 (14-24), but left
-6 of 30 tasks unsolved against GRPO's 2; DiDPO at its default `mean_norm` scale took steps so small
-that only 4 of 30 tasks got there. So the sign of the gap depends on how advantages are scaled, and
-no setting gave DiDPO a robust advantage here.
+Why, from the diagnosis table (it barely changes with K):
 
-What this says: DiDPO's premise, that credit placed on the changed lines tells which edit mattered,
-needs rollouts that make different, dissimilar edits to the same region, as samples of a language
-model do. In this policy the decisive choices are whether to edit (tokens no diff covers) and
-between near-duplicate edits (which DiDPO groups together), so its extra credit mostly adds scale
-and noise. The demo's report (`make demo`) shows the same thing line by line."""
+1. The bottleneck is still the choice to edit a region at all, made at the tool-name token. Every
+   estimator ranks right above wrong there at AUC 0.567 (A^E alone), except those with
+   cover="call", which are worse (0.535-0.564): the call's span gives the tool name the A^D of
+   whichever variant the rollout wrote, right or wrong, which is not the credit of editing at all.
+2. Inside edits, the within-anchor contrast does separate variants better than any other rule
+   (AUC 0.688 at K = 1 against 0.637 for GRPO and the reference baseline; mean gap right - wrong
+   +0.83 against +0.48; on one task with few variants, the quick run, 0.97-1.00). It is far from 1
+   on six tasks because each variant is made by 1-3 of the 8 rollouts and their outcomes also
+   depend on every other region.
+3. Under a common step size (whitening per task), the sharper in-edit credit costs step size at the
+   tool name: mean |A| there 0.57 for DiDPO (within) against 0.81 for GRPO, gap +0.19 against
+   +0.26. The tool-name decision is where the policy has most to learn, so the trade loses.
+4. Packing the regions does not hand DiDPO an advantage here, because no estimator in this
+   comparison except GiGPO used step-level credit to begin with: GRPO gives every token A^E at any
+   K, and DiDPO's anchors are per hunk whatever the packing. K only removes GiGPO's step term.
+
+What would help, by the diagnosis: credit for the edit-or-view choice itself. A view writes no
+diff, so DiDPO never measures "edited this region vs left it": an occurrence for an untouched region
+(the reference's lines left as they were) would let the contrast reach the tool-name token with
+the effect of editing at all. Second, keep A^D from shrinking A^E's step: normalise A^E alone and add
+A^D at a fixed fraction of its scale (lambda < 1), or normalise the two separately. Third, larger
+groups per task, so that each variant inside an anchor is made by enough rollouts for its mean to
+mean something."""
 _CACHE: GradeCache | None = None
 
 
@@ -373,7 +380,9 @@ def report(data: dict, analysis: str, image: str = "img/learning_efficiency.png"
             f"its K = 1 runs stand for every K (same seeds, same samples). The curves are the mean over the tasks of "
             f"P(resolve); a task stops training once it gets there, so they level off below 1.\n\n"
             f"![learning curves]({image})\n\n"
-            + (f"Where the credit lands (batches of the untrained policy played at each K, G = {data['group_size']}, "
+            + (f"Where the credit lands ({len(data.get('diagnosis_tasks', data['tasks']))} tasks: "
+               f"{', '.join(data.get('diagnosis_tasks', data['tasks']))}; 12 batches of the untrained policy played at each K, "
+               f"G = {data['group_size']}, "
                f"advantages whitened per task as in training; AUC: the chance that a way leading to the reference "
                f"gets a higher advantage than one leading away):\n\n{diagnosis}" if diagnosis else "")
             + analysis)
