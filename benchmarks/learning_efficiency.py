@@ -463,6 +463,13 @@ def tiny_report(data: dict, analysis: str) -> str:
             f"resolves at a rate >= {data['threshold']} (censored at {data['updates'] + 1}). Warm-start loss "
             f"(mean over runs) {sft[:, 0].mean():.2f} -> {sft[:, 1].mean():.2f}; {parsed:.0%} of the sampled responses "
             f"were exactly one of the candidate texts.\n\n{markdown_table(header, rows)}\n\n"
+            f"Per run (success rate and share of responses that were exactly a candidate text, per update):\n\n"
+            + markdown_table(["method", "K", "seed", "warm-start loss", "success rate per update", "exact candidates per update"],
+                             [[r["method"], k_label(r["regions_per_step"]), str(r["seed"]),
+                               f"{r['sft_loss'][0]:.2f} -> {r['sft_loss'][1]:.2f}",
+                               " ".join(f"{c[1]:.2f}" for c in r["curve"][1:]), " ".join(f"{p:.2f}" for p in r["parsed"])]
+                              for r in sorted(runs, key=lambda r: (r["method"], r["regions_per_step"], r["seed"]))])
+            + "\n\n"
             f"![tiny LM learning curves](img/learning_efficiency_tiny_lm.png)\n\n" + analysis)
 
 
