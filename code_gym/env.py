@@ -12,6 +12,7 @@ from code_gym.prompt import initial_prompt, integrity_note, step_observation
 from code_gym.provenance import READ_ONLY_TOOLS, Transition, attribute, call_provenance
 from code_gym.hints import reference_hint
 from code_gym.rewards import make_reward, sampled_response, total
+from code_gym.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.spaces import AnyText
 from code_gym.task import Task, bundled_tasks, load_task_dir, resolve_task
@@ -119,7 +120,8 @@ class CodeRepoEnv(gym.Env):
         self.ws = Workspace(self.task.repo, strategy=self.workspace_strategy, git=True, disk_quota=self.disk_quota)
         limits = Limits(timeout=self.task.timeouts.command, max_output=self.max_output)
         mask = (self.task.root,) if self.task.root else ()
-        sandbox = make_sandbox(self.isolation, self.ws.root, limits, mask=mask, image=self.task.image)
+        sandbox = make_sandbox(self.isolation, self.ws.root, limits, mask=mask, image=self.task.image,
+                               python_env=task_runtime(self.task))
         self.ctx = ToolContext(self.ws.root, sandbox, self.task.visible_tests, self.task.test_command,
                                self.task.timeouts.command, self.task.timeouts.tests)
         self.steps = 0

@@ -37,6 +37,7 @@ from code_gym import integrity
 from code_gym.file_policy import apply_changes, guarded_keys, lay_hidden_tests
 from code_gym.integrity import Finding
 from code_gym.reference import reference_test_ids
+from code_gym.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.hostfs import owned_prefix
 from code_gym.task import Task
@@ -196,7 +197,8 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
             at = secrets.randbelow(len(selected) + 1)
             selected = (*selected[:at], planted.path, *selected[at:])
         sandbox = make_sandbox(isolation, copy.root, limits or Limits(timeout=task.timeouts.tests),
-                               mask=(task.root,) if task.root else (), image=task.image)
+                               mask=(task.root,) if task.root else (), image=task.image,
+                               python_env=task_runtime(task))
         binds = {results: RESULTS_DIR}
         junit = f"{sandbox.inside(results, binds)}/junit.xml"
         # with the graded ids known, a file that fails to collect fails only its own tests

@@ -17,6 +17,7 @@ from unidiff import PatchSet
 
 from code_gym.task import Task
 from code_gym.reference import reference_changes
+from code_gym import pysource
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def _enclosing(source: bytes | None, lines: list[int]) -> str:
     if not source or not lines:
         return ""
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except (SyntaxError, ValueError, RecursionError):
         return ""
     low, high = min(lines), max(lines)

@@ -26,6 +26,7 @@ from importlib import metadata
 from code_gym.constfold import Folder
 from code_gym.file_policy import CONFTEST, grader_owned
 from code_gym.task import Task
+from code_gym import pysource
 
 RULES: dict[str, str] = {
     "protected-path": "changes a test file or a path the task protects",
@@ -224,7 +225,7 @@ def _code_findings(path: str, old: bytes | None, new: bytes, task: Task) -> list
 
 
 def _scan(source: bytes, path: str, task: Task) -> list[Finding]:
-    tree = ast.parse(source, filename=path)
+    tree = pysource.parse(source, filename=path)
     visitor = _Visitor(path, _test_words(task))
     visitor.visit(tree)
     visitor.finish()
@@ -734,7 +735,7 @@ class _Visitor(ast.NodeVisitor):
 
     def _audit_payload(self, node: ast.Call, source: str | bytes) -> None:
         try:
-            tree = ast.parse(source)
+            tree = pysource.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return
         inner = _Visitor(self.path, (self.test_components, self.test_substrings))

@@ -5,9 +5,14 @@ so every changed line of the step's diff is attributed to the call that made it 
 Its characters in the action (`provenance`, added lines) are the written text where the line
 appears in that call: the editor tools' `new_str` / `file_text`, or for `bash` a heredoc body, a
 quoted string (printf, echo), a Python string literal inside a `python -c` script or heredoc,
-with shell, printf and Python escapes decoded and JSON escapes mapped back; otherwise the call's
-edit argument (a partial-line `new_str`) or its command (`sed`). Each call's span (`calls`) and its
-edit arguments (`edits`) are reported too; `credit.Step` takes all four (docs/credit.md).
+with shell, printf and Python escapes decoded and JSON escapes mapped back. A line written
+nowhere as a line (a partial-line `new_str`, a computed line) gets no span: credit places it on
+its call's edit argument through `line_calls`. Each call's span (`calls`) and its
+edit arguments (`edits`) are reported too; `credit.Step` takes all four (docs/credit.md). A call's
+edit arguments of a kind are the texts that hold its lines of that kind: `new_str` / `file_text`
+(added), `old_str` (deleted); for `bash` the bodies that hold them (a heredoc, a script's old and new string), or the
+whole command when some line of that kind is in none (`sed`, a computed line). credit searches a
+deleted line only inside its call's deleted edit arguments.
 """
 from __future__ import annotations
 
@@ -167,12 +172,35 @@ def _python_strings(body: Body) -> list[Body]:
         pos = max(nxt, start + 1)
 
 
+_SED_RE = re.compile(r"s([/|#,:@!])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1[gIip0-9]*;?$", re.S)
+
+
+def _sed_parts(body: Body) -> list[Body]:
+    """A quoted `s/old/new/` sed expression's old text and new text, backslash escapes decoded
+    (the text a deleted line held, and what it became)."""
+    m = _SED_RE.fullmatch(body.text.strip())
+    if m is None:
+        return []
+    lead = len(body.text) - len(body.text.lstrip())
+    out = []
+    for g in (2, 3):
+        text, offsets, i, end = [], [], lead + m.start(g), lead + m.end(g)
+        while i < end:
+            k = i + 1 if body.text[i] == "\\" and i + 1 < end else i
+            text.append(body.text[k]), offsets.append(body.offsets[i])
+            i = k + 1
+        offsets.append(body.offsets[end])
+        out.append(Body("".join(text), offsets, (body.offsets[lead + m.start(g)], body.offsets[end])))
+    return out
+
+
 def bash_bodies(command: str) -> list[Body]:
     """The texts a bash command may write from its own characters, most literal first: heredoc
-    bodies, quoted words, then the same with printf / Python escapes decoded, then the string
-    literals of Python code in them."""
+    bodies, quoted words, the old and new texts of `s/old/new/` sed expressions, then the same
+    with printf / Python escapes decoded, then the string literals of Python code in them."""
     heredocs, skip = _heredocs(command)
     first = heredocs + _shell_strings(command, skip)
+    first += [part for b in first for part in _sed_parts(b)]
     out = list(first)
     out += [b for b in map(_escaped, first) if b is not None]
     for b in first:
@@ -290,6 +318,14 @@ class _CallText:
                     table[key].append(span)
             self.body_of.setdefault(span, outer)
 
+    def holder(self, text: str) -> tuple[int, int] | None:
+        """The edit argument (a quoted string, a heredoc body) that holds a line of this text, if any."""
+        for table, key in ((self.exact, text.rstrip()), (self.stripped, text.strip())):
+            queue = table.get(key)
+            if queue:
+                return self.body_of.get(queue[0])
+        return None
+
     def locate(self, text: str) -> tuple[tuple[int, int], tuple[int, int] | None]:
         """(the span of an added line of this text, the edit argument holding it or None)."""
         for table, key in ((self.exact, text.rstrip()), (self.stripped, text.strip())):
@@ -308,6 +344,7 @@ def call_provenance(calls: list[ToolCall], diffs: list[FileDiff],
     by_line = {(p, kind, n): c for p, kind, n, c in line_calls}
     provenance: list[dict] = []
     held: dict[int, list[tuple[int, int]]] = defaultdict(list)  # call -> bodies that wrote its lines
+    loose: set[tuple[int, str]] = set()  # (call, kind) with a line no body holds: its edit is the command
     kinds: dict[int, set[str]] = defaultdict(set)
     for p, kind, _, c in line_calls:
         kinds[c].add(kind)
@@ -317,19 +354,36 @@ def call_provenance(calls: list[ToolCall], diffs: list[FileDiff],
             if c is None or c >= len(texts):
                 continue
             span, outer = texts[c].locate(text) if text.strip() else ((texts[c].fallback[0],) * 2, None)
+            if outer is None and text.strip():
+                # not written as a line (sed, a computed line): no span; credit places it on the
+                # call's edit argument (`edits`) through `line_calls`, below the lines' own spans
+                loose.add((c, "added"))
+                continue
             if outer is not None and outer not in held[c]:
                 held[c].append(outer)
             provenance.append({"path": diff.path, "line": n, "start": span[0], "end": span[1]})
+    # the bodies of a bash call that hold the text of lines it deleted (a Python script's old string)
+    held_deleted: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for diff in diffs:
+        for n, text in diff.removed:
+            c = by_line.get((diff.path, "deleted", n))
+            if c is None or c >= len(texts) or calls[c].name in EDITOR_ARGS or not text.strip():
+                continue
+            outer = texts[c].holder(text)
+            if outer is None:
+                loose.add((c, "deleted"))
+            elif outer not in held_deleted[c]:
+                held_deleted[c].append(outer)
     edits: list[tuple[int, str, int, int]] = []
     for k, (call, ct) in enumerate(zip(calls, texts)):
         edits += ct.edits
         if call.name in EDITOR_ARGS:
             continue
-        # bash and other tools: the bodies that wrote lines, else the command, for each kind it changed
-        if "added" in kinds[k]:
-            edits += [(k, "added", *b) for b in held[k]] or [(k, "added", *ct.fallback)]
-        if "deleted" in kinds[k]:
-            edits.append((k, "deleted", *ct.fallback))
+        # bash and other tools: the bodies that wrote (held) lines, else the command, for each kind it changed
+        for kind, bodies in (("added", held[k]), ("deleted", sorted(held_deleted[k]))):
+            if kind in kinds[k]:
+                whole = (k, kind) in loose or not bodies
+                edits += [(k, kind, *ct.fallback)] if whole else [(k, kind, *b) for b in bodies]
     return {
         "calls": [{"start": c.span[0], "end": c.span[1]} if c.span else {"start": 0, "end": 0} for c in calls],
         "edits": [{"call": c, "kind": kd, "start": s, "end": e} for c, kd, s, e in edits],

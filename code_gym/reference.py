@@ -12,6 +12,7 @@ from pathlib import Path
 
 from code_gym.file_policy import apply_changes, lay_hidden_tests
 from code_gym.hostfs import cache_root, read_entry, walk
+from code_gym.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.task import Task, TaskError
 from code_gym.workspace import Workspace
@@ -93,7 +94,8 @@ def _collect_reference(task: Task, isolation: str) -> tuple[str, ...] | None:
         apply_changes(task, copy.root, changes)
         lay_hidden_tests(task, copy.root)
         sandbox = make_sandbox(isolation, copy.root, Limits(timeout=task.timeouts.tests),
-                               mask=(task.root,) if task.root else (), image=task.image)
+                               mask=(task.root,) if task.root else (), image=task.image,
+                               python_env=task_runtime(task))
         files = " ".join(shlex.quote(t) for t in task.visible_tests + task.hidden_tests)
         try:
             run = sandbox.exec(f"{task.test_command} --collect-only -q -p no:cacheprovider {files}",

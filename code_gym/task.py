@@ -2,6 +2,8 @@
 reference patch. See docs/tasks.md for the format."""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import posixpath
 import re
@@ -23,6 +25,37 @@ class Timeouts:
     tests: float = 60.0
 
 
+# what every environment holds besides a project's requirements: the grader and the builder run pytest
+# (its junit XML) and the builder's baseline runs coverage
+BASE_REQUIREMENTS = ("pytest>=8,<10", "coverage>=7")
+ENV_FORMAT = "1"  # bump when the way environments are built changes: every key changes with it
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """The environment a task's commands run with (task.toml [environment]): the project's
+    requirements on one interpreter. Its key (a hash of both) names the cached build."""
+    requirements: tuple[str, ...]  # PEP 508 strings, sorted; BASE_REQUIREMENTS are added at build
+    python: str  # the interpreter the virtualenv is made from
+    python_version: str
+    # requirements without a wheel may be built from sdists, in a sandbox with the network (how the
+    # environment is built, not what it holds: not part of the key)
+    sdists: bool = False
+
+    @property
+    def install_set(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.requirements) | set(BASE_REQUIREMENTS)))
+
+    @property
+    def key(self) -> str:
+        text = json.dumps([ENV_FORMAT, self.python, self.python_version, self.install_set])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def as_manifest(self) -> dict:
+        return {"key": self.key, "python": self.python, "python_version": self.python_version,
+                "requirements": list(self.requirements), **({"sdists": True} if self.sdists else {})}
+
+
 @dataclass(frozen=True)
 class Task:
     id: str
@@ -41,6 +74,7 @@ class Task:
     fail_to_pass: tuple[str, ...] = ()
     pass_to_pass: tuple[str, ...] = ()
     image: str | None = None  # container image for the Docker backend (None: the default image)
+    environment: EnvSpec | None = None  # the virtualenv tests and commands run with (None: code-gym's own Python)
 
     def is_protected(self, path: str) -> bool:
         """True when `path` (relative to the repo root) lies under a protected prefix or is a test file."""
@@ -83,6 +117,27 @@ def _node_ids(data: dict, key: str, where: Path) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise TaskError(f"{where}: field '{key}' must be a list of pytest node ids (\"tests/test_x.py::test_y\")")
     return value
+
+
+def _environment(data: dict, where: Path) -> EnvSpec | None:
+    table = data.get("environment")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise TaskError(f"{where}: [environment] must be a table (python, python_version, requirements)")
+    python, version = table.get("python"), table.get("python_version")
+    requirements = table.get("requirements", [])
+    if not isinstance(python, str) or not python or not isinstance(version, str) or not version:
+        raise TaskError(f"{where}: [environment] needs 'python' (an interpreter path) and 'python_version'")
+    if not isinstance(requirements, list) or not all(isinstance(r, str) and r for r in requirements):
+        raise TaskError(f"{where}: [environment] 'requirements' must be a list of PEP 508 strings")
+    if not isinstance(table.get("sdists", False), bool):
+        raise TaskError(f"{where}: [environment] 'sdists' must be true or false")
+    spec = EnvSpec(tuple(sorted(set(requirements))), python, version, table.get("sdists", False))
+    if "key" in table and table["key"] != spec.key:
+        raise TaskError(f"{where}: [environment] key {table['key']!r} does not match its requirements and python "
+                        f"({spec.key}): the table was edited; remove 'key' or restore the requirements")
+    return spec
 
 
 def load_task(folder: str | Path) -> Task:
@@ -142,6 +197,7 @@ def load_task(folder: str | Path) -> Task:
     if image is not None and (not isinstance(image, str) or not image):
         raise TaskError(f"{manifest}: field 'image' must be a non-empty string (a container image name)")
     return Task(
+        environment=_environment(data, manifest),
         id=task_id,
         statement=statement,
         repo=repo,

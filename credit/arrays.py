@@ -40,6 +40,8 @@ def token_advantages(
     calls: Optional[Sequence[Any]] = None,
     edits: Optional[Sequence[Any]] = None,
     line_calls: Optional[Sequence[Any]] = None,
+    token_ids: Optional[Sequence[Any]] = None,
+    logprobs: Optional[Sequence[Any]] = None,
     rows: Any = None,
     token_spans: Any = None,
     return_result: bool = False,
@@ -63,6 +65,10 @@ def token_advantages(
       observations: optional (S,) observations (GiGPO's anchor states).
       calls, edits, line_calls: optional (S,) per-step tool-call spans, edit-argument spans and
         changed-line calls (see `credit.Step`; DiDPO's cover="call" / "edit").
+      token_ids, logprobs: optional (S,) per-step sampled token ids and their sampling logprobs,
+        one per response token of the step: checked against its tokens and handed to the
+        estimator on its `credit.Step`s (an estimator function may use them; the built-in ones
+        do not).
       rows: (S,) batch row of each step; default arange(S) (one row per step, S == B).
       token_spans: optional (S, 2) [start, end) token positions of each step in its row; default:
         the row's masked positions.
@@ -77,7 +83,8 @@ def token_advantages(
     if mask.ndim != 2:
         raise ValueError(f"response_mask must be [batch, seq], got shape {mask.shape}")
     per_step = {"actions": actions, "diffs": diffs, "token_offsets": token_offsets, "provenance": provenance,
-                "observations": observations, "calls": calls, "edits": edits, "line_calls": line_calls}
+                "observations": observations, "calls": calls, "edits": edits, "line_calls": line_calls,
+                "token_ids": token_ids, "logprobs": logprobs}
     traj_codes, _ = group_codes(trajectory_ids)
     n = traj_codes.shape[0]
     for name, values in per_step.items():
@@ -171,12 +178,15 @@ def _step(s: int, per_step: dict[str, Any], reward: float, n_tokens: int) -> Ste
         return default if values is None else values[s]
 
     offsets = get_("token_offsets")
-    if offsets is not None and len(offsets) != n_tokens:
-        raise ValueError(f"step {s}: {len(offsets)} token_offsets but {n_tokens} response tokens in its "
-                         "row/span: they must be the same tokens")
+    for name in ("token_offsets", "token_ids", "logprobs"):
+        values = get_(name)
+        if values is not None and len(values) != n_tokens:
+            raise ValueError(f"step {s}: {len(values)} {name} but {n_tokens} response tokens in its "
+                             "row/span: they must be the same tokens")
     return Step(action=get_("actions", ""), diff=get_("diffs", ""), reward=reward, token_offsets=offsets,
                 provenance=get_("provenance"), observation=get_("observations"), calls=get_("calls"),
-                edits=get_("edits"), line_calls=get_("line_calls"))
+                edits=get_("edits"), line_calls=get_("line_calls"), token_ids=get_("token_ids"),
+                logprobs=get_("logprobs"))
 
 
 def _task_id(gid: Any) -> Union[str, int]:

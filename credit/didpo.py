@@ -39,6 +39,7 @@ from credit._util import csr_pointers, ranges, segment_starts
 from credit.anchors import select_anchors
 from credit.baselines import within_anchor_contrast
 from credit.episode import check_mode
+from credit.offsets import OffsetsError, token_windows
 from credit.grouping import cluster_units
 from credit.text import Contents, line_table, marker_code
 from credit.project import (line_calls, locate_blocks, occurrence_spans, project_steps, provenance_spans,
@@ -101,8 +102,11 @@ def didpo(
       cover: which characters an occurrence credits: "lines" (its changed lines' text), "edit"
         (the whole edit argument holding each line, `Step.edits`: new_str, file_text, a heredoc
         body, as the reference's snippet credit) or "call" (the whole tool call, tool name
-        included, `Step.calls`). A line no edit argument or call holds, and that `Step.line_calls`
-        attributes to none, keeps its own span.
+        included, `Step.calls`). Each line's own text is credited first; the argument or call
+        only fills the tokens no own text covers. With "lines", a line whose text is not in the
+        action (a sed edit, a computed line) takes the edit argument of its call
+        (`Step.line_calls`, `Step.edits`) that way. A line no edit argument or call holds, and
+        that `Step.line_calls` attributes to none, keeps its own span.
 
     Returns:
       credit.Result; result.steps.diff_* list every anchor occurrence with its A^D.
@@ -332,22 +336,44 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     steps = [table.steps[r] for r in rows.tolist()]
     # the batch's flat arrays, not one SubDiffs per row (building those costs more than the search)
     batch, diff_of_row = units.batch, units.diff_of_row
-    line_spans, line_step, line_block = _line_spans(steps, batch, diff_of_row[rows])
-    if cover != "lines":
-        line_spans, line_block = _covered_spans(cover, steps, batch, diff_of_row[rows], line_spans, line_step), None
+    line_spans, line_step, line_block, call = _line_spans(steps, batch, diff_of_row[rows])
     lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
     member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
     member_line = units.lines[ranges(lo, hi)] - units.line_base[rows[member_step]] + first_line[member_step]
-    spans, owner, span_step = occurrence_spans([s.action for s in steps], line_spans, line_step, member_line,
-                                               np.repeat(np.arange(occ.shape[0]), hi - lo), line_block)
-    # validated offsets are int64 arrays or tensors; `Step.offsets` converts the tensors
-    offsets = [token_offsets[r] if isinstance(token_offsets[r], np.ndarray) else table.steps[r].offsets
-               for r in rows.tolist()]
-    token_extra, covered = project_steps(offsets, spans, span_step, value[occ[owner]],
-                                         selection.gs[anchor[occ[owner]]].astype(np.float64))
-    cut = np.cumsum([0] + [o.shape[0] for o in offsets]).tolist()
-    extra = {r: token_extra[a:b] for r, a, b in zip(rows.tolist(), cut[:-1], cut[1:])}
+    member_occ = np.repeat(np.arange(occ.shape[0]), hi - lo)
+    # layers, by occurrence id + level * n: the lines' own spans (level 0), below them the edit
+    # argument or call that made a line with no span of its own (1), then the argument or call
+    # holding a placed line (2); so every anchor keeps the tokens of its own lines, and a line
+    # written nowhere keeps its argument's other tokens
+    actions = [s.action for s in steps]
+    n_occ = occ.shape[0]
+    if cover != "lines":
+        wide = _covered_spans(cover, steps, batch, diff_of_row[rows], line_spans, line_step, call)
+        level = np.where(line_spans[member_line, 0] >= 0, 2, 1)
+        layers = [occurrence_spans(actions, line_spans, line_step, member_line, member_occ, line_block),
+                  occurrence_spans(actions, wide, line_step, member_line, member_occ + level * n_occ)]
+        spans, owner, span_step = (np.concatenate(parts) for parts in zip(*layers))
+    else:
+        if call is not None:  # a line with no text span of its own goes to its edit argument, below
+            line_spans, fallback = _unplaced_to_edits(steps, batch, diff_of_row[rows], line_spans, line_step, call)
+            member_occ = np.where(fallback[member_line], member_occ + n_occ, member_occ)
+        spans, owner, span_step = occurrence_spans(actions, line_spans, line_step, member_line, member_occ,
+                                                   line_block)
+    level, owner = np.divmod(owner, max(n_occ, 1))
+    priority = selection.gs[anchor[occ[owner]]].astype(np.float64)
+    # below every span of a line's own text: an edit argument or call credits the tokens no line holds
+    priority -= level * (priority.max(initial=0.0) + 1.0)
+    windows = _token_windows(table, rows, [token_offsets[r] for r in rows.tolist()], spans, span_step)
+    token_extra, covered = project_steps([w[1] for w in windows], spans, span_step, value[occ[owner]], priority)
+    cut = np.cumsum([0] + [w[1].shape[0] for w in windows]).tolist()
+    extra = {}
+    for r, (index, _), a, b in zip(rows.tolist(), windows, cut[:-1], cut[1:]):
+        if index is None:
+            extra[r] = token_extra[a:b]
+        else:  # tokens outside the windows are covered by no span
+            extra[r] = np.zeros(len(token_offsets[r]))
+            extra[r][index] = token_extra[a:b]
     n_tokens = sum(map(len, [o for o in token_offsets if o is not None]))
     n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
     return extra, {
@@ -356,11 +382,24 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     }
 
 
-def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _token_windows(table: StepTable, rows: np.ndarray, offsets: list, spans: np.ndarray, span_step: np.ndarray):
+    """`token_windows` of the projected rows, bad offsets reported with their trajectory and step."""
+    try:
+        return token_windows(offsets, [table.steps[r].action for r in rows.tolist()], spans, span_step)
+    except OffsetsError as err:
+        r = int(rows[err.step])
+        i = int(table.traj[r])
+        raise ValueError(f"trajectory {i} (task {table.trajectories[i].task_id!r}), "
+                         f"step {int(table.index[r])}: {err}") from None
+
+
+def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray):
     """Action spans of the changed lines of `steps` (diff diffs[i] for steps[i], one step's lines after
-    another's), each line's step, and its block (`locate_blocks`, -1: none): provenance for added
-    lines when a step has it, the text search for the rest, by blocks of lines of one kind with
-    consecutive line numbers."""
+    another's), each line's step, its block (`locate_blocks`, -1: none) and the call that made it
+    (`Step.line_calls`, -1: not given; None when no step gives them): provenance for added lines
+    when a step has it, the text search for the rest, by blocks of lines of one kind with
+    consecutive line numbers. A deleted line whose call is known is searched only in that call's
+    deleted edit arguments (`_deleted_windows`)."""
     lo, hi = batch.line_ptr[diffs], batch.line_ptr[diffs + 1]
     line = ranges(lo, hi)
     line_step = np.repeat(np.arange(diffs.shape[0]), hi - lo)
@@ -369,22 +408,80 @@ def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray) -> tuple[np.ndarray,
     new_block[1:] = (kinds[1:] != kinds[:-1]) | (numbers[1:] != numbers[:-1] + 1)
     provenance = [step.provenance for step in steps]
     from_provenance = (kinds == ADDED) & np.asarray([p is not None for p in provenance], bool)[line_step]
+    call = None
+    if any(step.line_calls for step in steps):
+        call = line_calls([s.line_calls for s in steps], line_step, batch.path_ids[line], batch.path_names,
+                          kinds.astype(np.int64), numbers)
+    window = None if call is None else _deleted_windows(steps, line_step, call, kinds)
     spans, block = locate_blocks([step.action for step in steps], batch.source, batch.line_source[line], line_step,
-                                 new_block, ~from_provenance, skip=1, kind=kinds)
+                                 new_block, ~from_provenance, skip=1, kind=kinds, window=window)
     asked = np.flatnonzero(from_provenance)
     spans[asked] = provenance_spans(provenance, line_step[asked], batch.path_ids[line[asked]], batch.path_names,
                                     numbers[asked])
-    return spans, line_step, block
+    return spans, line_step, block, call
+
+
+def _deleted_windows(steps, line_step: np.ndarray, call: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """(L, 2) where each line is searched: for a deleted line of a known call, from the first to the
+    end of the last of that call's deleted edit arguments (old_str; a bash command), else the
+    call's span; otherwise the whole action. A deleted line is in the text that call replaced,
+    never in the thought or in another call (the same text may stand there, quoted)."""
+    n_action = np.fromiter((len(s.action) for s in steps), np.int64, len(steps))
+    window = np.stack([np.zeros(line_step.shape[0], np.int64), n_action[line_step]], axis=1)
+    ask = np.flatnonzero((kinds < 0) & (call >= 0))
+    if not ask.shape[0]:
+        return window
+    keys, spans = [], []
+    width = int(call.max()) + 1
+    for s in np.unique(line_step[ask]).tolist():
+        held: dict[int, tuple[int, int]] = {}
+        for c, kind, a, b in steps[s].edits or ():
+            if kind == "deleted":
+                lo, hi = held.get(c, (a, b))
+                held[c] = (min(lo, a), max(hi, b))
+        for c, span in enumerate(steps[s].calls or ()):
+            held.setdefault(c, span)
+        keys += [s * width + c for c in held if c < width]
+        spans += [span for c, span in held.items() if c < width]
+    if not keys:
+        return window
+    keys_a, spans_a = np.asarray(keys, np.int64), np.asarray(spans, np.int64).reshape(-1, 2)
+    order = np.argsort(keys_a)
+    query = line_step[ask] * width + call[ask]
+    at = np.minimum(np.searchsorted(keys_a[order], query), order.shape[0] - 1)
+    hit = keys_a[order][at] == query
+    window[ask[hit]] = spans_a[order[at[hit]]]
+    return window
+
+
+def _unplaced_to_edits(steps, batch: DiffBatch, diffs: np.ndarray, line_spans: np.ndarray, line_step: np.ndarray,
+                       call: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """cover="lines": a non-blank line with no span of its own (its text is not in the action as a
+    line: a sed command, a computed line) takes the edit argument of its kind of the call that
+    made it, where it would go with cover="edit". Returns (spans, (L,) True where so placed)."""
+    placed = np.zeros(line_spans.shape[0], bool)
+    missing = np.flatnonzero((line_spans[:, 0] < 0) & (call >= 0))
+    if not missing.shape[0]:
+        return line_spans, placed
+    line = ranges(batch.line_ptr[diffs], batch.line_ptr[diffs + 1])
+    sources = batch.line_source[line[missing]].tolist()
+    missing = missing[np.fromiter((bool(batch.source[k][1:].strip()) for k in sources), bool, len(sources))]
+    containers, container_step, attributed = _attributed_edits(steps, batch.kinds[line].astype(np.int64),
+                                                               line_step, call)
+    out = line_spans.copy()
+    take = missing[attributed[missing] >= 0]
+    out[take] = containers[attributed[take]]
+    placed[take] = True
+    return out, placed
 
 
 def _covered_spans(cover: str, steps, batch: DiffBatch, diffs: np.ndarray, line_spans: np.ndarray,
-                   line_step: np.ndarray) -> np.ndarray:
+                   line_step: np.ndarray, call: Optional[np.ndarray]) -> np.ndarray:
     """The lines' spans widened to the edit argument (cover="edit") or tool call ("call") that
     holds each, or that made it (`Step.line_calls`)."""
     line = ranges(batch.line_ptr[diffs], batch.line_ptr[diffs + 1])
     kinds = batch.kinds[line].astype(np.int64)
-    call = line_calls([s.line_calls for s in steps], line_step, batch.path_ids[line], batch.path_names, kinds,
-                      batch.line_numbers[line])
+    call = np.full(line.shape[0], -1, np.int64) if call is None else call
     if cover == "call":
         n_calls = np.fromiter((len(s.calls or ()) for s in steps), np.int64, len(steps))
         spans = [c for s in steps for c in s.calls or ()]
@@ -392,6 +489,13 @@ def _covered_spans(cover: str, steps, batch: DiffBatch, diffs: np.ndarray, line_
         container_step = np.repeat(np.arange(len(steps)), n_calls)
         attributed = np.where(call >= 0, segment_starts(n_calls)[line_step] + call, -1)
         return widen_spans(line_spans, line_step, containers, container_step, attributed)
+    containers, container_step, attributed = _attributed_edits(steps, kinds, line_step, call)
+    return widen_spans(line_spans, line_step, containers, container_step, attributed)
+
+
+def _attributed_edits(steps, kinds: np.ndarray, line_step: np.ndarray, call: np.ndarray):
+    """The steps' edit arguments (spans (E, 2), step of each) and, per line, the first edit argument
+    of its kind of the call that made it (-1: none)."""
     edits = [e for s in steps for e in s.edits or ()]
     n_edits = np.fromiter((len(s.edits or ()) for s in steps), np.int64, len(steps))
     containers = np.asarray([e[2:] for e in edits], np.int64).reshape(-1, 2)
@@ -406,7 +510,7 @@ def _covered_spans(cover: str, steps, batch: DiffBatch, diffs: np.ndarray, line_
     at = np.minimum(np.searchsorted(uniq, query), max(uniq.shape[0] - 1, 0))
     found = (call >= 0) & (uniq.shape[0] > 0) & (uniq[at] == query) if uniq.shape[0] else np.zeros(call.shape, bool)
     attributed = np.where(found, first[at] if uniq.shape[0] else -1, -1)
-    return widen_spans(line_spans, line_step, containers, container_step, attributed)
+    return containers, container_step, attributed
 
 
 def _line_coverage(units: _Units, selection) -> float:

@@ -15,7 +15,10 @@ backtick, `>` ending a tag), and ends, past trailing spaces and tabs, at the tex
 break or what closes a text (a quote, a backtick, `<`). So a deleted `res = len(words)` is never
 found inside an added `res = len(words) + 1`. A block found whole places each of its lines, even a line that
 alone also appears earlier (quoted in the thought, say); a block not found is searched line by line
-the same way (trailing whitespace dropped, indentation kept). Blank lines get no span.
+the same way (trailing whitespace dropped, indentation kept). Blank lines get no span. A line
+may also end before a break escaped twice (`\\n`: a script's escape inside a JSON string). A
+line given a window (a deleted line: its call's deleted edit arguments) is searched only there,
+and there also without its indentation (a script's old string holds the text alone).
 
 Lines of one occurrence that are neighbours in the action, separated only by whitespace or JSON
 escapes of it (`\n`, `\t`, `\r`), merge into one span, so the line breaks and indentation between
@@ -53,6 +56,8 @@ _ESCAPED = np.array([(c < 32 and c != 10) or chr(c) in '"\\' for c in range(129)
 _OPENS = frozenset("\n\r\"'`>")  # characters after which a line may start (besides a line break's escape)
 _CLOSES = frozenset("\n\r\"'`<")  # characters before which a line may end
 _ESCAPED_BREAKS = frozenset(("\\n", "\\r"))  # a line break inside a JSON or shell string
+# a line break escaped twice: a Python or printf `\n` inside a JSON string (a script in a tool call)
+_TWICE_ESCAPED_BREAKS = frozenset(("\\\\n", "\\\\r"))
 _HEAD = 48  # characters of a long text that str.find looks for before comparing the rest
 _MAX_GAP = 64  # longer gaps between lines are checked with _GAP itself (few, and mostly not whitespace)
 
@@ -83,6 +88,7 @@ def locate_blocks(
     searched: Optional[np.ndarray] = None,
     skip: int = 0,
     kind: Optional[np.ndarray] = None,
+    window: Optional[np.ndarray] = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`locate_lines` for the changed lines of many steps, cut into blocks.
 
@@ -103,6 +109,11 @@ def locate_blocks(
       skip: characters in front of each text that are not part of the line (a diff's +/- marker).
       kind: (n,) small int edit type of each line (added, deleted); each kind keeps its own cursor
         in a step, and a block never holds two kinds (default: one kind).
+      window: (n, 2) the characters of its action each line is searched in, [start, end) (the
+        edit argument of the call that made it, say; default: the whole action). A block never
+        holds two windows; a match lies whole inside its window (the boundary characters around
+        it may stand outside). In a window narrower than the action, a line not found as written
+        is also looked for without its indentation (a script's old string holds the text alone).
 
     Returns:
       (spans (n, 2) int64, (-1, -1) for blank, unsearched and unfound lines; block (n,) id of the
@@ -119,10 +130,14 @@ def locate_blocks(
         list(map(texts.__getitem__, line[look].tolist())), skip)
     kind = np.zeros(n, np.int64) if kind is None else np.asarray(kind, np.int64)
     new_block = new_block | np.concatenate([[True], (line[1:] != line[:-1] + 1) | (kind[1:] != kind[:-1])])
+    if window is not None:
+        window = np.asarray(window, np.int64).reshape(n, 2)
+        new_block = new_block | np.concatenate([[True], (window[1:] != window[:-1]).any(axis=1)])
     lo, hi = _blocks(step, new_block, searched, kept > 0)
     c0, c1 = at[lo], at[hi - 1] + kept[hi - 1]
     plain = np.searchsorted(escaped_at, c0) == np.searchsorted(escaped_at, c1)  # nothing to escape but breaks
-    found, alone = _search_blocks(actions, joined, lo, hi, step[lo], kind[lo], c0, c1, plain, at, kept)
+    bounds = None if window is None else window[lo]
+    found, alone = _search_blocks(actions, joined, lo, hi, step[lo], kind[lo], c0, c1, plain, at, kept, bounds)
     if alone:
         where, start, end = np.asarray(alone, np.int64).T
         out[where, 0], out[where, 1] = start, end
@@ -180,10 +195,10 @@ def _blocks(step: np.ndarray, new_block: np.ndarray, searched: np.ndarray,
 
 def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.ndarray, step: np.ndarray,
                    kind: np.ndarray, c0: np.ndarray, c1: np.ndarray, plain: np.ndarray, at: np.ndarray,
-                   kept: np.ndarray) -> tuple[list, list]:
+                   kept: np.ndarray, bounds: Optional[np.ndarray] = None) -> tuple[list, list]:
     """Search the blocks (lines lo..hi-1, text joined[c0:c1]) in order, each from the end of the
-    previous match of its step and kind, then from the start; line by line where the block is not
-    found.
+    previous match of its step and kind, then from the start (of its window `bounds`, when given);
+    line by line where the block is not found.
 
     Returns:
       (blocks found whole: (lo, hi, position, escape index, None or the lines' (sizes, kept sizes)
@@ -193,27 +208,33 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
     forms_of: dict[str, list[_Form]] = {}
     cursors: dict[int, int] = {}
     current = -1
-    for a, e, s, c, start, end, p in zip(lo.tolist(), hi.tolist(), step.tolist(), kind.tolist(), c0.tolist(),
-                                         c1.tolist(), plain.tolist()):
+    windows = repeat((0, None)) if bounds is None else map(tuple, bounds.tolist())
+    for a, e, s, c, start, end, p, (w0, w1) in zip(lo.tolist(), hi.tolist(), step.tolist(), kind.tolist(),
+                                                   c0.tolist(), c1.tolist(), plain.tolist(), windows):
         if s != current:
             cursors, current = {}, s
         action, text = actions[s], joined[start:end]
         forms = _forms(text, p)
-        pos, k = _search(action, forms, cursors.get(c, 0))
+        pos, k = _search(action, forms, cursors.get(c, 0), w0, w1)
         if pos >= 0:
             form, escape = forms[k]
             cursors[c] = pos + len(form)
             recount = escape > 0 and len(form) != len(text) + e - a - 1  # more escaped than the breaks
             found.append((a, e, pos, escape, _escaped_sizes(text, form, _ESCAPES[escape]) if recount else None))
             continue
-        for j in range(a, e) if e - a > 1 else ():
+        narrow = w1 is not None and (w0 > 0 or w1 < len(action))  # a window inside the action
+        for j in range(a, e) if e - a > 1 or narrow else ():
             if kept[j]:
                 one = joined[int(at[j]):int(at[j] + kept[j])]
-                forms = forms_of.get(one) or forms_of.setdefault(one, _forms(one))
-                pos, k = _search(action, forms, cursors.get(c, 0))
-                if pos >= 0:
-                    cursors[c] = pos + len(forms[k][0])
-                    alone.append((j, pos, cursors[c]))
+                # inside a window, also without its indentation (a script's string holds the text alone)
+                tries = ([one] if e - a > 1 else []) + ([one.lstrip()] if narrow and one[:1].isspace() else [])
+                for t in tries:
+                    forms = forms_of.get(t) or forms_of.setdefault(t, _forms(t))
+                    pos, k = _search(action, forms, cursors.get(c, 0), w0, w1)
+                    if pos >= 0:
+                        cursors[c] = pos + len(forms[k][0])
+                        alone.append((j, pos, cursors[c]))
+                        break
     return found, alone
 
 
@@ -228,25 +249,27 @@ def _forms(text: str, plain: bool = False) -> list[_Form]:
     return forms
 
 
-def _search(action: str, forms: list[_Form], cursor: int) -> tuple[int, int]:
-    """(position, form index) of the first form found in action[cursor:], else in action; (-1, -1)."""
-    for start in (cursor, 0) if cursor else (0,):
+def _search(action: str, forms: list[_Form], cursor: int, lo: int = 0, hi: Optional[int] = None) -> tuple[int, int]:
+    """(position, form index) of the first form found in action[max(cursor, lo):hi], else in
+    action[lo:hi]; (-1, -1)."""
+    for start in (max(cursor, lo), lo) if cursor > lo else (lo,):
         for k, (form, _) in enumerate(forms):
-            pos = _find(action, form, start)
+            pos = _find(action, form, start, hi)
             if pos >= 0:
                 return pos, k
     return -1, -1
 
 
-def _find(action: str, form: str, start: int) -> int:
-    """The first position >= start where `form` stands in `action` between line boundaries
-    (`_at_line_start`, `_at_line_end`), -1 if none. A long form is found by its head and the rest
-    compared (str.find prepares a table the size of its pattern on every call)."""
+def _find(action: str, form: str, start: int, end: Optional[int] = None) -> int:
+    """The first position >= start where `form` stands in `action` (whole before `end`) between
+    line boundaries (`_at_line_start`, `_at_line_end`), -1 if none. A long form is found by its
+    head and the rest compared (str.find prepares a table the size of its pattern on every call)."""
     head = form[:_HEAD]
-    pos = action.find(head, start)
-    while pos >= 0 and not (action.startswith(form, pos) and _at_line_start(action, pos)
+    end = len(action) if end is None else end
+    pos = action.find(head, start, end)
+    while pos >= 0 and not (pos + len(form) <= end and action.startswith(form, pos) and _at_line_start(action, pos)
                             and _at_line_end(action, pos + len(form))):
-        pos = action.find(head, pos + 1)
+        pos = action.find(head, pos + 1, end)
     return pos
 
 
@@ -258,11 +281,13 @@ def _at_line_start(action: str, pos: int) -> bool:
 
 def _at_line_end(action: str, pos: int) -> bool:
     """Whether a line may end at `pos` (trailing spaces and tabs skipped): the text's end, a line
-    break (written or escaped), or what closes a text in a call (a quote, a backtick, a tag)."""
+    break (written, escaped, or escaped twice: a script's `\\n` in a JSON string), or what closes a
+    text in a call (a quote, a backtick, a tag)."""
     end = len(action)
     while pos < end and action[pos] in " \t":
         pos += 1
-    return pos == end or action[pos] in _CLOSES or action[pos:pos + 2] in _ESCAPED_BREAKS
+    return (pos == end or action[pos] in _CLOSES or action[pos:pos + 2] in _ESCAPED_BREAKS
+            or action[pos:pos + 3] in _TWICE_ESCAPED_BREAKS)
 
 
 def _escaped_sizes(text: str, form: str, escape: Callable[[str], str]) -> tuple[list[int], list[int]]:

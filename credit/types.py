@@ -10,13 +10,13 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from os import PathLike
 from typing import Any, Optional, Union
 
 import numpy as np
 
-from credit._tensor import is_torch, to_numpy
+from credit._tensor import to_numpy
+from credit.offsets import check_listed_offsets, checked_offsets
 
 Provenance = tuple  # (path: str, line: int, start: int, end: int)
 CallSpan = tuple  # (start: int, end: int)
@@ -25,7 +25,7 @@ LineCall = tuple  # (path: str, kind: str, line: int, call: int)
 EDIT_KINDS = ("added", "deleted")
 
 _STEP_KEYS = ("action", "diff", "reward", "token_offsets", "provenance", "observation", "calls", "edits",
-              "line_calls")
+              "line_calls", "token_ids", "logprobs")
 _STEP_KEY_SET = frozenset(_STEP_KEYS)
 _TRAJECTORY_KEYS = ("task_id", "steps", "reward")
 
@@ -43,7 +43,8 @@ class Step:
         `action`, as a fast tokenizer's offset mapping gives them; a numpy array, a torch tensor
         (kept as given: token advantages then come back as tensors) or a list of pairs. Zero-width
         (start == end) entries, e.g. special tokens, are allowed anywhere; the others must be in
-        order. None when the tokens are not known.
+        order. None when the tokens are not known. (The estimators, given a batch of dicts, keep
+        list offsets as lists and check in full only the tokens they read: see `credit.offsets`.)
       provenance: spans from the environment that say which characters of `action` wrote which
         added diff line: tuples (path, line, start, end), `line` being the 1-based line number in
         the new file of `path` (the target line number of the `+` line), `action[start:end]` the
@@ -61,6 +62,10 @@ class Step:
         changed by call number `call`. Lines whose text is not in the action (a `sed` edit) get
         their call's span (cover="call") or edit arguments of their kind (cover="edit") this way.
         Dicts {path, kind, line, call} accepted.
+      token_ids: the response's token ids, one per entry of `token_offsets` (the tokens the
+        policy sampled), as an int64 array; None when not recorded.
+      logprobs: the sampling log-probability of each of those tokens, float64; None when not
+        recorded. The estimators do not read either; trainers do (importance ratios, KL).
     """
 
     action: str
@@ -72,6 +77,8 @@ class Step:
     calls: Optional[tuple[CallSpan, ...]] = None
     edits: Optional[tuple[EditSpan, ...]] = None
     line_calls: Optional[tuple[LineCall, ...]] = None
+    token_ids: Any = None
+    logprobs: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.action, str):
@@ -84,11 +91,15 @@ class Step:
         if self.observation is not None and not isinstance(self.observation, str):
             raise TypeError(f"Step.observation must be a str or None, got {type(self.observation).__name__}")
         if self.token_offsets is not None:
-            object.__setattr__(self, "token_offsets", _checked_offsets(self.token_offsets, self.action))
+            object.__setattr__(self, "token_offsets", checked_offsets(self.token_offsets, self.action))
         if self.provenance is not None:
             object.__setattr__(self, "provenance", _checked_provenance(self.provenance, self.action))
         if self.calls is not None or self.edits is not None or self.line_calls is not None:
             _check_calls(self)
+        if self.token_ids is not None:
+            object.__setattr__(self, "token_ids", _per_token(self.token_ids, "token_ids", np.int64, self.token_offsets))
+        if self.logprobs is not None:
+            object.__setattr__(self, "logprobs", _per_token(self.logprobs, "logprobs", np.float64, self.token_offsets))
 
     @property
     def offsets(self) -> Optional[np.ndarray]:
@@ -129,6 +140,8 @@ class Step:
                 {"call": c, "kind": k, "start": s, "end": e} for c, k, s, e in self.edits],
             "line_calls": None if self.line_calls is None else [
                 {"path": p, "kind": k, "line": ln, "call": c} for p, k, ln, c in self.line_calls],
+            "token_ids": None if self.token_ids is None else to_numpy(self.token_ids).tolist(),
+            "logprobs": None if self.logprobs is None else to_numpy(self.logprobs).tolist(),
         }
 
 
@@ -205,89 +218,57 @@ def dump_jsonl(trajectories: Iterable[Trajectory], path: Union[str, PathLike]) -
 def as_trajectories(trajectories: Iterable[Any]) -> list[Trajectory]:
     """Trajectory objects from Trajectory objects or dicts (the estimators' input coercion).
 
-    The token offsets that dicts give as lists are read for the whole batch at once: one flat
-    int64 array, checked with vectorized tests, of which each step keeps its slice.
+    The token offsets (and token ids, logprobs) that dicts give as lists are kept as given, after
+    `credit.offsets.check_listed_offsets` (ids and logprobs: their count): reading a batch's
+    lists costs more than all the rest of DiDPO, and most tokens need only their count. The
+    estimators read the offsets where they need them (`credit.offsets.token_windows`).
     """
     if isinstance(trajectories, (Trajectory, Mapping)):
         raise TypeError("pass a list of trajectories, not a single trajectory")
     out: list[Trajectory] = []
-    listed: list[tuple[int, int, Step, Any]] = []  # (trajectory, step, the step, its list offsets)
     for i, t in enumerate(trajectories):
         try:
-            out.append(t if isinstance(t, Trajectory) else _trajectory_of_dict(t, i, listed))
+            out.append(t if isinstance(t, Trajectory) else _trajectory_of_dict(t))
         except (TypeError, ValueError) as err:
             raise type(err)(f"trajectory {i}: {err}") from None
     if not out:
         raise ValueError("no trajectories given: pass at least one credit.Trajectory")
-    if listed:
-        _attach_listed_offsets(out, listed)
     return out
 
 
-def _trajectory_of_dict(d: Any, i: int, listed: list) -> Trajectory:
-    """A Trajectory from a dict, its steps' list offsets left for `_attach_listed_offsets`."""
+_LISTED = ("token_offsets", "token_ids", "logprobs")
+
+
+def _trajectory_of_dict(d: Any) -> Trajectory:
+    """A Trajectory from a dict, its steps' list offsets, ids and logprobs kept as lists."""
     if not isinstance(d, Mapping) or not isinstance(d.get("steps"), (list, tuple)):
         return Trajectory.from_dict(d)
     steps = []
     for t, s in enumerate(d["steps"]):
-        offsets = s.get("token_offsets") if isinstance(s, Mapping) else None
-        if isinstance(offsets, (list, tuple)) and len(offsets):
+        if (type(s) is dict or isinstance(s, Mapping)) and type(s.get("token_offsets")) in (list, tuple):
             try:
-                step = Step.from_dict(s, token_offsets=None)
+                s = _step_of_listed(s)
             except (TypeError, ValueError) as err:
                 raise type(err)(f"task {d.get('task_id')!r}, step {t}: {err}") from None
-            listed.append((i, t, step, offsets))
-            s = step
         steps.append(s)
     return Trajectory.from_dict({**d, "steps": steps})
 
 
-def _attach_listed_offsets(trajectories: list[Trajectory], listed: list) -> None:
-    """Read the list offsets of many steps into one flat array, check them all at once, and give
-    each step its slice; where that fails, each step is checked alone (for the error message)."""
-    lists = [entry[3] for entry in listed]
-    ptr = np.concatenate([[0], np.cumsum(np.fromiter(map(len, lists), np.int64, len(lists)))])
-    try:
-        flat = np.fromiter(chain.from_iterable(chain.from_iterable(lists)), np.int64)
-    except (TypeError, ValueError, OverflowError):  # an entry is no pair of integers
-        flat = None
-    # a 3-value entry beside a 1-value one keeps the count right: the pairs' starts and ends then
-    # mix, which the order checks catch in practice (a pass over every pair's len costs more)
-    if flat is not None and flat.shape[0] == 2 * ptr[-1]:
-        pairs = flat.reshape(-1, 2)
-        bad = _first_bad_offsets(pairs, ptr, [entry[2].action for entry in listed])
-        if bad is None:
-            for k, (_, _, step, _) in enumerate(listed):
-                object.__setattr__(step, "token_offsets", pairs[ptr[k]:ptr[k + 1]])
-            return
-    for i, t, step, offsets in listed:
-        try:
-            object.__setattr__(step, "token_offsets", _checked_offsets(offsets, step.action))
-        except (TypeError, ValueError) as err:
-            raise type(err)(f"trajectory {i}: task {trajectories[i].task_id!r}, step {t}: {err}") from None
-
-
-def _first_bad_offsets(pairs: np.ndarray, ptr: np.ndarray, actions: Sequence[str]) -> Optional[int]:
-    """Index of the first step whose offsets break a rule of `_checked_offsets` (None: all keep
-    them); pairs holds the steps' (start, end) pairs one step after another, step k's at
-    ptr[k]:ptr[k + 1], and every step has some."""
-    starts, ends = pairs[:, 0], pairs[:, 1]
-    wrong = (starts < 0) | (ends < starts)
-    length = np.fromiter(map(len, actions), np.int64, len(actions))
-    too_far = np.maximum.reduceat(ends, ptr[:-1]) > length
-    real = ends > starts
-    if real.all():  # no zero-width tokens: each token against the one before, but across steps
-        back = (starts[1:] < starts[:-1]) | (ends[1:] < ends[:-1])
-        back[ptr[1:-1] - 1] = False
-        wrong[1:] |= back
-    else:
-        at = np.flatnonzero(real)
-        s, e, step = starts[at], ends[at], np.searchsorted(ptr, at, side="right")
-        wrong[at[1:]] |= ((s[1:] < s[:-1]) | (e[1:] < e[:-1])) & (step[1:] == step[:-1])
-    bad = np.flatnonzero(wrong)
-    first = [int(np.searchsorted(ptr, bad[0], side="right") - 1)] if bad.shape[0] else []
-    first += np.flatnonzero(too_far)[:1].tolist()
-    return min(first) if first else None
+def _step_of_listed(d: Mapping[str, Any]) -> Step:
+    """A Step from a dict whose token_offsets is a list: the list kept after the cheap checks, and
+    so are token_ids and logprobs given as lists (their count checked)."""
+    listed = {k: d[k] for k in _LISTED if isinstance(d.get(k), (list, tuple))}
+    step = Step.from_dict(d, **dict.fromkeys(listed))  # the lists left out of the full checks
+    offsets = listed["token_offsets"]
+    check_listed_offsets(offsets, step.action)
+    for name, values in listed.items():
+        object.__setattr__(step, name, values)
+    for name in ("token_ids", "logprobs"):
+        values = getattr(step, name)
+        if values is not None and len(values) != len(offsets):
+            raise ValueError(f"{name} has {len(values)} entries but token_offsets has {len(offsets)}: "
+                             "give one per token")
+    return step
 
 
 @dataclass(frozen=True, eq=False)
@@ -376,39 +357,24 @@ def _finite(x: Any, name: str) -> float:
     return v
 
 
-def _checked_offsets(offsets: Any, action: str) -> Any:
-    if isinstance(offsets, np.ndarray) or is_torch(offsets):
-        kept = offsets
-    else:
-        try:
-            kept = np.asarray(offsets if len(offsets) else np.zeros((0, 2)), dtype=np.int64)
-        except (TypeError, ValueError, OverflowError) as err:
-            raise ValueError(f"token_offsets must be (start, end) pairs of integers, one per token ({err})") from None
-    arr = to_numpy(kept)
-    if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(
-            f"token_offsets must have shape (n_tokens, 2) of (start, end) character spans, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"token_offsets must be integers, got dtype {arr.dtype}")
-    starts, ends = arr[:, 0], arr[:, 1]
-    if (starts < 0).any() or (ends < starts).any():
-        k = int(np.flatnonzero((starts < 0) | (ends < starts))[0])
-        raise ValueError(f"token_offsets[{k}] = {arr[k].tolist()} is not a (start, end) span with 0 <= start <= end")
-    if arr.size and ends.max() > len(action):
-        raise ValueError(
-            f"token_offsets reach character {int(ends.max())} but the action has {len(action)} characters: "
-            "offsets must index the action string of this step")
-    real = np.flatnonzero(ends > starts)
-    back = np.flatnonzero((np.diff(starts[real]) < 0) | (np.diff(ends[real]) < 0))
-    if back.size:
-        k = int(real[back[0] + 1])
-        raise ValueError(
-            f"token_offsets are not monotonic: token {k} {arr[k].tolist()} comes before the preceding token "
-            f"{arr[real[back[0]]].tolist()}; pass the tokens' offset mapping in order (zero-width (0, 0) "
-            "entries for special tokens are allowed anywhere)")
-    if isinstance(kept, np.ndarray) and kept.dtype != np.int64:
-        kept = kept.astype(np.int64)
-    return kept
+def _per_token(values: Any, name: str, dtype: Any, offsets: Any) -> np.ndarray:
+    """`values` (token ids or logprobs) as a 1-D array of `dtype`, one per token of `offsets`."""
+    try:
+        arr = to_numpy(values)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a 1-D sequence of numbers, one per token ({err})") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one entry per token), got shape {arr.shape}")
+    kind = "iu" if dtype is np.int64 else "iuf"
+    if arr.size and arr.dtype.kind not in kind:
+        raise ValueError(f"{name} must be {'integers' if dtype is np.int64 else 'numbers'}, got dtype {arr.dtype}")
+    arr = arr.astype(dtype, copy=False)
+    if dtype is np.float64 and not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be finite, got {arr[~np.isfinite(arr)][0]} at entry "
+                         f"{int(np.flatnonzero(~np.isfinite(arr))[0])}")
+    if offsets is not None and len(offsets) != arr.shape[0]:
+        raise ValueError(f"{name} has {arr.shape[0]} entries but token_offsets has {len(offsets)}: give one per token")
+    return arr
 
 
 def _checked_provenance(provenance: Sequence[Any], action: str) -> tuple[Provenance, ...]:

@@ -178,8 +178,6 @@ class VllmReplayServer(ChatServer):
 
 
 def test_served_rollout_records_tokens_and_round_trips_into_token_advantages(tiny_task, tmp_path):
-    from code_gym.apps.client import tokens_path
-
     out = tmp_path / "r.jsonl"
     with VllmReplayServer() as server:
         client = ChatClient(ClientConfig(base_url=server.url, model="qwen-test", timeout=5, retries=0))
@@ -189,17 +187,21 @@ def test_served_rollout_records_tokens_and_round_trips_into_token_advantages(tin
     body = server.requests[0][1]
     assert body["logprobs"] is True and body["return_token_ids"] is True
     trajectories = credit.load_jsonl(out)
-    sidecar = [json.loads(line) for line in tokens_path(out).read_text().splitlines()]
-    assert [t.reward for t in trajectories] == [1.0, 0.0] and len(sidecar) == 2
+    assert [t.reward for t in trajectories] == [1.0, 0.0]
+    assert [p.name for p in tmp_path.glob("r*")] == ["r.jsonl"]  # ids and logprobs in the same line
     good = trajectories[0]
     first, second = good.steps[0], good.steps[1]
     # the action is what the model wrote (the tool call the parser moved out of content), token for token
     assert first.action.startswith("<tool_call>\n{\"name\": \"str_replace\"") and "<|im_end|>" not in first.action
     assert second.action.startswith("Now mul \u00e9.")
-    for traj, record in zip(trajectories, sidecar):
-        for step, tokens in zip(traj.steps, record["steps"]):
+    vocab = server.vocab
+    for traj in trajectories:
+        for step in traj.steps:
             offsets = step.offsets
-            assert offsets is not None and len(tokens["token_ids"]) == len(tokens["logprobs"]) == len(offsets)
+            assert offsets is not None and len(step.token_ids) == len(step.logprobs) == len(offsets)
+            # the ids and logprobs the server sent, token for token (the replay's k-th logprob is -0.01 (k % 7))
+            assert [vocab[step.action[a:b]] for a, b in offsets[:-1]] == step.token_ids[:-1].tolist()
+            np.testing.assert_allclose(step.logprobs, -0.01 * (np.arange(len(offsets)) % 7))
             assert "".join(step.action[a:b] for a, b in offsets) == step.action  # the pieces rebuild the text
             assert tuple(offsets[-1]) == (len(step.action),) * 2  # the end-of-turn token: zero-width
             assert step.calls and step.line_calls is not None or not step.diff

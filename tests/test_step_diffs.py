@@ -31,10 +31,12 @@ def test_sed_in_bash_appears_in_step_diff(env):
     assert patch.path == "calc/ops.py"
     assert [l.value for h in patch for l in h if l.is_added] == ["    return a + b\n"]
     assert [l.value for h in patch for l in h if l.is_removed] == ["    return a - b\n"]
-    # the new line is not in the command: it maps to the command, made by call 0
+    # the new line is not in the command as a line: no span of its own; made by call 0, whose edit
+    # argument (the command) credit gives it
     command = action.index("sed")
-    assert info["provenance"] == [{"path": "calc/ops.py", "line": 2, "start": command,
-                                   "end": command + len("sed -i 's/a - b/a + b/' calc/ops.py\n")}]
+    assert info["provenance"] == []
+    assert info["edits"] == [{"call": 0, "kind": kd, "start": command,
+                              "end": command + len("sed -i 's/a - b/a + b/' calc/ops.py\n")} for kd in ("added", "deleted")]
     assert info["line_calls"] == [{"path": "calc/ops.py", "kind": "added", "line": 2, "call": 0},
                                   {"path": "calc/ops.py", "kind": "deleted", "line": 2, "call": 0}]
     assert info["calls"] == [{"start": 0, "end": len(action)}]

@@ -240,6 +240,30 @@ def cmd_tasks_build(args) -> int:
     return 0 if report.tasks else 1
 
 
+def cmd_env_build(args) -> int:
+    from code_gym.environments import EnvironmentBuildError, project_environment, project_requirements
+
+    found = project_requirements(args.source)
+    rows = [[r, ", ".join(found.sources[r])] for r in found.requirements]
+    print(format_table(["requirement", "declared in"], rows) if rows else f"{args.source} declares no requirements")
+    for line in found.skipped:
+        print(f"skipped: {line}")
+    if args.dry_run:
+        return 0
+    try:
+        _, environment = project_environment(args.source, args.python, args.installer, sdists=args.sdists)
+    except EnvironmentBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if environment is None:
+        print("no environment needed: the tests run with code-gym's own interpreter")
+        return 0
+    state = "found in the cache" if environment.cached else f"built in {environment.build_seconds:.1f}s"
+    print(f"\nenvironment {environment.spec.key} ({len(environment.installed)} distributions, {state}): "
+          f"{environment.prefix}\npytest plugins: {', '.join(environment.pytest_plugins) or 'none'}")
+    return 0
+
+
 def cmd_image_build(args) -> int:
     from code_gym.sandbox.images import build_image
 
@@ -333,6 +357,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="store each passing task's FAIL_TO_PASS / PASS_TO_PASS (from the untouched and reference "
                      "runs) in its task.toml when it declares none; the default reward (f2p) reads them")
     val.set_defaults(func=cmd_tasks_validate)
+    env = sub.add_parser("env", help="per-project environments (docs/tasks.md, Environments)").add_subparsers(
+        dest="env_command", required=True)
+    env_build = env.add_parser("build", help="list the requirements a project's metadata declares (and where), and "
+                               "build its environment (or find it in the cache)")
+    env_build.add_argument("source", help="a project folder")
+    env_build.add_argument("--python", default=None, help="interpreter to build on (default: code-gym's own)")
+    env_build.add_argument("--installer", default="uv", choices=["uv", "pip"])
+    env_build.add_argument("--dry-run", action="store_true", help="list the requirements only")
+    env_build.add_argument("--sdists", action="store_true", help="build requirements that have no wheel, inside a "
+                           "bubblewrap sandbox with the network (default: such a requirement is an error)")
+    env_build.set_defaults(func=cmd_env_build)
     image = sub.add_parser("image", help="container images for the Docker backend").add_subparsers(
         dest="image_command", required=True)
     build = image.add_parser("build", help="build the default image offline (debootstrap from this machine's apt "

@@ -14,9 +14,9 @@ logprob) and `token_ids` give the response's tokens, and their text joined is wh
 which becomes the step's action when it parses into the same tool calls (a server's tool parser
 moves them out of `content`; the tokens still hold them). Each step's `token_offsets` are then
 exact, so `credit.didpo(credit.load_jsonl(out))` gives per-token advantages; the token ids and
-logprobs go to `<out stem>.tokens.jsonl`, one line per trajectory line (credit.Step has no fields
-for them). Without logprobs in the reply, a local tokenizer (`ClientConfig.tokenizer`, a
-`tokenizer.json` path or a folder holding one) tokenizes the rendered text instead (no logprobs).
+logprobs are the step's `token_ids` and `logprobs`, in the same JSON line. Without logprobs in the
+reply, a local tokenizer (`ClientConfig.tokenizer`, a `tokenizer.json` path or a folder holding
+one) tokenizes the rendered text instead (ids, no logprobs).
 
 Requests time out after `timeout` seconds and are retried (timeouts, connection errors, HTTP 408,
 409, 429 and 5xx) up to `retries` times with exponential back-off; an episode whose request still
@@ -202,7 +202,6 @@ class EpisodeOutcome:
     resolved: bool = False
     steps: int = 0
     error: str | None = None
-    tokens: list[StepTokens | None] = field(default_factory=list)  # per step (None: not known)
 
 
 class ChatPolicy:
@@ -244,8 +243,9 @@ class ChatPolicy:
 
 
 def with_tokens(trajectory: credit.Trajectory, tokens: list[StepTokens | None]) -> credit.Trajectory:
-    """The trajectory with each step's token offsets (steps without tokens keep none)."""
-    steps = [credit.Step.from_dict(step.to_dict(), token_offsets=t.offsets) if t is not None else step
+    """The trajectory with each step's token offsets, ids and logprobs (steps without tokens keep none)."""
+    steps = [credit.Step.from_dict(step.to_dict(), token_offsets=t.offsets, token_ids=t.token_ids,
+                                   logprobs=t.logprobs) if t is not None else step
              for step, t in zip(trajectory.steps, list(tokens) + [None] * len(trajectory.steps))]
     return credit.Trajectory(task_id=trajectory.task_id, steps=steps, reward=trajectory.reward)
 
@@ -258,8 +258,7 @@ def run_episode(client: ChatClient, task: Task, max_steps: int = 30, isolation: 
     try:
         result = episode.run_episode(env, policy, task)
         tokens = policy.tokens[:len(result.trajectory.steps)]
-        return EpisodeOutcome(task.id, with_tokens(result.trajectory, tokens), result.resolved, result.steps, None,
-                              tokens)
+        return EpisodeOutcome(task.id, with_tokens(result.trajectory, tokens), result.resolved, result.steps)
     except ClientError as exc:
         return EpisodeOutcome(task.id, None, error=str(exc))
     finally:
@@ -276,8 +275,7 @@ def rollout(tasks: Sequence[Task], client: ChatClient, out: Path, episodes_per_t
     out.parent.mkdir(parents=True, exist_ok=True)
     outcomes = []
     tokenizer = LocalTokenizer(client.config.tokenizer) if client.config.tokenizer else None
-    with out.open("w", encoding="utf-8") as fh, tokens_path(out).open("w", encoding="utf-8") as th, \
-            ThreadPoolExecutor(concurrency) as pool:
+    with out.open("w", encoding="utf-8") as fh, ThreadPoolExecutor(concurrency) as pool:
         futures = [pool.submit(run_episode, client, task, max_steps, isolation, tokenizer)
                    for task in tasks for _ in range(episodes_per_task)]
         for future in tqdm(as_completed(futures), total=len(futures), desc="rollouts", unit="episode",
@@ -285,17 +283,7 @@ def rollout(tasks: Sequence[Task], client: ChatClient, out: Path, episodes_per_t
             outcome = future.result()
             if outcome.trajectory is not None:
                 fh.write(json.dumps(outcome.trajectory.to_dict(), ensure_ascii=False) + "\n")
-                th.write(json.dumps({"task_id": outcome.task_id, "steps": [
-                    None if t is None else {"token_ids": t.token_ids, "logprobs": t.logprobs}
-                    for t in outcome.tokens]}) + "\n")
                 fh.flush()
-                th.flush()
             outcomes.append(outcome)
     return outcomes
 
-
-def tokens_path(out: str | Path) -> Path:
-    """Where `rollout` writes the token ids and logprobs of the trajectories in `out`."""
-    out = Path(out)
-    return out.with_name(out.name[:-len(".jsonl")] + ".tokens.jsonl" if out.name.endswith(".jsonl")
-                         else out.name + ".tokens.jsonl")

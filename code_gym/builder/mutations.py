@@ -11,6 +11,8 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from code_gym import pysource
+
 REMOVE_BODY = "remove-body"
 OPERATORS = ("flip-comparison", "off-by-one", "swap-arguments", "drop-condition")
 # the operator each comparison flips to; the pattern finds it in the text between the operands
@@ -96,7 +98,7 @@ def _does_something(body: list[ast.stmt]) -> bool:
 
 def functions(path: str, source: str) -> list[Function]:
     """Functions and methods whose body (after the docstring) does something."""
-    tree = ast.parse(source)
+    tree = pysource.parse(source)
     found = []
     module_doc = ast.get_docstring(tree)
 
@@ -118,7 +120,7 @@ def functions(path: str, source: str) -> list[Function]:
 
 def _parses_and_differs(original: str, changed: str) -> bool:
     try:
-        return ast.dump(ast.parse(changed)) != ast.dump(ast.parse(original))
+        return ast.dump(pysource.parse(changed)) != ast.dump(pysource.parse(original))
     except SyntaxError:
         return False
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from code_gym.builder.mutations import Change, Function, functions, pick_mutations, remove_body
-from code_gym.builder.project import BuildError, Project, open_project, test_folders
+from code_gym.builder.project import BuildError, EnvOptions, Project, open_project, test_folders
 from code_gym.builder.runner import SuiteRun, run_reference, run_tests
 from code_gym.builder.statement import leak, write_statement
 from code_gym.loaders.folder import copy_tree, task_id, write_task
@@ -57,6 +57,7 @@ class BuildOptions:
     workers: int = 2  # candidates checked in parallel
     isolation: str = "auto"
     progress: bool = True
+    environment: EnvOptions = EnvOptions()  # the project's own environment (code_gym.environments)
 
 
 @dataclass(frozen=True)
@@ -111,14 +112,16 @@ def _baseline(project: Project, options: BuildOptions) -> _Baseline:
     copy = Workspace(project.root, strategy="copy")
     try:
         [run], coverage = run_tests(copy.root, f"{project.test_command} --continue-on-collection-errors",
-                                    project.test_files, limit, options.isolation, coverage=True)
+                                    project.test_files, limit, options.isolation, coverage=True,
+                                    python_env=project.runtime)
     finally:
         copy.close()
     if run.timed_out:
         raise BuildError(f"the project's tests did not finish within {limit:g}s; raise --timeout")
     if not run.ok:
-        raise BuildError(f"the project's tests do not run (pytest exit code {run.exit_code}); its dependencies "
-                         f"must be importable by {sys.executable}. Output:\n{run.output[-2000:]}")
+        python = project.environment.prefix if project.environment else sys.executable
+        raise BuildError(f"the project's tests do not run (pytest exit code {run.exit_code}) with {python}: a "
+                         f"requirement its metadata does not declare? Output:\n{run.output[-2000:]}")
     excluded = {}
     for test_file in project.test_files:
         outcomes = [o for t, o in run.outcomes.items() if _file(t) == test_file]
@@ -202,6 +205,7 @@ def _write_task(project: Project, baseline: _Baseline, cand: _Candidate, fail_to
         "timeouts": {"command": options.command_timeout, "tests": options.timeout},
         "source": {"builder": "code-gym", "project": project.name, "file": fn.path, "function": fn.qualname,
                    "operator": change.operator, "line": change.line},
+        **project.manifest_environment,
     }
     patch = file_diff(fn.path, change.source.encode(), original.encode()).text
     return write_task(staging / cand.id, manifest, fill_repo,
@@ -235,7 +239,8 @@ def _evaluate(project: Project, baseline: _Baseline, cand: _Candidate, staging: 
     copy = Workspace(project.root, strategy="copy")
     try:
         (copy.root / fn.path).write_text(change.source)
-        [run], _ = run_tests(copy.root, project.test_command, files, options.timeout, options.isolation)
+        [run], _ = run_tests(copy.root, project.test_command, files, options.timeout, options.isolation,
+                             python_env=project.runtime)
     finally:
         copy.close()
     if run.timed_out:
@@ -269,6 +274,10 @@ def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candi
         "project": project.name,
         "test_command": project.test_command,
         "options": asdict(options),
+        "environment": None if project.environment is None else {
+            **project.environment.spec.as_manifest(), "prefix": str(project.environment.prefix),
+            "cached": project.environment.cached, "build_seconds": project.environment.build_seconds,
+            "installed": list(project.environment.installed)},
         "baseline": {"tests": len(baseline.passed), "test_files": len(baseline.clean_files),
                      "excluded_test_files": baseline.excluded, "duration": round(baseline.duration, 3)},
         "functions": counts,
@@ -290,7 +299,7 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
     out.mkdir(parents=True, exist_ok=True)
     staging = out / ".staging"
     with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX + "builder-") as workdir:
-        project = open_project(source, Path(workdir))
+        project = open_project(source, Path(workdir), options.environment)
         if options.progress:
             print(f"running the tests of {project.name} under coverage", file=sys.stderr, flush=True)
         baseline = _baseline(project, options)

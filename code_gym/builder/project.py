@@ -8,7 +8,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from code_gym.environments import Environment, EnvironmentBuildError, Requirements, project_environment
 from code_gym.loaders.folder import copy_tree, task_id
+from code_gym.sandbox import PythonEnv
 from code_gym.task import TaskError
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "build", "dist",
@@ -28,6 +30,26 @@ class Project:
     test_files: tuple[str, ...]  # repo-relative, pytest's default naming (test_*.py, *_test.py)
     source_files: tuple[str, ...]  # the other .py files: where tasks are made
     test_command: str
+    requirements: Requirements | None = None  # what its metadata declares (None: environments off)
+    environment: Environment | None = None  # the virtualenv its tests run with (None: code-gym's Python)
+
+    @property
+    def runtime(self) -> PythonEnv | None:
+        return self.environment.runtime() if self.environment is not None else None
+
+    @property
+    def manifest_environment(self) -> dict:
+        """The task.toml [environment] table of its tasks (empty: none)."""
+        return {"environment": self.environment.spec.as_manifest()} if self.environment is not None else {}
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """How a project's environment is made (code_gym.environments)."""
+    enabled: bool = True  # False: tests run with code-gym's own interpreter, as before environments
+    python: str | None = None  # the interpreter to build on (None: code-gym's own)
+    installer: str = "uv"  # or "pip"
+    sdists: bool = False  # build requirements that have no wheel, in a sandbox with the network
 
 
 def _skipped(rel: str) -> bool:
@@ -76,8 +98,9 @@ def _unpack(archive: Path, target: Path) -> Path:
     return entries[0] if len(entries) == 1 and entries[0].is_dir() else target
 
 
-def open_project(source: str | Path, workdir: Path) -> Project:
-    """Copy (or unpack) `source` into `workdir` and list its test files and source modules."""
+def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = EnvOptions()) -> Project:
+    """Copy (or unpack) `source` into `workdir`, list its test files and source modules, and build
+    (or find in the cache) the environment its metadata asks for."""
     source = Path(source)
     if source.is_dir():
         origin, name = source, source.resolve().name
@@ -97,4 +120,11 @@ def open_project(source: str | Path, workdir: Path) -> Project:
         raise BuildError(f"{source}: no source modules outside the tests")
     src_layout = (root / "src").is_dir() and any(f.startswith("src/") for f in sources)
     command = ("PYTHONPATH=src " if src_layout else "") + "python -m pytest"
-    return Project(task_id(name), root, tests, sources, command)
+    if not env_options.enabled:
+        return Project(task_id(name), root, tests, sources, command)
+    try:
+        requirements, environment = project_environment(root, env_options.python, env_options.installer,
+                                                            sdists=env_options.sdists)
+    except EnvironmentBuildError as exc:
+        raise BuildError(f"{source}: {exc}") from None
+    return Project(task_id(name), root, tests, sources, command, requirements, environment)

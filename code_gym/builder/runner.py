@@ -11,7 +11,8 @@ from pathlib import Path
 
 from code_gym.file_policy import apply_changes, lay_hidden_tests
 from code_gym.grading import RESULTS_DIR, parse_junit
-from code_gym.sandbox import Limits, make_sandbox
+from code_gym.environments import task_runtime
+from code_gym.sandbox import Limits, PythonEnv, make_sandbox
 from code_gym.task import Task
 from code_gym.hostfs import TEMP_PREFIX
 from code_gym.workspace import Workspace
@@ -88,13 +89,15 @@ def _read_coverage(path: Path) -> Coverage:
 
 
 def run_tests(root: Path, test_command: str, selected: list[str] | tuple[str, ...], timeout: float,
-              isolation: str = "auto", repeat: int = 1, coverage: bool = False) -> tuple[list[SuiteRun], Coverage]:
+              isolation: str = "auto", repeat: int = 1, coverage: bool = False,
+              python_env: PythonEnv | None = None) -> tuple[list[SuiteRun], Coverage]:
     """Run `selected` (files or node ids) with pytest in a sandbox on `root`, `repeat` times in a
-    row in the same folder (a test that leaves state behind fails its rerun). With `coverage`, also
-    returns which test ran which line; the plugin file is written into `root`."""
+    row in the same folder (a test that leaves state behind fails its rerun), with the project's
+    environment `python_env` (None: code-gym's own Python). With `coverage`, also returns which
+    test ran which line; the plugin file is written into `root`."""
     results = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "build-"))
     try:
-        sandbox = make_sandbox(isolation, root, Limits(timeout=timeout))
+        sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), python_env=python_env)
         binds = {results: RESULTS_DIR}
         inside = sandbox.inside(results, binds)
         extra = ""
@@ -123,9 +126,12 @@ def run_reference(task: Task, changes: dict[str, bytes | None], reruns: int, iso
         apply_changes(task, copy.root, changes)
         lay_hidden_tests(task, copy.root)
         timeout = task.timeouts.tests
-        runs, _ = run_tests(copy.root, task.test_command, task.visible_tests + task.hidden_tests, timeout, isolation)
+        env = task_runtime(task)
+        runs, _ = run_tests(copy.root, task.test_command, task.visible_tests + task.hidden_tests, timeout, isolation,
+                            python_env=env)
         if reruns > 1 and not runs[0].timed_out:
-            runs += run_tests(copy.root, task.test_command, task.fail_to_pass, timeout, isolation, reruns - 1)[0]
+            runs += run_tests(copy.root, task.test_command, task.fail_to_pass, timeout, isolation, reruns - 1,
+                              python_env=env)[0]
         return runs
     finally:
         copy.close()

@@ -2,12 +2,18 @@
 
 One record per line with `instance_id, repo, base_commit, patch, test_patch, problem_statement,
 FAIL_TO_PASS, PASS_TO_PASS` (the last two as lists or JSON-encoded lists of pytest node ids), and
-optionally a container image (`image_name`, `docker_image` or `image`).
+optionally a container image (`image_name`, `docker_image` or `image`), `environment_setup_commit`
+(the commit whose metadata defines the environment, as in SWE-bench; default `base_commit`),
+`version`, and extra requirements (`requirements` or `pip_packages`: a list or a space-separated
+string).
 
 The repository comes from a local clone of `repo`, taken at `base_commit` with `git archive` (no
 history, so the agent cannot `git log` its way to the fix). The files `test_patch` adds or changes
 become the hidden tests: at grading they replace the versions the agent saw, as the SWE-bench
-harness applies test_patch before running the tests."""
+harness applies test_patch before running the tests.
+
+Each instance gets an environment built from the repository's own metadata (code_gym.environments):
+the grader and the agent's commands run with it, inside the sandbox."""
 from __future__ import annotations
 
 import hashlib
@@ -23,6 +29,7 @@ from pathlib import Path
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from code_gym.environments import EnvironmentBuildError, project_environment
 from code_gym.hostfs import cache_root
 from code_gym.loaders.folder import task_id, write_task
 from code_gym.task import MANIFEST, Task, TaskError, Timeouts, load_task
@@ -47,6 +54,18 @@ class Instance:
     fail_to_pass: tuple[str, ...]
     pass_to_pass: tuple[str, ...]
     image: str | None = None
+    environment_setup_commit: str | None = None
+    version: str | None = None
+    requirements: tuple[str, ...] = ()
+
+
+def _extra_requirements(record: dict, where: str) -> tuple[str, ...]:
+    value = record.get("requirements", record.get("pip_packages", []))
+    if isinstance(value, str):
+        value = value.split()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TaskError(f"{where}: field 'requirements' / 'pip_packages' must be a list of requirement strings")
+    return tuple(value)
 
 
 def _node_ids(value, where: str, key: str) -> tuple[str, ...]:
@@ -72,9 +91,13 @@ def parse_instance(record: dict, where: str) -> Instance:
     if not fail_to_pass:
         raise TaskError(f"{where}: field 'FAIL_TO_PASS' is empty: the task would ask for nothing")
     image = next((record[k] for k in IMAGE_FIELDS if isinstance(record.get(k), str) and record[k]), None)
+    setup_commit = record.get("environment_setup_commit")
+    version = record.get("version")
     return Instance(record["instance_id"], record["repo"], record["base_commit"], record["patch"],
                     record["test_patch"], record["problem_statement"], fail_to_pass,
-                    _node_ids(record["PASS_TO_PASS"], where, "PASS_TO_PASS"), image)
+                    _node_ids(record["PASS_TO_PASS"], where, "PASS_TO_PASS"), image,
+                    setup_commit if isinstance(setup_commit, str) and setup_commit else None,
+                    str(version) if version is not None else None, _extra_requirements(record, where))
 
 
 def read_instances(path: Path) -> list[Instance]:
@@ -169,9 +192,31 @@ def posix_parent(path: str) -> str:
     return parent + "/" if parent else ""
 
 
+def instance_environment(instance: Instance, clone: Path, exported: Path, python: str | None,
+                         installer: str, sdists: bool = False) -> dict:
+    """The task.toml [environment] table of `instance` (empty when its repository declares nothing):
+    requirements from the repository at `environment_setup_commit` (else the exported base commit)
+    plus the instance's own."""
+    where = f"instance {instance.instance_id}"
+    setup = instance.environment_setup_commit
+    folder = exported if setup in (None, instance.base_commit) else Path(tempfile.mkdtemp(prefix="code-gym-envsetup-"))
+    try:
+        if folder != exported:
+            export_commit(clone, setup, folder)
+        _, environment = project_environment(folder, python, installer, instance.requirements, sdists)
+    except EnvironmentBuildError as exc:
+        raise EnvironmentBuildError(f"{where}: {exc}", exc.requirement, exc.error) from None
+    finally:
+        if folder != exported:
+            shutil.rmtree(folder, ignore_errors=True)
+    return {"environment": environment.spec.as_manifest()} if environment is not None else {}
+
+
 def materialize(instance: Instance, clone: Path, dest: Path, test_command: str = TEST_COMMAND,
-                timeouts: Timeouts = Timeouts(command=60.0, tests=600.0)) -> Task:
-    """Write the task folder of `instance` at `dest` (its name is the task id)."""
+                timeouts: Timeouts = Timeouts(command=60.0, tests=600.0), environments: bool = True,
+                python: str | None = None, installer: str = "uv", sdists: bool = False) -> Task:
+    """Write the task folder of `instance` at `dest` (its name is the task id), with the
+    environment its repository declares unless `environments` is False."""
     where = f"instance {instance.instance_id}"
     dest.parent.mkdir(parents=True, exist_ok=True)
     exported = Path(tempfile.mkdtemp(prefix=".export-", dir=dest.parent))  # same file system: moved, not copied
@@ -197,7 +242,11 @@ def materialize(instance: Instance, clone: Path, dest: Path, test_command: str =
             "pass_to_pass": list(instance.pass_to_pass),
             "timeouts": {"command": timeouts.command, "tests": timeouts.tests},
             "source": {"dataset": "swebench", "instance_id": instance.instance_id, "repo": instance.repo,
-                       "base_commit": instance.base_commit},
+                       "base_commit": instance.base_commit,
+                       **({"version": instance.version} if instance.version else {}),
+                       **({"environment_setup_commit": instance.environment_setup_commit}
+                          if instance.environment_setup_commit else {})},
+            **(instance_environment(instance, clone, exported, python, installer, sdists) if environments else {}),
         }
         if instance.image:
             manifest["image"] = instance.image
@@ -208,7 +257,8 @@ def materialize(instance: Instance, clone: Path, dest: Path, test_command: str =
 
 def load_swebench(path: str | Path, repos_dir: str | Path | None = None, cache_dir: str | Path | None = None,
                   test_command: str = TEST_COMMAND,
-                  timeouts: Timeouts = Timeouts(command=60.0, tests=600.0)) -> list[Task]:
+                  timeouts: Timeouts = Timeouts(command=60.0, tests=600.0), environments: bool = True,
+                  python: str | None = None, installer: str = "uv", sdists: bool = False) -> list[Task]:
     """Tasks from a SWE-bench-family JSONL file.
 
     Args:
@@ -220,12 +270,16 @@ def load_swebench(path: str | Path, repos_dir: str | Path | None = None, cache_d
         test_command: the command the grader runs the tests with (the repo's dependencies must be
             importable by it).
         timeouts: per agent command and per test run.
+        environments: build each instance's environment from its repository's metadata (False:
+            tests run with code-gym's own interpreter); `python` and `installer` as for
+            code_gym.environments.build_environment; `sdists`: build requirements that have no
+            wheel, in a sandbox with the network (old pins often have none for a new Python).
     """
     path = Path(path)
     if not path.is_file():
         raise TaskError(f"{path}: no such JSONL file")
     repos = Path(repos_dir or os.environ.get("CODE_GYM_REPOS") or path.parent)
-    key = f"{FORMAT_VERSION}\n{test_command}\n{timeouts}\n".encode() + path.read_bytes()
+    key = f"{FORMAT_VERSION}\n{test_command}\n{timeouts}\n{environments}\n{python}\n{sdists}\n".encode() + path.read_bytes()
     folder = Path(cache_dir or cache_root() / "swebench") / hashlib.sha256(key).hexdigest()[:12]
     instances = read_instances(path)
     ids = [task_id(i.instance_id) for i in instances]
@@ -237,5 +291,6 @@ def load_swebench(path: str | Path, repos_dir: str | Path | None = None, cache_d
         if (dest / MANIFEST).is_file():
             tasks.append(load_task(dest))
         else:
-            tasks.append(materialize(instance, find_clone(instance.repo, repos), dest, test_command, timeouts))
+            tasks.append(materialize(instance, find_clone(instance.repo, repos), dest, test_command, timeouts,
+                                     environments, python, installer, sdists))
     return tasks

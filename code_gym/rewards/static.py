@@ -17,6 +17,7 @@ from pyflakes.checker import Checker
 
 from code_gym.rewards.base import Submission
 from code_gym.task import Task
+from code_gym import pysource
 
 
 @dataclass
@@ -33,7 +34,7 @@ class FileCheck:
 
 def _findings(source: bytes, path: str) -> list[str]:
     """pyflakes messages (without positions) of a source that compiles; raises when it does not."""
-    tree = ast.parse(source, filename=path)
+    tree = pysource.parse(source, filename=path)
     compile(tree, path, "exec", dont_inherit=True)
     checker = Checker(tree, filename=path)
     return [f"{type(m).__name__}: {m.message % m.message_args}" for m in checker.messages]

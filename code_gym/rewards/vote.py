@@ -39,9 +39,11 @@ from typing import Any, Union
 
 import numpy as np
 
+from code_gym import pysource
 from code_gym.file_policy import apply_changes
 from code_gym.hostfs import owned_prefix
 from code_gym.reference import patch_changes
+from code_gym.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.task import Task
 from code_gym.workspace import Workspace
@@ -136,7 +138,7 @@ def _functions(source: bytes | None) -> dict[str, tuple[int, str]]:
     if source is None:
         return {}
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except (SyntaxError, ValueError):
         return {}
     out = {}
@@ -202,7 +204,7 @@ def _probe(task: Task, changes: Mapping[str, bytes | None], calls: tuple[str, ..
         (probe / "spec.json").write_text(json.dumps({"calls": list(calls), "setup": setup, "per_call": per_call}))
         limit = timeout or task.timeouts.tests
         sandbox = make_sandbox(isolation, copy.root, Limits(timeout=limit), mask=(task.root,) if task.root else (),
-                               image=task.image)
+                               image=task.image, python_env=task_runtime(task))
         binds = {probe: PROBE_DIR}
         inside = sandbox.inside(probe, binds)
         command = (f"PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 {_python(task)} {shlex.quote(inside + '/probe.py')} "

@@ -1,8 +1,8 @@
 """Where agent commands and tests run. `make_sandbox` is the one place that picks a backend."""
-from code_gym.sandbox.base import Backend, ExecResult, Limits, Sandbox
+from code_gym.sandbox.base import Backend, ExecResult, Limits, PythonEnv, Sandbox
 from code_gym.sandbox.local import LocalSandbox, available_isolation
 
-__all__ = ["Backend", "ExecResult", "Limits", "Sandbox", "LocalSandbox", "available_isolation", "make_sandbox",
+__all__ = ["Backend", "ExecResult", "Limits", "PythonEnv", "Sandbox", "LocalSandbox", "available_isolation", "make_sandbox",
            "backend"]
 
 _SHARED: dict[str, Backend] = {}
@@ -25,12 +25,15 @@ def backend(kind: str) -> Backend | None:
     return _SHARED[kind]
 
 
-def make_sandbox(kind, workspace, limits: Limits | None = None, mask=(), image: str | None = None) -> Sandbox:
+def make_sandbox(kind, workspace, limits: Limits | None = None, mask=(), image: str | None = None,
+                 python_env: PythonEnv | None = None) -> Sandbox:
     """A sandbox for `workspace`. `kind`: 'auto', 'bwrap', 'unshare', 'none' (no isolation: explicit
     opt-in only), 'docker', 'docker-fresh', 'ray', or a Backend object (e.g. DockerBackend(...)).
-    `image` is the task's container image (container backends; None: the backend's default)."""
+    `image` is the task's container image (container backends; None: the backend's default);
+    `python_env` the task's environment (None: the backend's own Python)."""
     limits = limits or Limits()
     chosen = kind if hasattr(kind, "sandbox") else backend(kind)
     if chosen is not None:
-        return chosen.sandbox(workspace, limits, mask=tuple(mask), image=image)
-    return LocalSandbox(workspace, isolation=kind, limits=limits, mask=mask)
+        extra = {"python_env": python_env} if python_env is not None else {}
+        return chosen.sandbox(workspace, limits, mask=tuple(mask), image=image, **extra)
+    return LocalSandbox(workspace, isolation=kind, limits=limits, mask=mask, python_env=python_env)

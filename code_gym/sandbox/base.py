@@ -20,6 +20,24 @@ class Limits:
     cpus: float = 1.0
 
 
+@dataclass(frozen=True)
+class PythonEnv:
+    """A virtualenv that commands run with (code_gym.environments builds them). Backends bind
+    `prefix` read-only at its own path (its scripts name it) with the installation its interpreter
+    comes from, and put its bin/ first on PATH, so `python`, `pytest` and the packages it holds are
+    the environment's. Its pytest plugins load through PYTEST_PLUGINS: plugin autoloading stays off."""
+    prefix: Path
+    base_prefix: Path
+    pytest_plugins: tuple[str, ...] = ()
+
+    def variables(self, path: str) -> dict[str, str]:
+        """The environment variables it sets, given the backend's own PATH."""
+        found = {"PATH": f"{self.prefix}/bin:{path}", "VIRTUAL_ENV": str(self.prefix)}
+        if self.pytest_plugins:
+            found["PYTEST_PLUGINS"] = ",".join(self.pytest_plugins)
+        return found
+
+
 @dataclass
 class ExecResult:
     output: str
@@ -70,7 +88,8 @@ class Sandbox(Protocol):
 class Backend(Protocol):
     """Makes sandboxes; passed as `isolation=` to the env, grading and make_sandbox."""
 
-    def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None) -> Sandbox:
+    def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None,
+                python_env: PythonEnv | None = None) -> Sandbox:
         ...
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from code_gym.sandbox import leftovers, mounts, runner
 from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL
-from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
+from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, PythonEnv
 from code_gym.sandbox.cgroup import pid_alive
 from code_gym.hostfs import TEMP_PREFIX, disk_full
 
@@ -132,19 +132,20 @@ class DockerBackend:
         reap()
         _BACKENDS.add(self)
 
-    def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None) -> "DockerSandbox":
-        return DockerSandbox(self, Path(workspace), limits, image or self.image)
+    def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None,
+                python_env: PythonEnv | None = None) -> "DockerSandbox":
+        return DockerSandbox(self, Path(workspace), limits, image or self.image, python_env)
 
-    def _key(self, image: str, limits: Limits) -> tuple:
-        return (image, limits.memory_bytes, limits.processes, limits.cpus, limits.file_size_bytes)
+    def _key(self, image: str, limits: Limits, python_env: PythonEnv | None) -> tuple:
+        return (image, limits.memory_bytes, limits.processes, limits.cpus, limits.file_size_bytes, python_env)
 
-    def acquire(self, image: str, limits: Limits) -> _Container:
-        key = self._key(image, limits)
+    def acquire(self, image: str, limits: Limits, python_env: PythonEnv | None = None) -> _Container:
+        key = self._key(image, limits, python_env)
         with self._pool.lock:
             idle = self._pool.idle.get(key, [])
             if idle:
                 return idle.pop()
-        return _create(key, image, limits)
+        return _create(key, image, limits, python_env)
 
     def release(self, box: _Container) -> None:
         """Detach the episode; return the container to the pool clean, or remove it."""
@@ -197,7 +198,23 @@ def _forget_pools() -> None:
 os.register_at_fork(after_in_child=_forget_pools)
 
 
-def _create(key: tuple, image: str, limits: Limits) -> _Container:
+def _environment_mounts(python_env: PythonEnv | None) -> list:
+    """A task environment bound read-only at its own path, with the interpreter installation it was
+    made from unless that is the system's /usr (which the image has: the default image is the same
+    Debian release as the machines it is built on, so its /usr/bin/python3.11 is the same build)."""
+    from docker.types import Mount
+
+    if python_env is None:
+        return []
+    dirs = [python_env.prefix] + ([python_env.base_prefix] if not str(python_env.base_prefix).startswith("/usr") else [])
+    return [Mount(str(d), str(d), type="bind", read_only=True) for d in dirs]
+
+
+def _env_variables(python_env: PythonEnv | None) -> dict[str, str]:
+    return _ENV | (python_env.variables(_ENV["PATH"]) if python_env is not None else {})
+
+
+def _create(key: tuple, image: str, limits: Limits, python_env: PythonEnv | None = None) -> _Container:
     from docker.types import Mount, Ulimit
 
     _require_image(image)
@@ -208,9 +225,11 @@ def _create(key: tuple, image: str, limits: Limits) -> _Container:
     labels = {LABEL: "container", OWNER_LABEL: f"{_HOST}:{os.getpid()}", SLOT_LABEL: str(slot)}
     volumes = [Mount(WORKDIR, str(slot / "repo"), type="bind", propagation="rslave"),
               Mount(BINDS_DIR, str(slot / "binds"), type="bind", propagation="rslave"),
-              Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind")]
+              Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind"), *_environment_mounts(python_env)]
     fsize = limits.file_size_bytes
-    server = ["python3", "-c", runner.SERVER, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
+    # the warm runner imports pytest from the interpreter the task's tests use
+    python = str(python_env.prefix / "bin" / "python") if python_env is not None else "python3"
+    server = [python, "-c", runner.SERVER, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
     container = None
     try:
         with _START_SLOTS:
@@ -258,11 +277,12 @@ def _exec_simple(container_id: str, script: str) -> None:
     api.exec_start(exec_id)
 
 
-def _run_exec(container_id: str, command: str, timeout: float, limits: Limits) -> tuple[CappedOutput, int | None, bool]:
+def _run_exec(container_id: str, command: str, timeout: float, limits: Limits,
+              env: dict[str, str]) -> tuple[CappedOutput, int | None, bool]:
     """Run one command; returns (output, exit code, abandoned: the host deadline passed)."""
     api = client().api
     exec_id = api.exec_create(container_id, ["bash", "-c", _WRAPPER, "code-gym", f"{timeout:g}", command],
-                              environment=_ENV, workdir=WORKDIR, user=f"{os.getuid()}:{os.getgid()}")["Id"]
+                              environment=env, workdir=WORKDIR, user=f"{os.getuid()}:{os.getgid()}")["Id"]
     sock = api.exec_start(exec_id, socket=True)
     raw = getattr(sock, "_sock", sock)
     output = CappedOutput(limits.max_output)
@@ -313,14 +333,16 @@ def _release(backend: DockerBackend, holder: list) -> None:
 class DockerSandbox:
     """One episode's (or one grading run's) hold on a container."""
 
-    def __init__(self, backend: DockerBackend, workspace: Path, limits: Limits, image: str):
+    def __init__(self, backend: DockerBackend, workspace: Path, limits: Limits, image: str,
+                 python_env: PythonEnv | None = None):
         self.name = backend.name
+        self.env = _env_variables(python_env)
         self.workdir = WORKDIR
         self.root = workspace.resolve()
         self.limits = limits
         self.image = image
         self.warm = backend.warm
-        self._holder: list[_Container] = [backend.acquire(image, limits)]
+        self._holder: list[_Container] = [backend.acquire(image, limits, python_env)]
         # grading and other callers may drop a sandbox without close(): give the container back then too
         self._finalizer = weakref.finalize(self, _release, backend, self._holder)
         try:
@@ -351,10 +373,10 @@ class DockerSandbox:
                 mounts.attach(Path(host).resolve(), target)
                 attached.append(target)
             argv = runner.pytest_argv(command) if self.warm else None
-            warm = argv is not None and runner.run(box.slot / "ctl" / runner.SOCKET_NAME, argv, WORKDIR, _ENV,
+            warm = argv is not None and runner.run(box.slot / "ctl" / runner.SOCKET_NAME, argv, WORKDIR, self.env,
                                                    timeout, self.limits.max_output)
             if not warm:
-                output, exit_code, abandoned = _run_exec(box.id, command, timeout, self.limits)
+                output, exit_code, abandoned = _run_exec(box.id, command, timeout, self.limits, self.env)
         finally:
             for target in attached:
                 mounts.detach(target, keep=0)

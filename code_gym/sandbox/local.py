@@ -27,7 +27,7 @@ import warnings
 from pathlib import Path
 
 from code_gym.sandbox import cgroup, leftovers, mounts, runner
-from code_gym.sandbox.base import CappedOutput, ExecResult, Limits
+from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, PythonEnv
 from code_gym.hostfs import TEMP_PREFIX, disk_full
 
 WORKDIR = "/repo"
@@ -40,6 +40,9 @@ _SYSTEM_DIRS = ("/usr", "/opt/code-gym-none")
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
               "localtime", "alternatives", "ssl", "mime.types", "hosts")
 _TOP_LINKS = ("bin", "lib", "lib64", "lib32", "sbin")
+# what a sandbox with the network keeps of the host's environment: proxies and certificate bundles
+_NETWORK_VARIABLES = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR",
+                                "REQUESTS_CA_BUNDLE", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CERT"})
 
 
 def available_isolation() -> list[str]:
@@ -77,7 +80,7 @@ def _shipped_tasks() -> list[str]:
     return [str(Path(__file__).resolve().parent.parent / "bundled_tasks")]
 
 
-def _python_dirs() -> list[str]:
+def _host_python_dirs() -> list[str]:
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).resolve().parent.parent)}
     return sorted(d for d in dirs if d and not d.startswith("/usr"))
 
@@ -86,8 +89,12 @@ class LocalSandbox:
     """Runs commands on this machine with the workspace as the current directory."""
 
     def __init__(self, workspace: str | Path, isolation: str = "auto", limits: Limits = Limits(),
-                 mask: tuple[str | Path, ...] = (), warm: bool | None = None):
+                 mask: tuple[str | Path, ...] = (), warm: bool | None = None, python_env: PythonEnv | None = None,
+                 network: bool = False):
         leftovers.reap_on_start()
+        self.python_env = python_env
+        # the network (bubblewrap only): for installing an environment's sdists, never for agents or tests
+        self.network = network
         self.root = Path(workspace).resolve()
         self.limits = limits
         self.mask = tuple(str(Path(m).resolve()) for m in mask)
@@ -107,12 +114,23 @@ class LocalSandbox:
         self.name = isolation
         self.workdir = WORKDIR if isolation == "bwrap" else str(self.root)
         # `python -m pytest` through a warm runner: bubblewrap only (it needs the slot mounts: root)
-        self.warm = (runner.warm_default() if warm is None else warm) and isolation == "bwrap" and os.geteuid() == 0
+        if network and isolation != "bwrap":
+            raise RuntimeError(f"a sandbox with the network needs bubblewrap, not {isolation!r}")
+        self.warm = (runner.warm_default() if warm is None else warm) and isolation == "bwrap" and os.geteuid() == 0 \
+            and not network
+
+    def _python_dirs(self) -> list[str]:
+        """The Python installations commands see, read-only: code-gym's own and the task's environment."""
+        dirs = _host_python_dirs()
+        if self.python_env is not None:
+            dirs += [d for d in (str(self.python_env.prefix), str(self.python_env.base_prefix))
+                     if d not in dirs and not _under(d, "/usr")]
+        return dirs
 
     def _env(self) -> dict[str, str]:
-        bindir = str(Path(sys.executable).parent)
+        path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
         return {
-            "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
+            "PATH": path,
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
@@ -120,8 +138,11 @@ class LocalSandbox:
             "TERM": "dumb",
             "PAGER": "cat",
             "GIT_PAGER": "cat",
-            # only plugins a task declares (with -p) load: installed plugins cannot alter results
+            # only plugins a task declares (with -p) or its environment holds (PYTEST_PLUGINS) load
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            **(self.python_env.variables(path) if self.python_env is not None else {}),
+            **({k: v for k, v in os.environ.items() if k.upper() in _NETWORK_VARIABLES or k.startswith("UV_")}
+               if self.network else {}),
         }
 
     def _argv(self, command: str, binds: dict[Path, str]) -> list[str]:
@@ -140,14 +161,14 @@ class LocalSandbox:
         command then runs with none (an empty bounding set) and no new privileges. The rest of the
         file system is the host's."""
         q = shlex.quote
-        keep = [p for p in dict.fromkeys([str(self.root), *(str(Path(h).resolve()) for h in binds), *_python_dirs()])
+        keep = [p for p in dict.fromkeys([str(self.root), *(str(Path(h).resolve()) for h in binds), *self._python_dirs()])
                 if _under(p, "/tmp") and Path(p).is_dir()][:7]  # descriptors 3-9
         setup = [f"exec {3 + i}<{q(p)}" for i, p in enumerate(keep)]
         setup.append(f"mount -t tmpfs -o size={self.limits.file_size_bytes},nosuid,nodev code-gym /tmp")
         setup += [f"mkdir -p {q(p)} && mount --no-canonicalize --bind /proc/self/fd/{3 + i} {q(p)} && exec {3 + i}<&-"
                   for i, p in enumerate(keep)]
         setup += [f"mount --bind {q(d)} {q(d)} && mount -o remount,bind,ro {q(d)}"
-                  for d in ("/usr", "/etc", *_python_dirs()) if Path(d).is_dir()]
+                  for d in ("/usr", "/etc", *self._python_dirs()) if Path(d).is_dir()]
         setup += [f"mount -t tmpfs none {q(m)}" for m in self.mask if Path(m).is_dir()  # what /tmp's tmpfs did not hide
                   and (not _under(m, "/tmp") or any(_under(m, k) for k in keep))]
         setup.append(f"cd {q(str(self.root))}")
@@ -158,6 +179,8 @@ class LocalSandbox:
 
     def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = ()) -> list[str]:
         argv = [_BWRAP, *_BWRAP_PRIVILEGES, "--clearenv", *flags]
+        if self.network:
+            argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         for d in _SYSTEM_DIRS:
             argv += ["--ro-bind-try", d, d]
         for name in _TOP_LINKS:
@@ -170,8 +193,8 @@ class LocalSandbox:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         # /tmp first: a Python installation (a venv) or a workspace under /tmp is bound over it
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.file_size_bytes), "--tmpfs", "/tmp"]
-        visible = [*_SYSTEM_DIRS, *_python_dirs()]
-        for d in _python_dirs():
+        visible = [*_SYSTEM_DIRS, *self._python_dirs()]
+        for d in self._python_dirs():
             argv += ["--ro-bind-try", d, d]
         # a masked folder is covered only where a bound folder would show it: elsewhere it is not
         # there at all, and a tmpfs on its path would tell mountinfo where tasks live
@@ -235,7 +258,7 @@ class LocalSandbox:
 
     def _warm_run(self, argv: list[str], binds: dict[Path, str], timeout: float):
         """Run pytest through a warm runner sandbox (None: run it cold)."""
-        key = (self.limits, self.mask, tuple(binds.values()))
+        key = (self.limits, self.mask, tuple(binds.values()), self.python_env)
         zygote = runner.LOCAL_RUNNERS.acquire(key, lambda counter: self._start_runner(counter, list(binds.values())))
         if zygote is None:
             return None

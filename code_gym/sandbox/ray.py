@@ -58,7 +58,7 @@ def changes(root: Path, before: Manifest) -> tuple[Manifest, list[str], list[str
 class SandboxHost:
     """The remote side: a workspace copy and a sandbox of this node. A Ray actor."""
 
-    def __init__(self, kind, archive: bytes, limits: Limits, mask_count: int, image: str | None):
+    def __init__(self, kind, archive: bytes, limits: Limits, mask_count: int, image: str | None, python_env=None):
         from code_gym.sandbox import make_sandbox
 
         self.base = Path(tempfile.mkdtemp(prefix=owned_prefix("ray")))
@@ -66,7 +66,7 @@ class SandboxHost:
         self.root.mkdir()
         unpack(self.root, archive, [])
         self.known = manifest(self.root)
-        self.sandbox = make_sandbox(kind, self.root, limits, image=image)
+        self.sandbox = make_sandbox(kind, self.root, limits, image=image, python_env=python_env)
 
     def describe(self) -> tuple[str, str, str]:
         import socket
@@ -112,20 +112,23 @@ class RayBackend:
         self.actor_class = ray.remote(num_cpus=num_cpus, resources=resources or {}, max_restarts=0)(SandboxHost)
         self.name = "ray"
 
-    def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None) -> "RaySandbox":
-        return RaySandbox(self, Path(workspace), limits, image)
+    def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None,
+                python_env=None) -> "RaySandbox":
+        """`python_env`: a task environment, which must lie at the same path on every node."""
+        return RaySandbox(self, Path(workspace), limits, image, python_env)
 
 
 class RaySandbox:
     """The host side of a remote sandbox: syncs the workspace around each command."""
 
-    def __init__(self, backend: RayBackend, workspace: Path, limits: Limits, image: str | None):
+    def __init__(self, backend: RayBackend, workspace: Path, limits: Limits, image: str | None, python_env=None):
         import ray
 
         self.root = workspace.resolve()
         self.limits = limits
         self.known = manifest(self.root)
-        self.actor = backend.actor_class.remote(backend.kind, pack(self.root, list(self.known)), limits, 0, image)
+        self.actor = backend.actor_class.remote(backend.kind, pack(self.root, list(self.known)), limits, 0, image,
+                                                python_env)
         kind, self.workdir, self.node = ray.get(self.actor.describe.remote())
         self.name = f"ray:{kind}"
 

@@ -60,6 +60,8 @@ def test_rows_may_come_in_any_order():
     ({"step_ids": [0, 0, 0]}, "repeated step_ids"),
     ({"token_offsets": [[(0, 1)], None, None]}, "1 token_offsets but 2 response tokens"),
     ({"diffs": ["", ""]}, "diffs has length 2"),
+    ({"token_ids": [[1, 2], [3], [4, 5]]}, "1 token_ids but 2 response tokens"),
+    ({"logprobs": [[-1.0, -2.0, -3.0], None, None]}, "3 logprobs but 2 response tokens"),
     ({"estimator": "ppo"}, "unknown estimator 'ppo'"),
 ])
 def test_bad_arrays(kwargs, message):
@@ -68,6 +70,18 @@ def test_bad_arrays(kwargs, message):
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         credit.token_advantages(**args)
+
+
+def test_token_ids_and_logprobs_reach_the_estimator_on_its_steps():
+    seen = []
+
+    def estimator(trajectories, **options):
+        seen.extend((s.token_ids.tolist(), s.logprobs.tolist()) for t in trajectories for s in t.steps)
+        return credit.grpo(trajectories, **options)
+
+    credit.token_advantages(np.ones((2, 2), bool), [0, 0], [0, 1], [0, 0], [1.0, 0.0], estimator=estimator,
+                            token_ids=[[5, 6], [7, 8]], logprobs=[[-0.5, -1.0], [-2.0, -0.25]])
+    assert seen == [([5, 6], [-0.5, -1.0]), ([7, 8], [-2.0, -0.25])]
 
 
 def test_rows_must_be_given_when_steps_share_rows():

@@ -92,3 +92,54 @@ def test_token_advantages_pass_the_call_fields_through():
                                   diffs=[step.diff] * 4, token_offsets=[step.token_offsets] * 4,
                                   calls=[step.calls] * 4, edits=[step.edits] * 4, cover="call")
     np.testing.assert_allclose(out[0], run(step, "call").tokens[0][0])
+
+
+def sed_step():
+    call = json.dumps({"name": "bash", "arguments": {"command": "sed -i 's/x = 1/x = 2/' f.py"}})
+    action = "I edit f.py.\n<tool_call>" + call + "</tool_call>"
+    start = action.index(call)
+    command = action.index("sed -i")
+    command = (command, command + len("sed -i 's/x = 1/x = 2/' f.py"))
+    diff = file_diff("f.py", "@@ -1,1 +1,1 @@\n-x = 1\n+x = 2\n")
+    step = credit.Step(action, diff, token_offsets=offsets(action), calls=[(start, start + len(call))],
+                       edits=[(0, "deleted", *command), (0, "added", *command)],
+                       line_calls=[("f.py", "deleted", 1, 0), ("f.py", "added", 1, 0)])
+    return step, command
+
+
+def test_lines_put_a_line_with_no_text_of_its_own_on_its_edit_argument():
+    step, command = sed_step()
+    values = run(step, "lines").tokens[0][0]
+    in_command = token_mask(step.action, command)
+    np.testing.assert_allclose(values[in_command], 1.0)  # the command made both lines
+    np.testing.assert_allclose(values[~in_command], 0.5)  # the thought and the call's markup: A^E only
+
+
+def test_every_cover_leaves_each_anchor_its_own_lines_tokens():
+    # deleted `x = 1` is in old_str; the added `x = 2 if y else 1` is not written as a line (new_str
+    # holds a part of it): it goes to new_str, below the own spans of every line
+    args = {"path": "f.py", "old_str": "x = 1", "new_str": "x = 2"}
+    call = json.dumps({"name": "str_replace", "arguments": args})
+    action = "<tool_call>" + call + "</tool_call>"
+    old = action.index('"x = 1"') + 1
+    new = action.index('"x = 2"') + 1
+    diff = file_diff("f.py", "@@ -1,1 +1,1 @@\n-x = 1\n+x = 2 if y else 1\n")
+    step = credit.Step(action, diff, token_offsets=offsets(action), calls=[(0, len(action))],
+                       edits=[(0, "deleted", old, old + 5), (0, "added", new, new + 5)],
+                       line_calls=[("f.py", "deleted", 1, 0), ("f.py", "added", 1, 0)])
+    # the deleted line in four rollouts, the added one in two: other A^D values
+    other = credit.Step(action.replace("x = 2", "x = 3"), diff.replace("+x = 2 if y else 1", "+z = [9]"),
+                        token_offsets=offsets(action), calls=[(0, len(action))],
+                        edits=[(0, "deleted", old, old + 5), (0, "added", new, new + 5)],
+                        line_calls=[("f.py", "deleted", 1, 0), ("f.py", "added", 1, 0)])
+    trajectories = [credit.Trajectory("q", [s], r) for s, r in ((step, 1), (other, 1), (step, 0), (other, 0.5))]
+    for cover in ("lines", "edit", "call"):
+        res = credit.didpo(trajectories, cover=cover)
+        values = res.tokens[0][0] - res.episode[0]
+        [deleted] = [a for a in res.anchors if a.kind == "deleted"]
+        [added] = [a for a in res.anchors if a.kind == "added" and 0 in a.trajectories]
+        assert deleted.gs > added.gs and not np.isclose(deleted.advantage[0], added.advantage[0])
+        # the deleted line keeps its text in old_str; the added one, placed on new_str, keeps new_str
+        # although the higher-scored deleted anchor covers the whole call too with cover="call"
+        np.testing.assert_allclose(values[token_mask(action, (old, old + 5))], deleted.advantage[0])
+        np.testing.assert_allclose(values[token_mask(action, (new, new + 5))], added.advantage[0])

@@ -170,3 +170,38 @@ def test_a_line_is_found_only_between_line_boundaries():
     for action in ("a\nres = 1  \nb", '{"s": "a\\nres = 1\\nb"}', "<code>res = 1</code>", "'res = 1'"):
         (s, e), = locate_lines(action, ["res = 1"]).tolist()
         assert action[s:e] == "res = 1", action
+
+
+def test_a_window_keeps_the_search_inside_it():
+    # the deleted line stands in the thought and in old_str; searched in old_str's window only
+    action = 'Wrong:\nx = 1\n{"old_str": "x = 1", "new_str": "x = 2"}'
+    old = action.index('"x = 1"') + 1
+    texts = ["-x = 1"]
+    one = np.zeros(1, np.int64)
+    spans, _ = locate_blocks([action], texts, one, one, np.ones(1, bool), skip=1)
+    assert spans.tolist() == [[7, 12]]  # without a window: the first place, the thought
+    spans, _ = locate_blocks([action], texts, one, one, np.ones(1, bool), skip=1,
+                             window=np.array([[old, old + 5]]))
+    assert spans.tolist() == [[old, old + 5]]
+    # a window that does not hold it: not found, not placed elsewhere
+    spans, _ = locate_blocks([action], texts, one, one, np.ones(1, bool), skip=1, window=np.array([[0, 4]]))
+    assert spans.tolist() == [[-1, -1]]
+
+
+def test_in_a_window_a_line_is_also_found_without_its_indentation():
+    # a script's old string holds `return a + b` without the indentation the file has
+    action = "python3 -c \"s.replace('return a + b', 'return a * b')\""
+    at = action.index("return a + b")
+    one = np.zeros(1, np.int64)
+    spans, _ = locate_blocks([action], ["-    return a + b"], one, one, np.ones(1, bool), skip=1,
+                             window=np.array([[at - 1, at + 13]]))
+    assert spans.tolist() == [[at, at + 12]]
+    spans, _ = locate_blocks([action], ["-    return a + b"], one, one, np.ones(1, bool), skip=1)
+    assert spans.tolist() == [[-1, -1]]  # the whole action: indentation kept
+
+
+def test_a_line_ends_before_a_twice_escaped_break():
+    # a Python `\n` escape inside a JSON string: backslash, backslash, n
+    action = '{"command": "s.replace(\'    for x:\\\\n        y\')"}'
+    spans = locate_lines(action, ["    for x:", "        y"])
+    assert [action[s:e] for s, e in spans.tolist()] == ["    for x:", "        y"]

@@ -74,12 +74,12 @@ def _batch(offsets_per_step, actions=None):
         {"action": a, "diff": "", "token_offsets": o} for a, o in zip(actions, offsets_per_step)]}]
 
 
-def test_list_offsets_of_a_batch_become_int64_slices_of_one_array():
+def test_list_offsets_of_a_batch_are_kept_as_lists_and_counted():
     from credit.types import as_trajectories
-    trajs = as_trajectories(_batch([[[0, 2], [2, 6]], [[0, 0], [0, 3]], []]))
-    got = [s.token_offsets for s in trajs[0].steps]
-    assert [g.tolist() for g in got] == [[[0, 2], [2, 6]], [[0, 0], [0, 3]], []]
-    assert got[0].dtype == np.int64 and got[0].base is got[1].base is not None
+    offsets = [[[0, 2], [2, 6]], [[0, 0], [0, 3]], []]
+    trajs = as_trajectories(_batch(offsets))
+    assert [s.token_offsets for s in trajs[0].steps] == offsets
+    assert [len(t) for t in credit.grpo(_batch(offsets)).tokens[0]] == [2, 2, 0]
 
 
 @pytest.mark.parametrize("offsets, message", [
@@ -98,6 +98,38 @@ def test_batch_offset_checks_name_the_step_like_the_per_step_check(offsets, mess
         return
     with pytest.raises((ValueError, TypeError), match=r"trajectory 0: task 'q', step 1: .*" + message):
         credit.grpo(batch)
+
+
+def test_a_bad_entry_inside_list_offsets_is_counted_where_no_span_reads_it():
+    # documented: list offsets are checked in full only where the estimators read them
+    batch = _batch([[[0, 2], [4, "x"], [1, 0], [2, 6]]])
+    assert credit.grpo(batch).tokens[0][0].shape == (4,)
+
+
+def test_token_ids_and_logprobs_round_trip_through_jsonl(tmp_path):
+    step = credit.Step("abc", "", token_offsets=[(0, 1), (1, 3)], token_ids=[17, 4], logprobs=[-0.25, -1.5])
+    assert step.token_ids.dtype == np.int64 and step.logprobs.tolist() == [-0.25, -1.5]
+    path = tmp_path / "t.jsonl"
+    credit.dump_jsonl([credit.Trajectory("q", [step], 1.0)], path)
+    back = credit.load_jsonl(path)[0].steps[0]
+    assert back.token_ids.tolist() == [17, 4] and back.logprobs.tolist() == [-0.25, -1.5]
+    assert json.loads(path.read_text())["steps"][0]["token_ids"] == [17, 4]
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"token_ids": [1]}, "token_ids has 1 entries but token_offsets has 2"),
+    ({"logprobs": [-1.0, -2.0, -3.0]}, "logprobs has 3 entries but token_offsets has 2"),
+    ({"token_ids": [1.5, 2.0]}, "token_ids must be integers"),
+    ({"logprobs": [-1.0, float("nan")]}, "logprobs must be finite"),
+    ({"token_ids": [[1, 2]]}, "token_ids must be 1-D"),
+])
+def test_bad_token_ids_and_logprobs_say_what_is_wrong(fields, message):
+    step = {"action": "abc", "diff": "", "token_offsets": [[0, 1], [1, 3]], **fields}
+    with pytest.raises(ValueError, match=message):
+        credit.Step.from_dict(step)
+    if "entries" in message:  # the batch path, which keeps lists, counts them too
+        with pytest.raises(ValueError, match=r"trajectory 0: task 'q', step 0: " + message):
+            credit.grpo([{"task_id": "q", "reward": 1.0, "steps": [step]}])
 
 
 def test_calls_edits_and_line_calls_round_trip_and_accept_dicts(tmp_path):
