@@ -81,21 +81,22 @@ LLM training Adam's step normalisation plays this part."""
 ANALYSIS = """What was run (a reduced configuration: the machine's load average was about 15, seven
 other helpers sharing its 2 cores, and a full-size training run took 5 minutes): 3 of the 6
 multi-region tasks (the three with the most wrong variants), 2 seeds instead of 5, at most 30
-updates instead of 40, K = 1 and K = all; K = 2 only in the diagnosis below (which covers all six
-tasks at K = 1, 2 and all). The first attempt at the full configuration (6 tasks, 5 seeds, K = 1, 2,
-all) was stopped after its diagnosis and one training run.
+updates instead of 40, K = 1, 2 and all (K = 2 run separately afterwards, same seeds and budget,
+`--regions-per-step 2`, merged into one table). The diagnosis below covers all six tasks at K = 1,
+2 and all. The first attempt at the full configuration (6 tasks, 5 seeds) was stopped after its
+diagnosis and one training run.
 
 **Result (written after measuring): DiDPO is not faster than GRPO at any K, and the goal (90%
-success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant.** At K = all the closest
-is DiDPO (reference) at 1.06x GRPO's median updates per task; the within-anchor contrast is at
-0.94x at K = 1 and 1.20x at K = all; with two seeds, gaps under about 25% are inside the spread
-(the per-seed columns). GiGPO at K = all is GRPO exactly (same numbers, same seeds): with every
+success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant.** At K = 2 the closest is
+DiDPO (within) at 0.94x GRPO's median updates per task (as at K = 1), at K = all DiDPO (reference)
+at 1.06x, while the within-anchor contrast is at 1.20x there; with two seeds, gaps under about 25%
+are inside the spread (the per-seed columns). GiGPO at K = all is GRPO exactly (same numbers, same seeds): with every
 region in one step its step term has nothing to compare.
 
 Against the prediction: right that GRPO runs once, that GiGPO becomes GRPO at K = all, and that
 the goal is not met; wrong about the within-anchor contrast (predicted 0.8x, measured 0.94x at
-K = 1 and 1.20x at K = all) and about the within + cover="call" combination (predicted the closest,
-0.75x; measured 1.14x at both K); DiDPO (reference) and (contrast) were slower at K = 1 than the
+K = 1 and 2, 1.20x at K = all) and about the within + cover="call" combination (predicted the
+closest, 0.75x; measured 1.00-1.14x); DiDPO (reference) and (contrast) were slower at K = 1 than the
 predicted 15% (1.26x, 1.40x).
 
 Why, from the diagnosis table (it barely changes with K):
