@@ -126,7 +126,7 @@ groups per task, so that each variant inside an anchor is made by enough rollout
 mean something."""
 TINY_ANALYSIS = """What was run (reduced for the machine's load, about 15 on 2 cores; a tiny-LM run took
 9-10 minutes): one task, K = all only (every region in one response of about 165 tokens), GRPO and
-DiDPO (within), 3 seeds planned (the table says how many finished), 150 warm-start steps, then 4
+DiDPO (within), 3 seeds, 150 warm-start steps, then 4
 updates of G = 8 (`--tiny-updates 4 --tiny-sft-steps 150 --tiny-regions-per-step 0`). The other
 methods and K = 1, 2 were not run on the tiny LM.
 
