@@ -35,62 +35,117 @@ from code_gym.apps.train import TrainConfig, Trainer  # noqa: E402
 from code_gym.grading import GradeCache  # noqa: E402
 
 METHODS = {  # label -> (estimator name in credit.ESTIMATORS, options)
-    "DiDPO (reference)": ("didpo", {}),
-    "DiDPO (contrast)": ("didpo-contrast", {}),
     "GRPO": ("grpo", {}),
     "GiGPO": ("gigpo", {}),
+    "DiDPO (reference)": ("didpo", {}),  # cover="lines", the default
+    "DiDPO (contrast)": ("didpo-contrast", {}),
+    "DiDPO (within)": ("didpo", {"baseline": "within"}),
+    "DiDPO (cover=edit)": ("didpo", {"cover": "edit"}),
+    "DiDPO (cover=call)": ("didpo", {"cover": "call"}),
+    "DiDPO (within, cover=call)": ("didpo", {"baseline": "within", "cover": "call"}),
 }
+# an estimator whose advantages depend only on the outcome gives every K the same run (same seeds,
+# same choices): it runs once, at the first K, and its result stands for the others
+OUTCOME_ONLY = ("grpo", "dr_grpo", "rloo")
 EXTRA_METHODS = {  # for --methods
     "DiDPO (contrast, exact groups)": ("didpo-contrast", {"similarity": 1.0}),
     "DiDPO (reference, std-normalised)": ("didpo", {"mode": "mean_std_norm"}),
 }
-PREDICTION = """Prediction, written before measuring: no estimator clearly ahead. In this policy the
-choice to edit a region at all is made at the tool-name token (`str_replace` vs `view`), which no
-diff covers, so every estimator gives it the episode advantage A^E (GiGPO adds its step term).
-DiDPO's A^D reaches only the branch tokens between different edits of one region; with the default
-similarity 0.8 a right edit and its one-token mutation fall into one anchor, so the contrast
-baseline adds the same value to both (no signal, some noise) and the reference baseline adds the
-return centred over the makers of that edit (a little signal). Expected: DiDPO (reference) and
-GiGPO within 15% of GRPO's median updates, DiDPO (contrast) equal or slightly slower; seed spread
-larger than any gap."""
-ANALYSIS = """**Result (written after measuring): DiDPO did not learn faster on this testbed; GRPO and GiGPO
-did at least as well.** Median updates per task: GiGPO 15, GRPO 16, DiDPO (reference) 19, DiDPO
-(contrast) 21, contrast with exact groups 21. The interquartile ranges overlap, and the spread over
-seeds (the update at which the last of the six tasks got there goes from 16 to more than 40 within
-one method) is larger than any gap. The contrast variants also left more tasks unsolved within the
-budget (7-8 of 30 against 4), mostly mdtable-column-alignment, the task with the most wrong
-variants. The prediction was right about GiGPO and the contrast baseline, and too kind to DiDPO's
-reference baseline (19% slower than GRPO, not within 15%).
+PREDICTION = """Prediction (written at 14:35 UTC on the day of the issue-16 runs, before any of
+them; the quick run's numbers had been seen, not the full run's):
 
-Why, from the diagnosis table:
+1. GRPO's runs are the same at every K (its credit depends on the outcome only), so they run once.
+2. The bottleneck stays the choice to edit a region at all, made at the tool-name token that no
+   diff covers (cover="call" aside), where every estimator gives A^E. So at every K the estimators
+   stay close: DiDPO (reference), (contrast) and cover="edit" within 15% of GRPO's median updates
+   per task.
+3. DiDPO (within) separates a right edit from its one-token mutation inside an anchor (the quick
+   run's diagnosis: AUC right > wrong inside edits near 1.0 against about 0.62 for GRPO), so it
+   is the fastest DiDPO variant: about 0.8x GRPO's median updates at every K. With cover="call" the
+   tool name `str_replace` also gets the edit's A^D, which should help the edit-or-view choice a
+   little: DiDPO (within, cover=call) about 0.75x.
+4. K barely moves DiDPO (its anchors are per hunk whatever the packing); GiGPO loses its step term
+   at K = all (one step before submit) and becomes GRPO there.
+5. The goal (90% success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant; the
+   closest is DiDPO (within, cover=call).
+6. Tiny LM: with 3 seeds and a small budget, no method is distinguishable from GRPO; few runs, if
+   any, reach 90% success."""
+SCALE = """Advantage scale, one rule for every method: each estimator computes its advantages with its
+own defaults (GRPO (r - mean) / std; GiGPO its episode and step terms; DiDPO A^E (r - mean) plus
+lambda A^D on covered tokens), and then, per task and update, the advantages at the branch tokens are
+divided by their std (`code_gym.apps.train.whiten`, no centring; the tiny LM: the batch's response-token
+advantages divided by their std, then Adam). So every method takes steps of the same overall size and
+differs only in where it puts credit and with which sign. Why: DiDPO's A^D adds magnitude, and the
+earlier sensitivity run (below) showed that the sign of the DiDPO-GRPO gap flips with the scale; in
+LLM training Adam's step normalisation plays this part."""
+ANALYSIS = """What was run (a reduced configuration: the machine's load average was about 15, seven
+other helpers sharing its 2 cores, and a full-size training run took 5 minutes): 3 of the 6
+multi-region tasks (the three with the most wrong variants), 2 seeds instead of 5, at most 30
+updates instead of 40, K = 1, 2 and all (K = 2 run separately afterwards, same seeds and budget,
+`--regions-per-step 2`, merged into one table). The diagnosis below covers all six tasks at K = 1,
+2 and all. The first attempt at the full configuration (6 tasks, 5 seeds) was stopped after its
+diagnosis and one training run.
 
-1. Most of the learning is the choice to edit a region at all, made at the tool-name token. No diff
-   covers that token, so DiDPO gives it A^E alone, like GRPO: the ranking there is the same for
-   every estimator (AUC 0.57).
-2. Inside edits, DiDPO's diff credit ranks right above wrong no better than the episode advantage
-   (AUC 0.631 with the reference baseline, 0.615 with the contrast, 0.632 for GRPO). With the
-   default similarity 0.8 a right edit and its one-token mutation fall into one anchor, so the
-   contrast baseline adds the same value to both (noise), and the reference baseline adds the
-   return centred over that anchor's makers, which mostly repeats A^E. With exact groups
-   (similarity 1.0) a mutation made by a single rollout forms no group and gets no anchor, so the
-   contrast gets no better.
-3. DiDPO's extra credit raises the scale of a batch's advantages (mean |A| inside edits 1.00 against
-   0.83). After normalisation (here per-task whitening; in LLM training Adam's step normalisation
-   plays that part) the tool-name tokens, where this testbed's bottleneck is, get smaller steps
-   (mean |A| 0.61 against 0.81, right-minus-wrong gap +0.21 against +0.28).
+**Result (written after measuring): DiDPO is not faster than GRPO at any K, and the goal (90%
+success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant.** At K = 2 the closest is
+DiDPO (within) at 0.94x GRPO's median updates per task (as at K = 1), at K = all DiDPO (reference)
+at 1.06x, while the within-anchor contrast is at 1.20x there; with two seeds, gaps under about 25%
+are inside the spread (the per-seed columns). GiGPO at K = all is GRPO exactly (same numbers, same seeds): with every
+region in one step its step term has nothing to compare.
 
-Sensitivity (`--no-whiten --methods GRPO "DiDPO (reference, std-normalised)" "DiDPO (reference)"`,
-same seeds and budget, 4.5 min): without whitening, DiDPO with `mode="mean_std_norm"` (the same A^E
-scale as GRPO) needed 16 updates per task (median, IQR 12-23) against GRPO's 19 (14-24), but left
-6 of 30 tasks unsolved against GRPO's 2; DiDPO at its default `mean_norm` scale took steps so small
-that only 4 of 30 tasks got there. So the sign of the gap depends on how advantages are scaled, and
-no setting gave DiDPO a robust advantage here.
+Against the prediction: right that GRPO runs once, that GiGPO becomes GRPO at K = all, and that
+the goal is not met; wrong about the within-anchor contrast (predicted 0.8x, measured 0.94x at
+K = 1 and 2, 1.20x at K = all) and about the within + cover="call" combination (predicted the
+closest, 0.75x; measured 1.00-1.14x); DiDPO (reference) and (contrast) were slower at K = 1 than the
+predicted 15% (1.26x, 1.40x).
 
-What this says: DiDPO's premise, that credit placed on the changed lines tells which edit mattered,
-needs rollouts that make different, dissimilar edits to the same region, as samples of a language
-model do. In this policy the decisive choices are whether to edit (tokens no diff covers) and
-between near-duplicate edits (which DiDPO groups together), so its extra credit mostly adds scale
-and noise. The demo's report (`make demo`) shows the same thing line by line."""
+Why, from the diagnosis table (it barely changes with K):
+
+1. The bottleneck is still the choice to edit a region at all, made at the tool-name token. Every
+   estimator ranks right above wrong there at AUC 0.567 (A^E alone), except those with
+   cover="call", which are worse (0.535-0.564): the call's span gives the tool name the A^D of
+   whichever variant the rollout wrote, right or wrong, which is not the credit of editing at all.
+2. Inside edits, the within-anchor contrast does separate variants better than any other rule
+   (AUC 0.688 at K = 1 against 0.637 for GRPO and the reference baseline; mean gap right - wrong
+   +0.83 against +0.48; on one task with few variants, the quick run, 0.97-1.00). It is far from 1
+   on six tasks because each variant is made by 1-3 of the 8 rollouts and their outcomes also
+   depend on every other region.
+3. Under a common step size (whitening per task), the sharper in-edit credit costs step size at the
+   tool name: mean |A| there 0.57 for DiDPO (within) against 0.81 for GRPO, gap +0.19 against
+   +0.26. The tool-name decision is where the policy has most to learn, so the trade loses.
+4. Packing the regions does not hand DiDPO an advantage here, because no estimator in this
+   comparison except GiGPO used step-level credit to begin with: GRPO gives every token A^E at any
+   K, and DiDPO's anchors are per hunk whatever the packing. K only removes GiGPO's step term.
+
+What would help, by the diagnosis: credit for the edit-or-view choice itself. A view writes no
+diff, so DiDPO never measures "edited this region vs left it": an occurrence for an untouched region
+(the reference's lines left as they were) would let the contrast reach the tool-name token with
+the effect of editing at all. Second, keep A^D from shrinking A^E's step: normalise A^E alone and add
+A^D at a fixed fraction of its scale (lambda < 1), or normalise the two separately. Third, larger
+groups per task, so that each variant inside an anchor is made by enough rollouts for its mean to
+mean something."""
+TINY_ANALYSIS = """What was run (reduced for the machine's load, about 15 on 2 cores; a tiny-LM run took
+9-10 minutes): one task, K = all only (every region in one response of about 165 tokens), GRPO and
+DiDPO (within), 3 seeds, 150 warm-start steps, then 4
+updates of G = 8 (`--tiny-updates 4 --tiny-sft-steps 150 --tiny-regions-per-step 0`). The other
+methods and K = 1, 2 were not run on the tiny LM.
+
+**Result (written after measuring): the tiny LM runs end to end on the real environment and tests,
+but within this budget it does not learn, so it cannot tell the estimators apart; no run reaches
+90% success.** After the warm start (per-token loss 6.6 -> 0.03-0.04) an eighth to a quarter of the
+first batch's responses are exactly a candidate text and, in one seed, 1 rollout of 8 resolves.
+Within 2-3 updates the share of exact candidates falls to 0 under both estimators: the RL step
+(Adam 5e-4, two epochs per batch, clip 0.2, whitened advantages) moves the model off the candidate
+texts faster than the rare successes pull it towards the right one. An earlier attempt with 40
+warm-start steps (loss down to 0.19-0.59 per token, 4 runs of 6 updates, both estimators) never
+sampled a candidate exactly and never resolved: at 0.2 nats a token a 165-token response is almost
+surely off somewhere.
+
+Prediction 6 (no method distinguishable, few runs if any at 90%) held, for a duller reason than
+predicted: the policy collapses before credit can matter. What would make this comparison
+informative: a smaller RL step (Adam 1e-4, one epoch) or a KL term to the warm-start model, a
+longer warm start, K = 1 (responses of 40-80 tokens), and 20+ updates per run, which needs
+about an hour of an idle 2-core machine for 3 seeds of two methods."""
 _CACHE: GradeCache | None = None
 
 
@@ -101,10 +156,17 @@ def multi_region_tasks(minimum: int = 3):
 
 
 def run_one(job: dict) -> dict:
-    """One (method, seed) training run in a worker; its grade cache lives as long as the worker."""
+    """One job in a worker: a (method, K, seed) training run, or a diagnosis at one K. The worker's
+    grade cache lives as long as it does."""
     global _CACHE
     if _CACHE is None:
         _CACHE = GradeCache()
+    if job.get("kind") == "diagnose":
+        started = time.monotonic()
+        rows = diagnose(job["tasks"], job["decisions"], job["estimators"], group_size=job["group_size"],
+                        regions_per_step=job["regions_per_step"], batches=job["batches"])
+        return {"kind": "diagnose", "regions_per_step": job["regions_per_step"], "rows": rows,
+                "seconds": time.monotonic() - started}
     estimator_name, options = job["estimator"], job["options"]
     config = TrainConfig(estimator=estimator_name, options=options, updates=job["updates"],
                          group_size=job["group_size"], lr=job["lr"], whiten=job["whiten"], seed=job["seed"],
@@ -117,76 +179,103 @@ def run_one(job: dict) -> dict:
         trainer.close()
     reach = {t.id: next((s.update for s in history if s.per_task[t.id] >= job["threshold"]), None)
              for t in job["tasks"]}
-    return {"method": job["method"], "seed": job["seed"], "reach": reach, "episodes": trainer.episodes,
+    return {"kind": "train", "method": job["method"], "regions_per_step": job["regions_per_step"],
+            "seed": job["seed"], "reach": reach, "episodes": trainer.episodes,
             "seconds": time.monotonic() - started,
             "curve": [[s.update, s.success_probability] for s in history]}
 
 
-def verified_candidates():
-    """The multi-region tasks and their verified decisions (warming this process's grade cache)."""
+def verified_candidates(task_ids: list[str] | None = None):
+    """The multi-region tasks (or those named) and their verified decisions (warming this process's
+    grade cache)."""
     global _CACHE
     _CACHE = GradeCache()
     tasks = multi_region_tasks()
+    if task_ids:
+        tasks = [t for t in tasks if t.id in task_ids]
     print(f"tasks: {', '.join(t.id for t in tasks)}; verifying candidates ...", file=sys.stderr, flush=True)
     verifier = Trainer(tasks, TrainConfig(updates=0), grade_cache=_CACHE, progress=True)
     verifier.close()
     return tasks, verifier.decisions, verifier.dropped
 
 
-def _label(method: str, regions_per_step: int, every_k: list[int]) -> str:
-    """A method's label, with K (regions per step; 0: all) when the run compares several or K != 1."""
-    if every_k == [1]:
-        return method
-    return f"{method}, K={'all' if regions_per_step == 0 else regions_per_step}"
+def k_label(regions_per_step: int) -> str:
+    return "all" if regions_per_step == 0 else str(regions_per_step)
 
 
 def measure(methods: dict, seeds: int, updates: int, group_size: int, lr: float, threshold: float,
-            workers: int, whiten: bool = True, regions_per_step: list[int] = (1,)) -> dict:
-    tasks, decisions, dropped = verified_candidates()
+            workers: int, whiten: bool = True, regions_per_step: list[int] = (1,), task_ids: list[str] | None = None,
+            diagnosis_batches: int = 12, json_path: Path | None = None) -> dict:
+    """Every (method, K, seed) run and a diagnosis per K, in a pool of `workers` processes. With
+    `json_path`, the results so far are saved after each job (a cut-short run can be rendered)."""
+    tasks, decisions, dropped = verified_candidates(task_ids)
     every_k = list(regions_per_step)
-    jobs = [{"method": _label(label, k, every_k), "estimator": name, "options": options, "seed": seed, "tasks": tasks,
-             "decisions": decisions, "updates": updates, "group_size": group_size, "lr": lr, "threshold": threshold,
-             "whiten": whiten, "regions_per_step": k}
-            for seed in range(seeds) for k in every_k for label, (name, options) in methods.items()]
+    estimators = [(label, name, options) for label, (name, options) in methods.items()]
+    jobs = [{"kind": "diagnose", "tasks": tasks, "decisions": decisions, "estimators": estimators,
+             "group_size": group_size, "regions_per_step": k, "batches": diagnosis_batches}
+            for k in every_k] if diagnosis_batches else []
+    jobs += [{"kind": "train", "method": label, "estimator": name, "options": options, "seed": seed, "tasks": tasks,
+              "decisions": decisions, "updates": updates, "group_size": group_size, "lr": lr, "threshold": threshold,
+              "whiten": whiten, "regions_per_step": k}
+             for seed in range(seeds) for k in every_k for label, (name, options) in methods.items()
+             if not (name in OUTCOME_ONLY and k != every_k[0])]
     started = time.monotonic()
-    runs = []
+    data = {"diagnosis": {}, "tasks": [t.id for t in tasks],
+            "regions": {t: [d.labels for d in decisions[t]] for t in decisions},
+            "dropped": dropped, "seeds": seeds, "updates": updates, "group_size": group_size, "lr": lr,
+            "threshold": threshold, "whiten": whiten, "workers": workers, "seconds": 0.0,
+            "methods": list(methods), "outcome_only": [m for m, (n, _) in methods.items() if n in OUTCOME_ONLY],
+            "regions_per_step": every_k, "runs": [], "jobs": len(jobs)}
     # fork: the workers inherit the warm grade cache of the verification episodes
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        for k, run in enumerate(pool.imap_unordered(run_one, jobs), 1):
-            reached = sum(v is not None for v in run["reach"].values())
-            print(f"[{k}/{len(jobs)}] {run['method']} seed {run['seed']}: {reached}/{len(tasks)} tasks reached "
-                  f"{threshold} ({run['episodes']} episodes, {run['seconds']:.0f}s)", file=sys.stderr, flush=True)
-            runs.append(run)
-    print("diagnosis: where the credit lands ...", file=sys.stderr, flush=True)
-    diagnosis = diagnose(tasks, decisions, [name for name, options in methods.values() if not options],
-                         group_size=group_size)
-    return {"diagnosis": diagnosis, "tasks": [t.id for t in tasks], "regions": {t: [d.labels for d in decisions[t]] for t in decisions},
-            "dropped": dropped, "seeds": seeds, "updates": updates, "group_size": group_size, "lr": lr,
-            "threshold": threshold, "whiten": whiten, "workers": workers, "seconds": time.monotonic() - started,
-            "methods": [_label(m, k, every_k) for k in every_k for m in methods], "regions_per_step": every_k,
-            "runs": runs}
+        for n, out in enumerate(pool.imap_unordered(run_one, jobs), 1):
+            if out["kind"] == "diagnose":
+                data["diagnosis"][k_label(out["regions_per_step"])] = out["rows"]
+                print(f"[{n}/{len(jobs)}] diagnosis at K={k_label(out['regions_per_step'])} ({out['seconds']:.0f}s)",
+                      file=sys.stderr, flush=True)
+            else:
+                reached = sum(v is not None for v in out["reach"].values())
+                print(f"[{n}/{len(jobs)}] {out['method']} K={k_label(out['regions_per_step'])} seed {out['seed']}: "
+                      f"{reached}/{len(tasks)} tasks reached {threshold} ({out['episodes']} episodes, "
+                      f"{out['seconds']:.0f}s)", file=sys.stderr, flush=True)
+                data["runs"].append(out)
+            data["seconds"] = time.monotonic() - started
+            if json_path is not None:
+                json_path.parent.mkdir(parents=True, exist_ok=True)
+                json_path.write_text(json.dumps(data))
+    return data
 
 
-def diagnose(tasks, decisions: dict, estimators: list[str], batches: int = 12, group_size: int = 8,
-             seed: int = 123) -> list[dict]:
-    """Where each estimator's credit lands, on batches of the untrained policy: for the branch points
-    at the tool name (edit the region or only view it) and those inside edits (which edit), the
-    whitened advantage of the way taken, split by whether that way leads to the reference."""
+def runs_of(data: dict, method: str, k: int) -> list[dict]:
+    """The runs of `method` at K = k (an outcome-only method's runs at the first K stand for every K)."""
+    if method in data.get("outcome_only", ()):
+        k = data["regions_per_step"][0]
+    return sorted((r for r in data["runs"] if r["method"] == method and r.get("regions_per_step", k) == k),
+                  key=lambda r: r["seed"])
+
+
+def diagnose(tasks, decisions: dict, estimators: list, batches: int = 12, group_size: int = 8,
+             seed: int = 123, regions_per_step: int = 1) -> list[dict]:
+    """Where each estimator's credit lands, on batches of the untrained policy played at K =
+    `regions_per_step`: for the branch points at the tool name (edit the region or only view it)
+    and those inside edits (which edit), the whitened advantage of the way taken, split by whether
+    that way leads to the reference. `estimators`: (label, name, options) each."""
     from code_gym.apps.policy import EditPolicy
     from code_gym.apps.train import branch_advantages, estimator, make_env, play, whiten
 
     policy, rng = EditPolicy(decisions), np.random.default_rng(seed)
-    env = make_env(tasks, _CACHE)
+    longest = max(len(d) for d in decisions.values())
+    env = make_env(tasks, _CACHE, max_steps=max(30, longest + 1))
     try:
-        plans = [[play(env, t, decisions[t.id], policy.sample(t.id, rng)) for t in tasks for _ in range(group_size)]
-                 for _ in range(batches)]
+        plans = [[play(env, t, decisions[t.id], policy.sample(t.id, rng), regions_per_step)
+                  for t in tasks for _ in range(group_size)] for _ in range(batches)]
     finally:
         env.close()
     rows = []
-    for name in estimators:
+    for label, name, options in estimators:
         taken: dict[str, list[tuple[float, bool]]] = {"tool name": [], "inside the edit": []}
         for batch in plans:
-            per_branch = branch_advantages(estimator(name)([e.trajectory for e in batch]), batch, decisions)
+            per_branch = branch_advantages(estimator(name, **options)([e.trajectory for e in batch]), batch, decisions)
             for task in tasks:
                 idx = [i for i, e in enumerate(batch) if e.task_id == task.id]
                 advantages = whiten([np.stack([per_branch[i][d] for i in idx]) for d in range(len(decisions[task.id]))])
@@ -198,13 +287,20 @@ def diagnose(tasks, decisions: dict, estimators: list[str], batches: int = 12, g
                                 kind = "tool name" if n == 0 else "inside the edit"
                                 taken[kind].append((float(advantages[d][k, n]), 0 in branch.ways[way]))
         for kind, values in taken.items():
-            a = np.array([v for v, _ in values])
-            right = np.array([r for _, r in values])
-            diff = a[right][:, None] - a[~right][None, :]
-            rows.append({"estimator": name, "branch": kind, "n": int(a.size),
-                         "auc": float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size),
-                         "mean_abs": float(np.abs(a).mean()), "gap": float(a[right].mean() - a[~right].mean())})
+            rows.append({"estimator": label, "branch": kind, **separation(values)})
     return rows
+
+
+def separation(values: list[tuple[float, bool]]) -> dict:
+    """n, AUC (chance a right way's advantage beats a wrong one's, ties half), mean |A|, mean gap."""
+    a = np.array([v for v, _ in values], np.float64)
+    right = np.array([r for _, r in values], bool)
+    if not right.any() or right.all():
+        return {"n": int(a.size), "auc": float("nan"), "mean_abs": float(np.abs(a).mean()) if a.size else 0.0,
+                "gap": float("nan")}
+    diff = a[right][:, None] - a[~right][None, :]
+    return {"n": int(a.size), "auc": float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size),
+            "mean_abs": float(np.abs(a).mean()), "gap": float(a[right].mean() - a[~right].mean())}
 
 
 def diagnosis_table(rows: list[dict]) -> str:
@@ -214,22 +310,34 @@ def diagnosis_table(rows: list[dict]) -> str:
 
 
 def summarise(data: dict) -> tuple[list[str], list[list[str]]]:
-    """One row per method: per-task updates to the threshold (median, quartiles, censored at the
-    budget), tasks reaching it, and per seed the update at which every task had."""
+    """One row per (method, K): per-task updates to the threshold (median, quartiles, censored at the
+    budget), its ratio to GRPO's at that K, tasks reaching it, and per seed the update at which every
+    task had."""
     budget = data["updates"]
-    header = ["method", "tasks reaching 0.9", "updates per task: median [IQR]", "all tasks: per seed",
-              "all tasks: median", "episodes per run (mean)"]
+    header = ["method", "K", "tasks reaching 0.9", "updates per task: median [IQR]", "median / GRPO's",
+              "all tasks: per seed", "episodes per run (mean)"]
     rows = []
-    for method in data["methods"]:
-        runs = sorted((r for r in data["runs"] if r["method"] == method), key=lambda r: r["seed"])
-        per_task = [v if v is not None else budget + 1 for r in runs for v in r["reach"].values()]
-        reached = sum(v is not None for r in runs for v in r["reach"].values())
-        suite = [max(v if v is not None else budget + 1 for v in r["reach"].values()) for r in runs]
-        q1, med, q3 = np.percentile(per_task, [25, 50, 75])
-        rows.append([method, f"{reached}/{len(per_task)}", f"{med:.0f} [{q1:.0f}-{q3:.0f}]",
-                     " ".join(str(s) if s <= budget else f">{budget}" for s in suite),
-                     _censored(float(np.median(suite)), budget),
-                     f"{np.mean([r['episodes'] for r in runs]):.0f}"])
+    for k in data["regions_per_step"]:
+        medians = {}
+        for method in data["methods"]:
+            runs = runs_of(data, method, k)
+            if not runs:
+                continue
+            per_task = [v if v is not None else budget + 1 for r in runs for v in r["reach"].values()]
+            medians[method] = float(np.median(per_task))
+        for method in data["methods"]:
+            runs = runs_of(data, method, k)
+            if not runs:
+                continue
+            per_task = [v if v is not None else budget + 1 for r in runs for v in r["reach"].values()]
+            reached = sum(v is not None for r in runs for v in r["reach"].values())
+            suite = [max(v if v is not None else budget + 1 for v in r["reach"].values()) for r in runs]
+            q1, med, q3 = np.percentile(per_task, [25, 50, 75])
+            ratio = f"{med / medians['GRPO']:.2f}" if "GRPO" in medians else "-"
+            shared = " (K=1 run)" if method in data.get("outcome_only", ()) and k != data["regions_per_step"][0] else ""
+            rows.append([method + shared, k_label(k), f"{reached}/{len(per_task)}", f"{med:.0f} [{q1:.0f}-{q3:.0f}]",
+                         ratio, " ".join(str(x) if x <= budget else f">{budget}" for x in suite),
+                         f"{np.mean([r['episodes'] for r in runs]):.0f}"])
     return header, rows
 
 
@@ -242,58 +350,162 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def plot(data: dict, path: Path) -> None:
+def plot(data: dict, path: Path, title: str = "built-in policy") -> None:
+    """One panel per K: per method the mean over seeds of the curve (mean P(resolve) over the tasks,
+    or for the tiny LM the batch success rate), band min-max over seeds."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    for method in data["methods"]:
-        curves = [r["curve"] for r in data["runs"] if r["method"] == method]
-        length = data["updates"] + 1
-        # a run that stopped early (every task frozen) keeps its last value
-        values = np.array([[c[min(u, len(c) - 1)][1] for u in range(length)] for c in curves])
-        line, = ax.plot(range(length), values.mean(axis=0), label=method, lw=1.8)
-        ax.fill_between(range(length), values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.12)
-    ax.axhline(data["threshold"], color="grey", ls=":", lw=1)
-    ax.set(xlabel="update", ylabel="mean P(resolve) over the tasks", ylim=(0, 1.02),
-           title=f"built-in policy, {len(data['tasks'])} multi-region tasks, G={data['group_size']}, "
-                 f"{data['seeds']} seeds (band: min-max)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    every_k = data["regions_per_step"]
+    fig, axes = plt.subplots(1, len(every_k), figsize=(5.2 * len(every_k), 4.4), sharey=True, squeeze=False)
+    for ax, k in zip(axes[0], every_k):
+        for method in data["methods"]:
+            curves = [r["curve"] for r in runs_of(data, method, k)]
+            if not curves:
+                continue
+            length = data["updates"] + 1
+            # a run that stopped early (every task frozen) keeps its last value
+            values = np.array([[c[min(u, len(c) - 1)][1] for u in range(length)] for c in curves], np.float64)
+            line, = ax.plot(range(length), np.nanmean(values, axis=0), label=method, lw=1.5)
+            ax.fill_between(range(length), np.nanmin(values, axis=0), np.nanmax(values, axis=0),
+                            color=line.get_color(), alpha=0.08)
+        ax.axhline(data["threshold"], color="grey", ls=":", lw=1)
+        ax.set(xlabel="update", title=f"K = {k_label(k)} regions per step", ylim=(0, 1.02))
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(data.get("curve_label", "mean P(resolve) over the tasks"))
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"{title}: {len(data['tasks'])} task(s), G={data['group_size']}, {data['seeds']} seeds "
+                 f"(line: mean, band: min-max)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-def report(data: dict, analysis: str) -> str:
+def report(data: dict, analysis: str, image: str = "img/learning_efficiency.png") -> str:
     header, rows = summarise(data)
     regions = "; ".join(f"{t} ({len(r)} regions, {'/'.join(str(len(x)) for x in r)} candidates)"
                         for t, r in data["regions"].items())
     dropped = ("Candidates dropped by verification (they pass the tests): " + "; ".join(data["dropped"]) + "."
                if data["dropped"] else "No candidate was dropped by verification.")
-    return (f"`python benchmarks/learning_efficiency.py`: {data['seeds']} seeds per method, G = {data['group_size']} "
-            f"episodes per task per update, at most {data['updates']} updates, lr {data['lr']}, threshold "
-            f"{data['threshold']}, {data['workers']} worker processes; the training runs took {data['seconds'] / 60:.1f} min "
-            f"on the shared 2-core machine"
-            + "".join(f"; {m} added with `--methods`" for m in data["methods"] if m in EXTRA_METHODS) + ".\n\n"
-            f"Tasks: {regions}. {dropped}\n\n{PREDICTION}\n\n{markdown_table(header, rows)}\n\n"
+    trained = sum(1 for _ in data["runs"])
+    diagnosis = "".join(f"K = {k}:\n\n{diagnosis_table(rows_)}\n\n" for k, rows_ in data.get("diagnosis", {}).items())
+    return (f"Built-in policy: {data['seeds']} seeds per method, K = {', '.join(k_label(k) for k in data['regions_per_step'])} "
+            f"regions per step, G = {data['group_size']} episodes per task per update, at most {data['updates']} updates, "
+            f"lr {data['lr']}, threshold {data['threshold']}, {data['workers']} worker processes; {trained} training runs "
+            f"of {data.get('jobs', trained)} jobs, {data['seconds'] / 60:.1f} min on the shared 2-core machine (under `nice`).\n\n"
+            f"Tasks: {regions}. {dropped}\n\n{markdown_table(header, rows)}\n\n"
             f"Columns: a task's updates are those until P(resolve) >= {data['threshold']} (censored at "
             f"{data['updates'] + 1} when never reached, which also counts in the median); \"all tasks\" is, "
-            f"per seed, the update at which the last task got there. The curves are the mean over the tasks of "
+            f"per seed, the update at which the last task got there. GRPO's credit depends on the outcome only, so "
+            f"its K = 1 runs stand for every K (same seeds, same samples). The curves are the mean over the tasks of "
             f"P(resolve); a task stops training once it gets there, so they level off below 1.\n\n"
-            f"![learning curves](img/learning_efficiency.png)\n\n"
-            + (f"Where the credit lands (12 batches of the untrained policy, G = {data['group_size']}, advantages "
-               f"whitened per task as in training; AUC: the chance that a way leading to the reference gets a "
-               f"higher advantage than one leading away):\n\n{diagnosis_table(data['diagnosis'])}\n\n"
-               if data.get("diagnosis") else "")
+            f"![learning curves]({image})\n\n"
+            + (f"Where the credit lands ({len(data.get('diagnosis_tasks', data['tasks']))} tasks: "
+               f"{', '.join(data.get('diagnosis_tasks', data['tasks']))}; 12 batches of the untrained policy played at each K, "
+               f"G = {data['group_size']}, "
+               f"advantages whitened per task as in training; AUC: the chance that a way leading to the reference "
+               f"gets a higher advantage than one leading away):\n\n{diagnosis}" if diagnosis else "")
             + analysis)
 
 
-def main() -> int:
+TINY_TASK = "report-avg-aggregation"  # the tiny LM's task: 3 regions, 2/4/2 candidates, short responses
+TINY_METHODS = ("GRPO", "GiGPO", "DiDPO (reference)", "DiDPO (within)", "DiDPO (cover=call)", "DiDPO (within, cover=call)")
+
+
+def run_tiny(job: dict) -> dict:
+    """One tiny-LM training run (warm start, then RL until the batch success rate reaches the
+    threshold or the budget ends)."""
+    global _CACHE
+    if _CACHE is None:
+        _CACHE = GradeCache()
+    import torch
+
+    from code_gym.apps.tiny_lm import TinyLMConfig, TinyLMTrainer
+
+    torch.set_num_threads(1)
+    config = TinyLMConfig(estimator=job["estimator"], options=job["options"], updates=job["updates"],
+                          group_size=job["group_size"], seed=job["seed"], regions_per_step=job["regions_per_step"],
+                          verify=False, **({"sft_steps": job["sft_steps"]} if job.get("sft_steps") else {}))
+    started = time.monotonic()
+    trainer = TinyLMTrainer(job["task"], config, grade_cache=_CACHE, decisions=job["decisions"])
+    try:
+        history = trainer.run(until=job["threshold"])
+    finally:
+        trainer.close()
+    reached = next((s.update for s in history if s.update and s.success_rate >= job["threshold"]), None)
+    return {"kind": "train", "method": job["method"], "regions_per_step": job["regions_per_step"], "seed": job["seed"],
+            "reach": {job["task"].id: reached}, "episodes": trainer.episodes, "seconds": time.monotonic() - started,
+            "parameters": trainer.parameters, "sft_loss": [trainer.sft_losses[0], trainer.sft_losses[-1]],
+            "curve": [[s.update, s.success_rate if s.update else float("nan")] for s in history],
+            "parsed": [s.parsed for s in history[1:]]}
+
+
+def measure_tiny(methods: dict, seeds: int, updates: int, group_size: int, threshold: float, workers: int,
+                 regions_per_step: list[int], task_id: str = TINY_TASK, json_path: Path | None = None,
+                 sft_steps: int | None = None) -> dict:
+    """Every (method, K, seed) tiny-LM run on one task; results saved after each run."""
+    tasks, decisions, dropped = verified_candidates([task_id])
+    task = tasks[0]
+    every_k = list(regions_per_step)
+    jobs = [{"method": label, "estimator": name, "options": options, "seed": seed, "task": task,
+             "decisions": decisions[task.id], "updates": updates, "group_size": group_size, "threshold": threshold,
+             "regions_per_step": k, "sft_steps": sft_steps}
+            for seed in range(seeds) for k in every_k for label, (name, options) in methods.items()]
+    started = time.monotonic()
+    data = {"tasks": [task.id], "regions": {task.id: [d.labels for d in decisions[task.id]]}, "dropped": dropped,
+            "seeds": seeds, "updates": updates, "group_size": group_size, "threshold": threshold, "workers": workers,
+            "seconds": 0.0, "methods": list(methods), "outcome_only": [], "regions_per_step": every_k, "runs": [],
+            "jobs": len(jobs), "curve_label": "batch success rate"}
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        for n, out in enumerate(pool.imap_unordered(run_tiny, jobs), 1):
+            print(f"[{n}/{len(jobs)}] tiny LM {out['method']} K={k_label(out['regions_per_step'])} seed {out['seed']}: "
+                  f"reached at {out['reach'][task.id]} ({out['episodes']} episodes, {out['seconds']:.0f}s)",
+                  file=sys.stderr, flush=True)
+            data["runs"].append(out)
+            data["seconds"] = time.monotonic() - started
+            if json_path is not None:
+                json_path.parent.mkdir(parents=True, exist_ok=True)
+                json_path.write_text(json.dumps(data))
+    return data
+
+
+def tiny_report(data: dict, analysis: str) -> str:
+    header, rows = summarise(data)
+    runs = data["runs"]
+    params = runs[0]["parameters"] if runs else 0
+    sft = np.array([r["sft_loss"] for r in runs]) if runs else np.zeros((0, 2))
+    parsed = np.mean([p for r in runs for p in r["parsed"]]) if runs else float("nan")
+    return (f"Tiny LM (`code_gym.apps.tiny_lm`, {params / 1e6:.2f} M parameters, byte-level BPE trained on the task's "
+            f"texts) on {data['tasks'][0]} ({'/'.join(str(len(x)) for x in data['regions'][data['tasks'][0]])} "
+            f"candidates per region): {data['seeds']} seeds, K = {', '.join(k_label(k) for k in data['regions_per_step'])}, "
+            f"G = {data['group_size']}, at most {data['updates']} updates after the warm start; {len(runs)} runs of "
+            f"{data['jobs']}, {data['seconds'] / 60:.1f} min. Success: the first update whose batch of G rollouts "
+            f"resolves at a rate >= {data['threshold']} (censored at {data['updates'] + 1}). Warm-start loss "
+            f"(mean over runs) {sft[:, 0].mean():.2f} -> {sft[:, 1].mean():.2f}; {parsed:.0%} of the sampled responses "
+            f"were exactly one of the candidate texts.\n\n{markdown_table(header, rows)}\n\n"
+            f"Per run (success rate and share of responses that were exactly a candidate text, per update):\n\n"
+            + markdown_table(["method", "K", "seed", "warm-start loss", "success rate per update", "exact candidates per update"],
+                             [[r["method"], k_label(r["regions_per_step"]), str(r["seed"]),
+                               f"{r['sft_loss'][0]:.2f} -> {r['sft_loss'][1]:.2f}",
+                               " ".join(f"{c[1]:.2f}" for c in r["curve"][1:]), " ".join(f"{p:.2f}" for p in r["parsed"])]
+                              for r in sorted(runs, key=lambda r: (r["method"], r["regions_per_step"], r["seed"]))])
+            + "\n\n"
+            f"![tiny LM learning curves](img/learning_efficiency_tiny_lm.png)\n\n" + analysis)
+
+
+QUICK_TASK = "units-temperature"  # --quick: one small multi-region task (3 regions)
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["branch", "tiny-lm", "both"], default="both",
+                        help="the built-in branch policy, the tiny LM, or both (default)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"one task ({QUICK_TASK}; the tiny LM's {TINY_TASK}), two seeds, K = 1 and all, small "
+                        "budgets; writes to --out only, never the docs")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--updates", type=int, default=40, help="rollout budget: updates per run")
     parser.add_argument("--group-size", type=int, default=8)
@@ -301,36 +513,66 @@ def main() -> int:
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=[*METHODS, *EXTRA_METHODS],
-                        metavar="LABEL", help=f"methods to run (default: the first four of {[*METHODS, *EXTRA_METHODS]})")
+                        metavar="LABEL", help=f"methods to run (default: {list(METHODS)})")
     parser.add_argument("--no-whiten", action="store_true", help="use each estimator's advantages at their own scale")
-    parser.add_argument("--regions-per-step", type=int, nargs="+", default=[1], metavar="K",
+    parser.add_argument("--regions-per-step", type=int, nargs="+", default=[1, 2, 0], metavar="K",
                         help="decisions packed into one response, one run per K (0: every region in one step)")
-    parser.add_argument("--json", default=str(ROOT / "out" / "benchmarks" / "learning_efficiency.json"),
-                        help="where the raw results go")
+    parser.add_argument("--diagnosis-batches", type=int, default=12, help="batches per K for the diagnosis (0: none)")
+    parser.add_argument("--tasks", nargs="+", help="task ids (default: every multi-region task)")
+    parser.add_argument("--out", default=str(ROOT / "out" / "benchmarks"), help="folder for the raw results and plots")
     parser.add_argument("--from-json", help="re-render the docs from saved results instead of measuring")
     parser.add_argument("--analysis", help="a file with the analysis paragraph for the docs")
     parser.add_argument("--no-docs", action="store_true")
-    args = parser.parse_args()
-    if args.from_json:
-        data = json.loads(Path(args.from_json).read_text())
-        if "diagnosis" not in data:
-            tasks, decisions, _ = verified_candidates()
-            data["diagnosis"] = diagnose(tasks, decisions, ["didpo", "didpo-contrast", "grpo", "gigpo"],
-                                         group_size=data["group_size"])
-            Path(args.from_json).write_text(json.dumps(data))
-    else:
-        every = {**METHODS, **EXTRA_METHODS}
-        data = measure({m: every[m] for m in args.methods}, args.seeds, args.updates, args.group_size, args.lr,
-                       args.threshold, args.workers, whiten=not args.no_whiten,
-                       regions_per_step=args.regions_per_step)
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(data))
-    header, rows = summarise(data)
-    print(markdown_table(header, rows))
-    if not args.no_docs:
-        plot(data, ROOT / "docs" / "img" / "learning_efficiency.png")
-        analysis = Path(args.analysis).read_text() if args.analysis else ANALYSIS
-        write_section("learning efficiency", report(data, analysis))
+    parser.add_argument("--tiny-task", default=TINY_TASK)
+    parser.add_argument("--tiny-seeds", type=int, default=3)
+    parser.add_argument("--tiny-updates", type=int, default=20)
+    parser.add_argument("--tiny-methods", nargs="+", default=list(TINY_METHODS), choices=[*METHODS, *EXTRA_METHODS],
+                        metavar="LABEL")
+    parser.add_argument("--tiny-regions-per-step", type=int, nargs="+", default=[1, 2, 0], metavar="K")
+    parser.add_argument("--tiny-sft-steps", type=int, help="warm-start steps (default: TinyLMConfig's)")
+    parser.add_argument("--tiny-from-json", help="re-render the tiny-LM section from saved results")
+    parser.add_argument("--tiny-analysis", help="a file with the tiny-LM analysis for the docs")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.quick:
+        args.seeds, args.updates, args.diagnosis_batches, args.tasks = 2, 10, 2, [QUICK_TASK]
+        args.regions_per_step = [1, 0]
+        args.tiny_seeds, args.tiny_updates, args.tiny_regions_per_step, args.tiny_sft_steps = 2, 1, [0], 10
+        args.tiny_methods = ["GRPO", "DiDPO (within)"]
+        args.no_docs = True
+    if args.part in ("branch", "both"):
+        json_path = out / ("learning_efficiency_quick.json" if args.quick else "learning_efficiency.json")
+        if args.from_json:
+            data = json.loads(Path(args.from_json).read_text())
+        else:
+            every = {**METHODS, **EXTRA_METHODS}
+            data = measure({m: every[m] for m in args.methods}, args.seeds, args.updates, args.group_size, args.lr,
+                           args.threshold, args.workers, whiten=not args.no_whiten,
+                           regions_per_step=args.regions_per_step, task_ids=args.tasks,
+                           diagnosis_batches=args.diagnosis_batches, json_path=json_path)
+        header, rows = summarise(data)
+        print(markdown_table(header, rows))
+        plot(data, json_path.with_suffix(".png"))
+        if not args.no_docs:
+            plot(data, ROOT / "docs" / "img" / "learning_efficiency.png")
+            analysis = Path(args.analysis).read_text() if args.analysis else ANALYSIS
+            write_section("learning efficiency", PREDICTION + "\n\n" + SCALE + "\n\n" + report(data, analysis))
+    if args.part in ("tiny-lm", "both"):
+        json_path = out / ("learning_efficiency_tiny_lm_quick.json" if args.quick else "learning_efficiency_tiny_lm.json")
+        if args.tiny_from_json:
+            data = json.loads(Path(args.tiny_from_json).read_text())
+        else:
+            every = {**METHODS, **EXTRA_METHODS}
+            data = measure_tiny({m: every[m] for m in args.tiny_methods}, args.tiny_seeds, args.tiny_updates,
+                                args.group_size, args.threshold, args.workers, args.tiny_regions_per_step,
+                                args.tiny_task, json_path=json_path, sft_steps=args.tiny_sft_steps)
+        header, rows = summarise(data)
+        print(markdown_table(header, rows))
+        plot(data, json_path.with_suffix(".png"), title="tiny LM")
+        if not args.no_docs:
+            plot(data, ROOT / "docs" / "img" / "learning_efficiency_tiny_lm.png", title="tiny LM")
+            analysis = Path(args.tiny_analysis).read_text() if args.tiny_analysis else TINY_ANALYSIS
+            write_section("learning efficiency: tiny LM", tiny_report(data, analysis))
     return 0
 
 

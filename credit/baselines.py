@@ -10,6 +10,9 @@ Every token of trajectory i gets the same advantage A_i; the functions take and 
 With count="steps" (the reference's convention) a trajectory weighs as many samples as it has
 steps; RLOO then leaves out all of trajectory i's samples. A task with a single trajectory follows
 the singleton rule of `credit.episode.episode_advantage`.
+
+`within_anchor_contrast` is the diff-level baseline of DiDPO's `baseline="within"` (ours): inside
+one anchor, each exact variant's mean outcome against the anchor's other members.
 """
 
 from __future__ import annotations
@@ -63,3 +66,42 @@ def _outcome_only(name: str, trajectories: Iterable[Any], mode: str, eps: float,
     adv = episode(table, mode, eps, count, singleton)
     returns = row_returns(table, gamma)
     return result(name, table, adv, returns, np.zeros(len(table.steps)), tokens(table, adv[table.traj]), {})
+
+
+def within_anchor_contrast(members: list[np.ndarray], unit_traj: np.ndarray, unit_variant: np.ndarray,
+                           outcome: np.ndarray, task: np.ndarray, eps: float = 1e-6,
+                           use_std: bool = False) -> list[np.ndarray]:
+    r"""Per anchor, the value of each occurrence: its exact variant's effect inside the anchor.
+
+      W(o) = mean_{j in a makes v(o)} r_j - mean_{j in a, j does not make v(o)} r_j
+
+    v(o) is the exact-duplicate class of occurrence o's unit (`credit.grouping.Clusters.exact`).
+    When every trajectory of the anchor makes v(o) (one variant only), W falls back to the anchor's
+    effect against the rest of the task (the contrast baseline's Delta, 0 when nobody else is
+    there), so a right edit and its near-duplicate wrong variant, merged into one anchor, are
+    separated, and an anchor of one variant keeps the between-edit contrast.
+
+    Args:
+      members: per anchor, the unit ids of its occurrences.
+      unit_traj, unit_variant: (U,) trajectory and exact class of every unit.
+      outcome, task: (N,) outcome and task code of every trajectory.
+      use_std: divide by the task's outcome std (population) + eps.
+    """
+    out = []
+    for m in members:
+        trajs, variants = unit_traj[m], unit_variant[m]
+        in_anchor = np.unique(trajs)
+        in_task = task == task[in_anchor[0]]
+        value = np.zeros(m.shape[0])
+        for v in np.unique(variants):
+            makers = np.unique(trajs[variants == v])
+            others = np.setdiff1d(in_anchor, makers)
+            if others.size == 0:  # one variant: contrast against the task's trajectories outside the anchor
+                outside = np.flatnonzero(in_task)
+                others = np.setdiff1d(outside, in_anchor)
+            if others.size:
+                value[variants == v] = outcome[makers].mean() - outcome[others].mean()
+        if use_std:
+            value = np.where(value == 0.0, 0.0, value / (outcome[in_task].std() + eps))
+        out.append(value)
+    return out

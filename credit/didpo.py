@@ -20,6 +20,10 @@ every token of a step whose diff is empty, get A^E alone.
 optionally divided by the task's outcome std and shrunk by n / (n + k), n = trajectories making a.
 The reference baseline measures the spread among those who made an edit; the contrast measures
 what the edit changed.
+
+`baseline="within"` (ours) contrasts each exact variant against the other members of its anchor
+(`credit.baselines.within_anchor_contrast`), so near-duplicates merged into one anchor (a right
+edit and its one-token mutation) get different values; an anchor of one variant gets Delta.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 from credit._common import StepTable, episode, result, row_returns, step_table, tokens
 from credit._util import csr_pointers, ranges, segment_starts
 from credit.anchors import select_anchors
+from credit.baselines import within_anchor_contrast
 from credit.episode import check_mode
 from credit.offsets import OffsetsError, token_windows
 from credit.grouping import cluster_units
@@ -44,7 +49,7 @@ from credit.split import ADDED, LEVELS, DiffBatch, DiffError, split_diffs
 from credit.split import check_options as check_split_options
 from credit.types import Anchor, Result
 
-BASELINES = ("reference", "contrast")
+BASELINES = ("reference", "contrast", "within")
 COVERS = ("lines", "edit", "call")
 
 
@@ -79,7 +84,8 @@ def didpo(
       eps: added to stds.
       gamma: discount of the step returns.
       lambda_: weight of A^D on covered tokens.
-      baseline: "reference" (A^D = G - mean G over the anchor) or "contrast" (Delta above).
+      baseline: "reference" (A^D = G - mean G over the anchor), "contrast" (Delta above) or
+        "within" (each exact variant against the anchor's other members; Delta for one variant).
       count: how an anchor's group size n in psi counts members: "steps" (reference: step rows) or
         "trajectories" (distinct trajectories). A^E always counts each trajectory once (GRPO's
         group over the task's trajectories, as GiGPO's episode normalisation de-duplicates).
@@ -91,7 +97,7 @@ def didpo(
       max_anchors: at most this many anchors per task (the reference's K = 64); None (default):
         no cap (measured in docs/benchmarks.md: the cap bound every task of a paper-shape batch and
         dropped a sixth of the changed lines, while uncapped selection costs the same time).
-      contrast_std: divide Delta by the task's outcome std (contrast baseline).
+      contrast_std: divide Delta (or the within-anchor contrast) by the task's outcome std.
       contrast_shrink: k in the shrinkage n / (n + k) of Delta (0: none).
       cover: which characters an occurrence credits: "lines" (its changed lines' text), "edit"
         (the whole edit argument holding each line, `Step.edits`: new_str, file_text, a heredoc
@@ -139,8 +145,11 @@ def didpo(
 
     if baseline == "reference":
         advantages = _reference_advantage(selection.members, units.row, returns, mode, eps)
-    else:
+    elif baseline == "contrast":
         advantages = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
+    else:
+        advantages = within_anchor_contrast(selection.members, table.traj[units.row], clusters.exact,
+                                            table.outcome, table.task, eps, contrast_std)
     anchors = _anchors(selection, advantages, units, table)
     clock.lap("advantage")
 

@@ -98,8 +98,40 @@ def _estimator_options(pairs: list[str]) -> dict:
     return options
 
 
+def _train_tiny_lm(args) -> int:
+    from code_gym.apps.tiny_lm import TinyLMConfig, TinyLMTrainer, write_outputs
+    from code_gym.grading import GradeCache
+
+    tasks = _tasks(args.tasks)
+    options = _estimator_options(args.option)
+    cache, runs, trainers, rows = GradeCache(), {}, {}, []
+    lr = args.lr if args.lr != 2.0 else TinyLMConfig.lr  # 2.0 is the branch policy's default step size
+    for task in tasks:
+        for name in args.estimator:
+            config = TinyLMConfig(estimator=name, options=options, updates=args.updates, group_size=args.group_size,
+                                  lr=lr, variants=args.variants, seed=args.seed, regions_per_step=args.regions_per_step,
+                                  sft_steps=args.warm_start_steps)
+            trainer = TinyLMTrainer(task, config, grade_cache=cache, isolation=args.isolation)
+            label = f"{name}-{task.id}" if len(tasks) > 1 else name
+            try:
+                history = runs[label] = trainer.run(progress=True)
+            finally:
+                trainer.close()
+            trainers[label] = trainer
+            rows.append([label, f"{trainer.parameters / 1e6:.2f}M", f"{trainer.sft_losses[0]:.2f} -> "
+                         f"{trainer.sft_losses[-1]:.2f}", f"{history[-1].success_rate:.2f}", trainer.episodes,
+                         f"{history[-1].seconds:.0f}s"])
+    write_outputs(runs, trainers, args.out)
+    print(format_table(["run", "parameters", "warm-start loss", "last success rate", "episodes", "time"], rows))
+    print(f"\ncurves: {Path(args.out) / 'curves.csv'}, {Path(args.out) / 'curves.png'}; models: {args.out}/tiny-lm-*/")
+    return 0
+
+
 def cmd_train(args) -> int:
     import json
+
+    if args.policy == "tiny-lm":
+        return _train_tiny_lm(args)
 
     from code_gym.apps.train import TrainConfig, Trainer, updates_to_reach, write_curves
     from code_gym.grading import GradeCache
@@ -323,6 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--regions-per-step", type=int, default=1, metavar="K",
                        help="decisions packed into one response, K tool calls in one step (0: every region of the "
                        "task in one step; default 1)")
+    train.add_argument("--policy", choices=["branch", "tiny-lm"], default="branch",
+                       help="branch: the built-in softmax over candidate edits (default); tiny-lm: a small GPT-2-style "
+                       "transformer that samples every token, trained with a clipped policy gradient (one model per task; "
+                       "--lr is then Adam's, default 5e-4)")
+    train.add_argument("--warm-start-steps", type=int, default=60,
+                       help="tiny-lm: supervised steps on the candidate responses before RL (default 60)")
     train.add_argument("--out", default="out/train", help="folder for curves.csv, curves.png, policy-*.json")
     train.set_defaults(func=cmd_train)
     roll = sub.add_parser("rollout", help="roll out a model served by an OpenAI-compatible server (e.g. vllm serve); "

@@ -1,0 +1,375 @@
+"""A tiny token-level policy on CPU: a GPT-2-style causal transformer (Hugging Face `transformers`,
+random init, about 1 M parameters: 4 layers of width 128, a 1,000-token vocabulary) with a byte-level BPE tokenizer trained here with
+`tokenizers`, trained on the real environment and the real tests with per-token advantages from
+`credit.token_advantages`. The smallest real version of the OpenRLHF path: sampled text, real
+tokenizer offsets and JSON-escaped tool calls meet the credit code.
+
+Per task, the steps of an episode are those of the built-in policy (`code_gym.apps.policy`): step s
+handles `regions_per_step` regions of the reference patch (0: all in one step), then the harness
+submits. What the model sees is short, for a model this small: the task id, the first line of the
+statement (at most 120 characters) and the regions of the step (path and line range); it does not
+see the tool outputs (the observations are summarised to that line). Every token of the response
+is sampled (temperature 1, no top-k/top-p, nothing constrained to candidate texts); the response is
+played as the agent's action, whatever it is (a malformed call is the env's to reject).
+
+1. Tokenizer: byte-level BPE trained on the prompts, the task statement and every candidate
+   response of the built-in policy (the reference edit, its wrong variants, the untouched view).
+2. Warm start: a short supervised pass on the candidate responses of each step, right and wrong
+   variants alike (every combination of the step's regions' candidates, equally weighted), so the
+   model starts undecided between them.
+3. Updates: G rollouts; per-token advantages from `credit.token_advantages` (one batch row per
+   step; the tokenizer's offset mapping as `token_offsets`, the recorded diff, provenance, calls
+   and edits of each step); divided by the std of the batch's response-token advantages (the
+   same step size for every estimator, as `code_gym.apps.train` whitens); then `epochs` passes of
+   a PPO-style clipped policy-gradient loss (ratio clip, no critic, no KL term).
+"""
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+import credit
+from code_gym.apps.policy import Decision, build_decisions
+from code_gym.apps.train import SEPARATOR, make_env, steps_needed, verify_decisions
+from code_gym.episode import Scripted, run_episode
+from code_gym.grading import GradeCache
+from code_gym.task import Task
+
+EOS = "<|endoftext|>"
+
+
+@dataclass(frozen=True)
+class TinyLMConfig:
+    estimator: str = "didpo"  # one of credit.ESTIMATORS
+    options: Mapping[str, Any] = field(default_factory=dict)  # estimator keyword options
+    updates: int = 20
+    group_size: int = 8  # rollouts per update (G)
+    lr: float = 5e-4  # Adam, RL phase
+    clip: float = 0.2  # PPO ratio clip
+    epochs: int = 2  # passes over each batch
+    whiten: bool = True  # divide the batch's token advantages by their std
+    sft_steps: int = 60  # warm-start gradient steps
+    sft_lr: float = 3e-3
+    sft_batch: int = 8
+    vocab_size: int = 1000
+    n_embd: int = 128
+    n_layer: int = 4
+    n_head: int = 4
+    variants: int = 2  # wrong variants per region (the built-in policy's)
+    seed: int = 0
+    verify: bool = True  # drop wrong variants that pass the tests
+    regions_per_step: int = 1  # regions per response (0: every region in one step)
+    max_combinations: int = 64  # warm-start targets per step at most
+
+
+@dataclass(frozen=True)
+class LMStats:
+    update: int  # 0: after the warm start, before any RL update
+    episodes: int
+    success_rate: float  # fraction of this update's rollouts that resolved (NaN at update 0)
+    mean_reward: float
+    parsed: float  # fraction of responses that were exactly one of the candidate texts
+    seconds: float
+
+
+@dataclass(frozen=True)
+class LMEpisode:
+    responses: tuple[tuple[int, ...], ...]  # sampled token ids per step (EOS included when sampled)
+    trajectory: credit.Trajectory  # the model's steps (submit left out), offsets attached
+    resolved: bool
+
+    @property
+    def reward(self) -> float:
+        return self.trajectory.reward
+
+
+def step_regions(decisions: Sequence[Decision], regions_per_step: int) -> list[list[int]]:
+    """The decisions of each step (as `code_gym.apps.train.pack` packs them)."""
+    size = regions_per_step or max(len(decisions), 1)
+    return [list(range(i, min(i + size, len(decisions)))) for i in range(0, len(decisions), size)]
+
+
+def prompt_text(task: Task, decisions: Sequence[Decision], regions: Sequence[int]) -> str:
+    """The summarised observation of one step: task id, the statement's first line (truncated),
+    the step's regions."""
+    first = (task.statement.strip().splitlines() or [""])[0][:120]
+    where = "; ".join(f"{decisions[d].path} {decisions[d].lines[0]}-{decisions[d].lines[1]}" for d in regions)
+    return f"{task.id}: {first}\nregions: {where}\n"
+
+
+def step_targets(decisions: Sequence[Decision], regions: Sequence[int], limit: int, rng: random.Random) -> list[str]:
+    """Every combination of the regions' candidate responses, packed as one response (at most
+    `limit`, drawn with `rng`)."""
+    combos = list(itertools.product(*[range(len(decisions[d].candidates)) for d in regions]))
+    if len(combos) > limit:
+        combos = rng.sample(combos, limit)
+    return [SEPARATOR.join(decisions[d].candidates[c].action for d, c in zip(regions, combo)) for combo in combos]
+
+
+def train_tokenizer(texts: Sequence[str], vocab_size: int, max_token_length: int = 16):
+    """A byte-level BPE (`tokenizers`) trained on `texts`, with EOS as its one special token. The
+    byte-level pre-tokenizer does not split at spaces and punctuation first (`use_regex=False`), so
+    merges may span words and lines: text that the candidates share becomes a few long tokens, and
+    responses stay short enough for a model this small."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=[EOS], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), max_token_length=max_token_length)
+    tokenizer.train_from_iterator(list(texts), trainer=trainer)
+    return tokenizer
+
+
+def token_offsets(tokenizer, ids: Sequence[int], text: str) -> np.ndarray:
+    """(n, 2) character span in `text` (the decoding of `ids`) of each token: the tokenizer's offset
+    mapping when re-encoding `text` gives back `ids` (the usual case); otherwise the growth of the
+    decoded prefix at each token (a sampled non-canonical split). EOS gets an empty span at the end."""
+    eos = tokenizer.token_to_id(EOS)
+    body = list(ids[:-1]) if ids and ids[-1] == eos else list(ids)
+    encoded = tokenizer.encode(text, add_special_tokens=False)
+    if encoded.ids == body:
+        spans = np.asarray(encoded.offsets, np.int64).reshape(-1, 2)
+    else:
+        ends = np.array([len(tokenizer.decode(body[:k + 1])) for k in range(len(body))], np.int64)
+        ends = np.minimum(np.maximum.accumulate(ends), len(text)) if ends.size else ends
+        spans = np.stack([np.concatenate([[0], ends[:-1]]), ends], axis=1) if ends.size else np.zeros((0, 2), np.int64)
+    if len(body) < len(ids):
+        spans = np.concatenate([spans, [[len(text), len(text)]]])
+    return spans.astype(np.int64)
+
+
+class TinyLMTrainer:
+    """Warm start, then PPO-style clipped policy gradient on one task (see the module docstring)."""
+
+    def __init__(self, task: Task, config: TinyLMConfig = TinyLMConfig(), grade_cache: GradeCache | None = None,
+                 isolation: str = "auto", decisions: Sequence[Decision] | None = None):
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        if config.updates < 0 or config.group_size < 2:
+            raise ValueError("updates must be >= 0 and group_size >= 2 (group-relative credit needs a group)")
+        if config.regions_per_step < 0:
+            raise ValueError(f"regions_per_step must be >= 0 (0: every region in one step), got {config.regions_per_step}")
+        if config.estimator not in credit.ESTIMATORS:
+            raise ValueError(f"unknown estimator {config.estimator!r}; valid names: {', '.join(credit.ESTIMATORS)}")
+        self.task, self.config = task, config
+        self.torch = torch
+        torch.manual_seed(config.seed)
+        self.rng = random.Random(config.seed)
+        self.grade_cache = grade_cache if grade_cache is not None else GradeCache()
+        self.decisions = list(decisions) if decisions is not None else build_decisions(task, config.variants, config.seed)
+        self.env = make_env([task], self.grade_cache, max_steps=max(30, steps_needed(self.decisions, config.regions_per_step)),
+                            isolation=isolation)
+        self.dropped: list[str] = []
+        if decisions is None and config.verify:
+            self.decisions, self.dropped = verify_decisions(self.env, task, self.decisions)
+        self.steps = step_regions(self.decisions, config.regions_per_step)
+        self.prompts = [prompt_text(task, self.decisions, regions) for regions in self.steps]
+        self.targets = [step_targets(self.decisions, regions, config.max_combinations, self.rng) for regions in self.steps]
+        texts = [task.statement, *self.prompts] + [t for ts in self.targets for t in ts]
+        self.tokenizer = train_tokenizer(texts, config.vocab_size)
+        self.eos = self.tokenizer.token_to_id(EOS)
+        self.prompt_ids = [self.tokenizer.encode(p).ids for p in self.prompts]
+        target_ids = [[self.tokenizer.encode(t).ids + [self.eos] for t in ts] for ts in self.targets]
+        self.target_ids = target_ids
+        longest = max(len(t) for ts in target_ids for t in ts)
+        self.max_new_tokens = int(longest * 1.25) + 4
+        positions = max(len(p) for p in self.prompt_ids) + self.max_new_tokens
+        model_config = GPT2Config(vocab_size=self.tokenizer.get_vocab_size(), n_positions=positions, n_embd=config.n_embd,
+                                  n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=0.0, embd_pdrop=0.0,
+                                  attn_pdrop=0.0, bos_token_id=self.eos, eos_token_id=self.eos, pad_token_id=self.eos)
+        self.model = GPT2LMHeadModel(model_config)
+        self.episodes = 0
+        self.started = time.monotonic()
+        self.sft_losses: list[float] = []
+        self.last_batch: list[LMEpisode] = []
+
+    @property
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    # ---- batches of (prompt, response) rows
+    def _rows(self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]):
+        """input ids [B, L] (right-padded), attention mask, and the mask of response positions."""
+        torch = self.torch
+        width = max(len(p) + len(r) for p, r in pairs)
+        ids = torch.full((len(pairs), width), self.eos, dtype=torch.long)
+        attention = torch.zeros((len(pairs), width), dtype=torch.long)
+        response = torch.zeros((len(pairs), width), dtype=torch.bool)
+        for i, (p, r) in enumerate(pairs):
+            ids[i, :len(p) + len(r)] = torch.tensor(list(p) + list(r))
+            attention[i, :len(p) + len(r)] = 1
+            response[i, len(p):len(p) + len(r)] = True
+        return ids, attention, response
+
+    def _token_logprobs(self, ids, attention):
+        """log pi(token at position t | tokens before it), [B, L] (position 0: 0)."""
+        torch = self.torch
+        logits = self.model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+        taken = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
+        return torch.cat([torch.zeros_like(taken[:, :1]), taken], dim=1)
+
+    def warm_start(self) -> list[float]:
+        """`sft_steps` Adam steps of cross-entropy on the candidate responses (every step's
+        combinations, equally weighted); returns the loss of each step."""
+        torch = self.torch
+        pairs = [(self.prompt_ids[s], t) for s, ts in enumerate(self.target_ids) for t in ts]
+        optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.sft_lr)
+        self.model.train()
+        for _ in range(self.config.sft_steps):
+            batch = self.rng.sample(pairs, min(self.config.sft_batch, len(pairs)))
+            ids, attention, response = self._rows(batch)
+            logp = self._token_logprobs(ids, attention)
+            loss = -(logp * response).sum() / response.sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            self.sft_losses.append(float(loss.detach()))
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr)
+        return self.sft_losses
+
+    # ---- rollouts
+    def sample(self, step: int, n: int) -> list[list[int]]:
+        """`n` responses to step `step`'s prompt, every token sampled at temperature 1 (up to EOS)."""
+        torch = self.torch
+        prompt = torch.tensor([self.prompt_ids[step]] * n, dtype=torch.long)
+        self.model.eval()
+        with torch.no_grad():
+            out = self.model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=True, top_k=0,
+                                      top_p=1.0, temperature=1.0, max_new_tokens=self.max_new_tokens,
+                                      eos_token_id=self.eos, pad_token_id=self.eos)
+        responses = []
+        for row in out[:, prompt.shape[1]:].tolist():
+            cut = row.index(self.eos) + 1 if self.eos in row else len(row)
+            responses.append(row[:cut])
+        return responses
+
+    def play(self, responses: Sequence[Sequence[int]]) -> LMEpisode:
+        """One episode whose step s plays the decoding of `responses[s]` (token ids), then submits."""
+        texts = [self.tokenizer.decode([t for t in r if t != self.eos]) for r in responses]
+        result = run_episode(self.env, Scripted(texts), self.task)
+        recorded = result.trajectory.steps[:len(texts)]  # the model's steps; the harness's submit is left out
+        steps = tuple(replace(step, token_offsets=token_offsets(self.tokenizer, r, step.action))
+                      for step, r in zip(recorded, responses))
+        return LMEpisode(tuple(tuple(r) for r in responses),
+                         credit.Trajectory(self.task.id, steps, result.trajectory.reward), result.resolved)
+
+    def rollouts(self) -> list[LMEpisode]:
+        """G episodes: each step's responses sampled for the whole group (the prompts do not depend
+        on the tool outputs), then played in the env."""
+        g = self.config.group_size
+        per_step = [self.sample(s, g) for s in range(len(self.steps))]
+        return [self.play([per_step[s][i] for s in range(len(self.steps))]) for i in range(g)]
+
+    def advantages(self, episodes: Sequence[LMEpisode], response_mask) -> Any:
+        """[B, L] per-token advantages of the batch rows (one per model step), from
+        `credit.token_advantages` with the configured estimator."""
+        steps = [(i, s, step) for i, e in enumerate(episodes) for s, step in enumerate(e.trajectory.steps)]
+        return credit.token_advantages(
+            response_mask, [self.task.id] * len(steps), [i for i, _, _ in steps], [s for _, s, _ in steps],
+            [episodes[i].reward for i, _, _ in steps], estimator=self.config.estimator,
+            actions=[st.action for _, _, st in steps], diffs=[st.diff for _, _, st in steps],
+            token_offsets=[st.token_offsets for _, _, st in steps], provenance=[st.provenance for _, _, st in steps],
+            observations=[self.prompts[s] for _, s, _ in steps], calls=[st.calls for _, _, st in steps],
+            edits=[st.edits for _, _, st in steps], line_calls=[st.line_calls for _, _, st in steps],
+            **self.config.options)
+
+    def update(self, number: int) -> LMStats:
+        torch = self.torch
+        batch = self.rollouts()
+        self.episodes += len(batch)
+        self.last_batch = batch
+        pairs = [(self.prompt_ids[s], list(r)) for e in batch for s, r in enumerate(e.responses)]
+        ids, attention, response = self._rows(pairs)
+        adv = self.advantages(batch, response)
+        if self.config.whiten:
+            std = adv[response].std()
+            if std > 1e-8:
+                adv = adv / std
+        with torch.no_grad():
+            self.model.eval()
+            old = self._token_logprobs(ids, attention)
+        self.model.train()
+        weight = response.float() / response.sum()
+        for _ in range(self.config.epochs):
+            new = self._token_logprobs(ids, attention)
+            ratio = torch.exp(new - old)
+            clipped = torch.clamp(ratio, 1 - self.config.clip, 1 + self.config.clip)
+            loss = -(torch.minimum(ratio * adv, clipped * adv) * weight).sum()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+        known = {t for ts in self.targets for t in ts}
+        parsed = float(np.mean([st.action in known for e in batch for st in e.trajectory.steps]))
+        return LMStats(number, self.episodes, float(np.mean([e.resolved for e in batch])),
+                       float(np.mean([e.reward for e in batch])), parsed, time.monotonic() - self.started)
+
+    def run(self, until: float | None = None, progress: bool = False) -> list[LMStats]:
+        """The warm start, then up to `config.updates` updates; with `until`, stop at the first
+        update whose batch success rate reaches it."""
+        from tqdm import tqdm
+
+        if not self.sft_losses:
+            self.warm_start()
+        history = [LMStats(0, 0, float("nan"), float("nan"), float("nan"), time.monotonic() - self.started)]
+        bar = tqdm(range(1, self.config.updates + 1), desc=f"tiny-lm {self.config.estimator}", unit="update",
+                   disable=not progress)
+        for number in bar:
+            history.append(self.update(number))
+            bar.set_postfix(success=f"{history[-1].success_rate:.2f}")
+            if until is not None and history[-1].success_rate >= until:
+                break
+        return history
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def write_outputs(runs: Mapping[str, Sequence[LMStats]], trainers: Mapping[str, TinyLMTrainer], out) -> None:
+    """curves.csv and curves.png of labelled runs, and per run its model and tokenizer
+    (`tiny-lm-<label>/`, Hugging Face format) and its last batch's responses (samples.jsonl)."""
+    import csv
+    import json
+    from pathlib import Path
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "curves.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["run", "update", "episodes", "success_rate", "mean_reward", "parsed", "seconds"])
+        for label, history in runs.items():
+            for s in history:
+                writer.writerow([label, s.update, s.episodes, f"{s.success_rate:.4f}", f"{s.mean_reward:.4f}",
+                                 f"{s.parsed:.4f}", f"{s.seconds:.2f}"])
+    for label, trainer in trainers.items():
+        folder = out / f"tiny-lm-{label}"
+        trainer.model.save_pretrained(folder)
+        trainer.tokenizer.save(str(folder / "tokenizer.json"))
+        (folder / "warm_start_loss.json").write_text(json.dumps(trainer.sft_losses))
+        with (folder / "samples.jsonl").open("w") as fh:
+            for episode in trainer.last_batch:
+                fh.write(json.dumps({"reward": episode.reward, "resolved": episode.resolved,
+                                     "responses": [st.action for st in episode.trajectory.steps]}) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, history in runs.items():
+        ax.plot([s.update for s in history[1:]], [s.success_rate for s in history[1:]], label=label)
+    ax.axhline(0.9, color="grey", ls=":", lw=1)
+    ax.set(xlabel="update", ylabel="batch success rate", ylim=(0, 1.02), title="tiny LM on CodeRepo-v0")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "curves.png", dpi=100)
+    plt.close(fig)
