@@ -99,7 +99,11 @@ def _estimator_options(pairs: list[str]) -> dict:
 
 
 def _train_tiny_lm(args) -> int:
-    from code_gym.apps.tiny_lm import TinyLMConfig, TinyLMTrainer, write_outputs
+    try:
+        from code_gym.apps.tiny_lm import TinyLMConfig, TinyLMTrainer, write_outputs
+    except ImportError as err:
+        raise SystemExit(f"code-gym train --policy tiny-lm needs torch, transformers and tokenizers ({err}): "
+                         "pip install 'code-gym[tiny-lm]' (torch==2.13.0 is the CPU build)") from None
     from code_gym.grading import GradeCache
 
     tasks = _tasks(args.tasks)
