@@ -130,7 +130,7 @@ class DockerBackend:
         self.image = image
         self.pool = pool
         self.max_idle = max_idle
-        self.warm = runner.warm_default() if warm is None else warm  # `python -m pytest` via the warm runner
+        self.warm_runner = warm  # `python -m pytest` via the warm runner; None: CODE_GYM_WARM_RUNNER decides
         self._pool = _Pool()
         self.name = "docker" if pool else "docker-fresh"
         leftovers.reap_on_start()
@@ -331,7 +331,8 @@ class DockerSandbox:
         self.root = workspace.resolve()
         self.limits = limits
         self.image = image
-        self.warm = backend.warm
+        # read per sandbox, as the local backend does (the shared backend outlives a setting)
+        self.warm = runner.warm_default() if backend.warm_runner is None else backend.warm_runner
         self._backend = backend
         self._holder: list[_Container] = [backend.acquire(image, limits)]
         # grading and other callers may drop a sandbox without close(): give the container back then too

@@ -13,7 +13,11 @@ a file or a regular package the import system would find there (a folder without
 as a data folder named `json`, shadows nothing: a regular module later on sys.path wins over it).
 A patch must not be able to choose a cold run, where exit handlers run after the junit XML is
 written: a run that the server does not finish (it died after taking the request) is a failed
-run with exit code 137, never run again cold.
+run with exit code 137, never run again cold; a server that does not take a run (an earlier run
+left it a /tmp it could not empty, so it exited) raises `RunnerGone`, and the backend runs it on a
+fresh runner. With `records` (a nonce), the child gets the grader's plugin (`RecordStream`, from
+records_plugin.py, defined here before anything of a repository is imported) and a pipe the
+server forwards in frames of their own (code_gym.sandbox.records).
 
 Where the runner lives: in a Docker container it is PID 1 (so it also reaps orphans, and after
 each run kills every process the run left); locally it is PID 1 of a long-lived bubblewrap
@@ -217,10 +221,12 @@ def serve(conn):
 def main(path):
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    if os.path.exists(path):
-        os.unlink(path)
-    srv.bind(path)
+    for name in (path, path + ".new"):
+        if os.path.exists(name):
+            os.unlink(name)
+    srv.bind(path + ".new")  # listening before the host can see it: a connect is never refused
     srv.listen(8)
+    os.rename(path + ".new", path)
     while True:
         ready, _, _ = select.select([srv], [], [], 0.5)
         reap()
