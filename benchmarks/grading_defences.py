@@ -55,13 +55,20 @@ def main() -> None:
     lines.append("| **all** | " + " | ".join(f"{totals[c]:.2f}" for c in CONFIGS)
                  + f" | {100 * (totals['canaries + stream'] / totals['none'] - 1):+.1f}% |")
     table = "\n".join(lines)
+    change = {c: 100 * (totals[c] / totals["none"] - 1) for c in CONFIGS if c != "none"}
+    result = ("Result: over all tasks " + ", ".join(f"{c} {v:+.1f}%" for c, v in change.items())
+              + " against none; single tasks vary by tens of percent between runs on this shared machine, "
+                "so read the total.")
     print(table)
+    print(result)
     write_section("grading: tamper defences", f"""`benchmarks/grading_defences.py`: `grade()` of each bundled task's reference
 solution (audit on, warm runner), median of {args.repeats}, with the run's tamper defences off, one at
 a time, and both (issue 14: canaries, the results stream; probes to be added). Prediction: the
 stream well under 1%, the canaries a few percent; target: the defences add at most 20%.
 
 {table}
+
+{result}
 """)
 
 
