@@ -5,9 +5,12 @@
   the task's version (`apply_changes`).
 - The hidden tests are added, so they exist only in this copy.
 - The tests run in a fresh sandbox with pytest plugin autoloading off; per-test outcomes come from
-  pytest's junit XML and the exit code, never from printed text.
+  the records the grader's plugin streams out of the run as each report is made (a channel the
+  code under test cannot rewrite after the fact: `code_gym.run_records`), cross-checked with
+  pytest's junit XML and the exit code, never from printed text. A broken stream, or one that
+  disagrees with either, voids the run with a finding of rule "results".
 - The graded tests are known before the run (the task's FAIL_TO_PASS/PASS_TO_PASS ids, else the ids
-  pytest collects with the reference solution applied): a test missing from the junit XML (its file
+  pytest collects with the reference solution applied): a test missing from the records (its file
   failed to collect, the run crashed or timed out) counts as an error.
 - Test files, conftest and configuration files must be untouched after the run (inode, size,
   mtime and ctime); code that rewrites them while the tests run voids the run.
@@ -36,13 +39,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from code_gym import canary as canary_tests
-from code_gym import integrity
+from code_gym import integrity, run_records
 from code_gym import probes as behavioural
 from code_gym.file_policy import apply_changes, guarded_keys, lay_hidden_tests
 from code_gym.integrity import Finding
 from code_gym.reference import reference_test_ids
 from code_gym.environments import task_runtime
-from code_gym.sandbox import Limits, make_sandbox
+from code_gym.sandbox import ExecResult, Limits, make_sandbox
+from code_gym.sandbox.records import new_nonce
 from code_gym.hostfs import owned_prefix
 from code_gym.task import Task
 from code_gym.workspace import Workspace
@@ -64,7 +68,7 @@ class GradeResult:
     integrity: list[Finding] | None = None  # audit findings; None when the audit was off
     tampered: list[str] = field(default_factory=list)  # guarded files changed while the tests ran
     whole_run: bool = True  # the graded tests are every test that ran, so none other may fail
-    canary: list[Finding] = field(default_factory=list)  # canary / exit-code cross-check failures: run void
+    canary: list[Finding] = field(default_factory=list)  # canary and results-stream cross-check failures: run void
     other_failures: int = 0  # failing records of tests that are neither graded nor canaries
     canaries: bool = False  # whether the run carried canaries (without them exit code 0 is required)
     probes: behavioural.ProbeReport | None = None  # behavioural probes; None when they were off
@@ -115,7 +119,7 @@ class GradeResult:
         elif self.tampered:
             text = f"test files changed during the run ({', '.join(self.tampered[:3])}): run void"
         elif self.canary:
-            text = f"the run's canary tests or exit code show tampering ({self.canary[0].message}): run void"
+            text = f"the run's canary tests or results show tampering ({self.canary[0].message}): run void"
         else:
             text = f"{self.passed}/{self.total} tests passed (pytest exit code {self.exit_code})"
         if self.integrity:
@@ -189,13 +193,13 @@ def graded_test_ids(task: Task, tests: tuple[str, ...] | None = None,
 
 def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
           limits: Limits | None = None, tests: tuple[str, ...] | None = None, audit: bool = True,
-          canaries: bool = True, probes: bool | None = None) -> GradeResult:
+          canaries: bool = True, probes: bool | None = None, records: bool = True) -> GradeResult:
     """Run the task's visible and hidden tests (or `tests`: files or node ids) on a pristine copy
     with `changes` applied. With `audit`, the integrity findings come with the result (the
     tests run either way, so a result shows what a violating patch would have scored).
-    `canaries=False` and `probes=False` are for tests only: they show what an attack scores
-    without those defences (`probes` None: as `canaries`, so `canaries=False` alone turns off
-    every defence inside the run)."""
+    `canaries=False`, `probes=False` and `records=False` (outcomes from the junit XML alone) are
+    for tests only: they show what an attack scores without that defence (`probes` None: as
+    `canaries`, so `canaries=False` alone turns off the canaries and the probes)."""
     started = time.monotonic()
     findings = integrity.audit(changes, task) if audit else None
     expected, whole_run = graded_test_ids(task, tests, isolation)
@@ -230,19 +234,19 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
                    f"--junitxml={shlex.quote(junit)} " + " ".join(shlex.quote(t) for t in selected))
         extra = ((planted.path,) if planted else ()) + ((probed.path,) if probed and probed.path else ())
         before = guarded_keys(task, copy.root, extra)
+        nonce = new_nonce() if records else None
         try:
-            run = sandbox.exec(command, timeout=task.timeouts.tests, binds=binds)
+            run = sandbox.exec(command, timeout=task.timeouts.tests, binds=binds, records=nonce)
         finally:
             sandbox.close()
         after = guarded_keys(task, copy.root, extra)
         tampered = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
         lookup = ((expected or ()) + (tuple(planted.expected) if planted else ())
                   + ((f"{probed.path}::test_probe_replay",) if probed and probed.path else ()))
-        records = {} if run.timed_out else parse_junit(results / "junit.xml", lookup or None)
-        void: list[Finding] = []
+        outcomes_by_id, void = _run_outcomes(run, nonce, results / "junit.xml", lookup)
         if planted and not run.timed_out:
-            void = canary_tests.check(planted, records, run.exit_code)
-        graded = {t: o for t, o in records.items()
+            void += canary_tests.check(planted, outcomes_by_id, run.exit_code)
+        graded = {t: o for t, o in outcomes_by_id.items()
                   if not (planted and planted.is_canary(t)) and not (probed and probed.is_probe(t))}
         if expected is not None:
             other = sum(1 for t, o in graded.items() if t not in expected and o in ("failed", "error"))
@@ -261,6 +265,19 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
     finally:
         copy.close()
         shutil.rmtree(results, ignore_errors=True)
+
+
+def _run_outcomes(run: ExecResult, nonce: str | None, junit: Path,
+                  lookup: tuple[str, ...]) -> tuple[dict[str, str], list[Finding]]:
+    """(outcomes by node id, findings that void the run): the streamed records checked against the
+    junit XML and the exit code, or (without a nonce) the junit XML alone."""
+    if run.timed_out:
+        return {}, []
+    if nonce is None:
+        return parse_junit(junit, lookup or None), []
+    stream = run_records.read(run.records or b"", nonce)
+    junit_outcomes = parse_junit(junit, tuple(dict.fromkeys(lookup + tuple(stream.outcomes))))
+    return stream.outcomes, run_records.check(stream, junit_outcomes, run.exit_code)
 
 
 class Grader(Protocol):

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from code_gym import run_records
 from code_gym.actions import ToolCall
 from code_gym.grading import RESULTS_DIR, parse_junit
 from code_gym.hostfs import owned_prefix
-from code_gym.sandbox.base import Sandbox
+from code_gym.sandbox.base import ExecResult, Sandbox
+from code_gym.sandbox.records import new_nonce
 
 MAX_VIEW_CHARS = 16_000
 SNIPPET_LINES = 4
@@ -37,8 +39,8 @@ class WrittenLine:
 @dataclass(frozen=True)
 class RunRecords:
     """What a `run_tests` call measured, the way grading measures it: per-test outcomes by node id
-    from pytest's junit XML, and the exit code (never pytest's printed text, which the code under
-    test can print too)."""
+    from the records the grader's plugin streamed out of the run, checked against pytest's junit XML
+    and the exit code (never pytest's printed text, which the code under test can print too)."""
     tests: dict[str, str]
     exit_code: int | None
     timed_out: bool
@@ -313,12 +315,22 @@ def tool_run_tests(ctx: ToolContext, call: ToolCall) -> ToolResult:
         junit = f"{ctx.sandbox.inside(results, binds)}/junit.xml"
         command = (f"{ctx.test_command} -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={shlex.quote(junit)} "
                    + " ".join(shlex.quote(p) for p in paths))
-        result = ctx.sandbox.exec(command, timeout=ctx.test_timeout, binds=binds)
-        tests = {} if result.timed_out else parse_junit(results / "junit.xml")
+        nonce = new_nonce()
+        result = ctx.sandbox.exec(command, timeout=ctx.test_timeout, binds=binds, records=nonce)
+        tests = {} if result.timed_out else _checked_records(result, nonce, results / "junit.xml")
     finally:
         shutil.rmtree(results, ignore_errors=True)
     return ToolResult(result.describe(), error=result.timed_out,
                       records=RunRecords(tests, result.exit_code, result.timed_out))
+
+
+def _checked_records(result: ExecResult, nonce: str, junit: Path) -> dict[str, str]:
+    """The outcomes the grader's plugin streamed (code_gym.run_records), or none when the stream is
+    broken or disagrees with the junit XML or the exit code."""
+    stream = run_records.read(result.records or b"", nonce)
+    if run_records.check(stream, parse_junit(junit, tuple(stream.outcomes)), result.exit_code):
+        return {}
+    return stream.outcomes
 
 
 @tool("submit", "Finish the episode: your changes are graded by the task's tests.")

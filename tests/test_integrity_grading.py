@@ -38,8 +38,9 @@ def test_graded_ids_are_known_before_the_run_and_a_collection_error_fails_only_i
 
 def test_a_run_that_dies_fails_every_graded_test(tiny_task):
     result = grade(tiny_task, {"calc/ops.py": FIXED_ADD + b"\nimport os\nos._exit(0)\n"}, audit=False)
-    # exit code 0 with no records: impossible with a must-fail canary in the run, so it is void
-    assert result.exit_code == 0 and {f.rule for f in result.integrity} == {"canary"} and result.canary
+    # exit code 0 with no records: impossible with a must-fail canary in the run, and a results stream
+    # without its end record, so it is void twice over
+    assert result.exit_code == 0 and {f.rule for f in result.integrity} == {"canary", "results"} and result.canary
     assert result.tests == {VISIBLE: "error", HIDDEN_ADD: "error", HIDDEN_MUL: "error"}
     assert not result.resolved
 

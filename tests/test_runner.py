@@ -8,7 +8,7 @@ from code_gym.reference import reference_changes
 from code_gym.sandbox import Limits, LocalSandbox, make_sandbox
 from code_gym.sandbox.runner import pytest_argv
 from conftest import BUNDLED
-from sandbox_backends import require
+from sandbox_backends import UNEMPTIABLE_TMP, hold_runner_window, require, runner_fallback_as_before
 
 # Docker-backed tests share one daemon: run them on one xdist worker (--dist loadgroup).
 pytestmark = pytest.mark.xdist_group("docker")
@@ -132,7 +132,7 @@ def test_a_data_folder_named_like_a_preloaded_module_keeps_the_run_warm(tmp_path
 def test_a_runner_that_goes_away_before_taking_a_run_gives_it_back_but_one_that_took_it_fails_it(tmp_path):
     """A runner that cannot empty /tmp exits after its run; a request still in its listen queue is
     reset (the CI rehearsal of this change saw ConnectionResetError escape from `run`). That run never
-    started, so it goes elsewhere (None); a run the server took and then died on is a failed run."""
+    started, so it goes to a fresh runner (RunnerGone); a run the server took and then died on is a failed run."""
     import socket
     import threading
     import time
@@ -155,7 +155,50 @@ def test_a_runner_that_goes_away_before_taking_a_run_gives_it_back_but_one_that_
         threading.Thread(target=then_go, daemon=True).start()
 
     serve(tmp_path / "queued.sock", take=False)
-    assert runner.run(tmp_path / "queued.sock", ["-q"], "/repo", {}, 10, 1000) is None
+    with pytest.raises(runner.RunnerGone):
+        runner.run(tmp_path / "queued.sock", ["-q"], "/repo", {}, 10, 1000)
     serve(tmp_path / "taken.sock", take=True)
-    output, code, timed_out = runner.run(tmp_path / "taken.sock", ["-q"], "/repo", {}, 10, 1000)
-    assert code == 137 and not timed_out
+    taken = runner.run(tmp_path / "taken.sock", ["-q"], "/repo", {}, 10, 1000)
+    assert taken.exit_code == 137 and not taken.timed_out
+    with pytest.raises(runner.RunnerGone):  # nothing listens at all
+        runner.run(tmp_path / "nobody.sock", ["-q"], "/repo", {}, 10, 1000)
+
+
+# A test module that leaves the runner a /tmp it cannot empty, and an exit handler: it runs only
+# in a cold run, where it could rewrite the junit XML after pytest wrote it.
+ENDS_ITS_RUNNER = (UNEMPTIABLE_TMP + "\nimport atexit\n\natexit.register(lambda: print('EXIT HANDLER RAN'))\n\n\n"
+                   "def test_ok():\n    assert True\n")
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "docker"])
+def test_a_run_that_ends_its_runner_does_not_send_the_next_run_cold(kind, tmp_path, monkeypatch):
+    """The attack: a run leaves a /tmp the runner cannot empty, so the runner exits after it; the next
+    run finds no runner. Before issue 14 it then ran cold (bubblewrap), where the exit handler runs,
+    or (Docker) ran cold in the dying container or failed on the dead one; now it goes to a fresh
+    runner (a fresh container) and stays warm."""
+    require(kind)
+    monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "1")
+    (tmp_path / "test_tmp.py").write_text(ENDS_ITS_RUNNER)
+    hold_runner_window(monkeypatch)
+
+    def two_runs():
+        box = make_sandbox(kind, tmp_path, Limits(timeout=60))
+        try:
+            return [box.exec("python -m pytest -q -p no:cacheprovider test_tmp.py") for _ in range(2)]
+        finally:
+            box.close()
+
+    first, second = two_runs()
+    assert first.exit_code == 0 and "EXIT HANDLER RAN" not in first.output
+    assert second.exit_code == 0 and "1 passed" in second.output and "EXIT HANDLER RAN" not in second.output, second.output
+    runner_fallback_as_before(monkeypatch)  # the defence off
+    if kind == "bwrap":
+        assert "EXIT HANDLER RAN" in two_runs()[1].output
+    else:  # the container died with its runner: the old cold run either failed on it or ran cold
+        import docker.errors
+        try:
+            second = two_runs()[1]
+            assert "EXIT HANDLER RAN" in second.output or second.exit_code != 0, second.output
+        except docker.errors.APIError:  # the container is gone: the run could not be made at all
+            pass
+    shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)

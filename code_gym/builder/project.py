@@ -119,7 +119,9 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
     if not sources:
         raise BuildError(f"{source}: no source modules outside the tests")
     src_layout = (root / "src").is_dir() and any(f.startswith("src/") for f in sources)
-    command = ("PYTHONPATH=src " if src_layout else "") + "python -m pytest"
+    # pytest's own `pythonpath` setting, not a PYTHONPATH prefix: a command that sets PYTHONPATH
+    # replaces the grader's results plugin path (its runs are void) and cannot use the warm runner
+    command = "python -m pytest" + (" -o pythonpath=src" if src_layout else "")
     if not env_options.enabled:
         return Project(task_id(name), root, tests, sources, command)
     try:

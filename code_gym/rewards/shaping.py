@@ -3,10 +3,11 @@ ever before in the episode, and a penalty for each invalid action. The reference
 0.15 and 0.01.
 
 The count comes from the per-test records of a `run_tests` call that ran all the visible tests
-(no `paths`, or paths covering every visible test file): pytest's junit XML, read the way grading
-reads it, never the printed text. A run whose records and exit code disagree (exit code 0 with a
-failure recorded, 1 with none), that timed out or crashed, or that recorded nothing, counts
-nothing. It counts only while the workspace passes the integrity audit: edited tests cannot earn
+(no `paths`, or paths covering every visible test file): the records the grader's plugin streamed
+out of the run, checked against the junit XML as grading checks them (code_gym.run_records), never
+the printed text. A run whose stream is broken or disagrees with the junit XML, whose records and
+exit code disagree (exit code 0 with a failure recorded, 1 with none), that timed out or crashed,
+or that recorded nothing, counts nothing. It counts only while the workspace passes the integrity audit: edited tests cannot earn
 it. The first such run sets the baseline. If the final patch fails the audit, the episode's
 progress bonuses are taken back at the last step.
 """

@@ -46,6 +46,7 @@ class ExecResult:
     truncated: bool = False
     duration: float = 0.0
     disk_full: int | None = None  # the size of the workspace's disk quota when the command filled it
+    records: bytes | None = None  # the results channel's stream, when `exec` was asked for one
 
     def describe(self) -> str:
         """Output plus what a reader must know: timeouts, exit codes, a full disk quota."""
@@ -73,8 +74,10 @@ class Sandbox(Protocol):
     workdir: str  # where the workspace appears to commands
 
     def exec(self, command: str, *, timeout: float | None = None,
-             binds: dict[Path, str] | None = None) -> ExecResult:
-        """Run `command` with bash. `binds` maps extra host folders to paths visible inside."""
+             binds: dict[Path, str] | None = None, records: str | None = None) -> ExecResult:
+        """Run `command` with bash. `binds` maps extra host folders to paths visible inside.
+        `records` (a nonce): give a pytest command the grader's results channel
+        (code_gym.sandbox.records) and return its stream in `ExecResult.records`."""
         ...
 
     def inside(self, host_path: Path, binds: dict[Path, str]) -> str:

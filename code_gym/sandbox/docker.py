@@ -21,6 +21,7 @@ Needs root on the host (mount(2)); Docker access is root-equivalent anyway.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import select
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_gym.sandbox import leftovers, mounts, runner
+from code_gym.sandbox.records import PluginFolder
 from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, PythonEnv
 from code_gym.sandbox.cgroup import pid_alive
@@ -53,6 +55,9 @@ _HOST = socket.gethostname()
 _FIND = "find /tmp /dev/shm -mindepth 1 -delete 2>/dev/null"
 _WIPE = f"{_FIND} || {{ chmod -R u+rwX /tmp /dev/shm 2>/dev/null; {_FIND}; }}"
 _WRAPPER = f'timeout -k 1 "$1" bash -c "$2" </dev/null; rc=$?; kill -9 -1 2>/dev/null; {_WIPE}; exit $rc'
+# With a results channel: the command's stderr joins its stdout, and fd 3 is the exec's stderr
+# stream, which carries nothing but what the grader's plugin writes to it.
+_RECORDS_WRAPPER = _WRAPPER.replace("</dev/null;", "</dev/null 3>&2 2>&1;", 1)
 _ENV = {"HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
         "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "PATH": "/usr/local/bin:/usr/bin:/bin"}
@@ -125,7 +130,7 @@ class DockerBackend:
         self.image = image
         self.pool = pool
         self.max_idle = max_idle
-        self.warm = runner.warm_default() if warm is None else warm  # `python -m pytest` via the warm runner
+        self.warm_runner = warm  # `python -m pytest` via the warm runner; None: CODE_GYM_WARM_RUNNER decides
         self._pool = _Pool()
         self.name = "docker" if pool else "docker-fresh"
         leftovers.reap_on_start()
@@ -136,7 +141,7 @@ class DockerBackend:
                 python_env: PythonEnv | None = None) -> "DockerSandbox":
         return DockerSandbox(self, Path(workspace), limits, image or self.image, python_env)
 
-    def _key(self, image: str, limits: Limits, python_env: PythonEnv | None) -> tuple:
+    def _key(self, image: str, limits: Limits, python_env: PythonEnv | None = None) -> tuple:
         return (image, limits.memory_bytes, limits.processes, limits.cpus, limits.file_size_bytes, python_env)
 
     def acquire(self, image: str, limits: Limits, python_env: PythonEnv | None = None) -> _Container:
@@ -277,17 +282,19 @@ def _exec_simple(container_id: str, script: str) -> None:
     api.exec_start(exec_id)
 
 
-def _run_exec(container_id: str, command: str, timeout: float, limits: Limits,
-              env: dict[str, str]) -> tuple[CappedOutput, int | None, bool]:
-    """Run one command; returns (output, exit code, abandoned: the host deadline passed)."""
+def _run_exec(container_id: str, command: str, timeout: float, limits: Limits, env: dict[str, str] | None = None,
+              records: bytearray | None = None) -> tuple[CappedOutput, int | None, bool]:
+    """Run one command; returns (output, exit code, abandoned: the host deadline passed). With
+    `records`, the exec's stderr stream is the results channel and is collected there."""
     api = client().api
-    exec_id = api.exec_create(container_id, ["bash", "-c", _WRAPPER, "code-gym", f"{timeout:g}", command],
-                              environment=env, workdir=WORKDIR, user=f"{os.getuid()}:{os.getgid()}")["Id"]
+    wrapper = _WRAPPER if records is None else _RECORDS_WRAPPER
+    exec_id = api.exec_create(container_id, ["bash", "-c", wrapper, "code-gym", f"{timeout:g}", command],
+                              environment=env or _ENV, workdir=WORKDIR, user=f"{os.getuid()}:{os.getgid()}")["Id"]
     sock = api.exec_start(exec_id, socket=True)
     raw = getattr(sock, "_sock", sock)
     output = CappedOutput(limits.max_output)
     deadline = time.monotonic() + timeout + _HOST_GRACE
-    abandoned = not _read_frames(raw, output, deadline)
+    abandoned = not _read_frames(raw, output, deadline, records)
     try:
         raw.close()
     except OSError:
@@ -302,8 +309,9 @@ def _run_exec(container_id: str, command: str, timeout: float, limits: Limits,
     return output, None, True
 
 
-def _read_frames(raw, output: CappedOutput, deadline: float) -> bool:
-    """Demultiplex Docker's stream frames (8-byte header: stream, 0, 0, 0, size) until EOF (True) or the deadline."""
+def _read_frames(raw, output: CappedOutput, deadline: float, records: bytearray | None = None) -> bool:
+    """Demultiplex Docker's stream frames (8-byte header: stream, 0, 0, 0, size) until EOF (True) or
+    the deadline; stderr frames (stream 2) go to `records` when given."""
     buf = bytearray()
     fd = raw.fileno()
     while True:
@@ -321,7 +329,10 @@ def _read_frames(raw, output: CappedOutput, deadline: float) -> bool:
             size = struct.unpack(">I", buf[4:8])[0]
             if len(buf) < 8 + size:
                 break
-            output.feed(bytes(buf[8:8 + size]))
+            if records is not None and buf[0] == 2:
+                records += buf[8:8 + size]
+            else:
+                output.feed(bytes(buf[8:8 + size]))
             del buf[:8 + size]
 
 
@@ -336,12 +347,15 @@ class DockerSandbox:
     def __init__(self, backend: DockerBackend, workspace: Path, limits: Limits, image: str,
                  python_env: PythonEnv | None = None):
         self.name = backend.name
-        self.env = _env_variables(python_env)
         self.workdir = WORKDIR
         self.root = workspace.resolve()
         self.limits = limits
         self.image = image
-        self.warm = backend.warm
+        self.python_env = python_env
+        self.env = _env_variables(python_env)
+        # read per sandbox, as the local backend does (the shared backend outlives a setting)
+        self.warm = runner.warm_default() if backend.warm_runner is None else backend.warm_runner
+        self._backend = backend
         self._holder: list[_Container] = [backend.acquire(image, limits, python_env)]
         # grading and other callers may drop a sandbox without close(): give the container back then too
         self._finalizer = weakref.finalize(self, _release, backend, self._holder)
@@ -361,35 +375,76 @@ class DockerSandbox:
         return f"{BINDS_DIR}/{list(binds).index(host_path)}"
 
     def exec(self, command: str, *, timeout: float | None = None,
-             binds: dict[Path, str] | None = None) -> ExecResult:
-        box = self._box
+             binds: dict[Path, str] | None = None, records: str | None = None) -> ExecResult:
         timeout = self.limits.timeout if timeout is None else timeout
         started = time.monotonic()
-        attached = []
+        argv = runner.pytest_argv(command) if self.warm else None
+        warm = self._warm_run(argv, binds or {}, timeout, records) if argv is not None else None
+        if warm is not None:  # the server killed a run that timed out (the host closed the connection)
+            return ExecResult(warm.output.text(), warm.exit_code, warm.timed_out, warm.output.dropped > 0,
+                              time.monotonic() - started, disk_full(self.root), warm.records if records else None)
+        plugin = PluginFolder() if records else None
+        binds = {**(binds or {}), **({plugin.path: ""} if plugin else {})}
+        stream = bytearray() if records else None
+        box = self._box
         try:
-            for i, host in enumerate(binds or {}):
-                target = box.binds / str(i)
-                target.mkdir(exist_ok=True)
-                mounts.attach(Path(host).resolve(), target)
-                attached.append(target)
-            argv = runner.pytest_argv(command) if self.warm else None
-            warm = argv is not None and runner.run(box.slot / "ctl" / runner.SOCKET_NAME, argv, WORKDIR, self.env,
-                                                   timeout, self.limits.max_output)
-            if not warm:
-                output, exit_code, abandoned = _run_exec(box.id, command, timeout, self.limits, self.env)
+            with self._attached(box, binds):
+                env = plugin.env(self.inside(plugin.path, binds), 3, records, self.env) if plugin else self.env
+                output, exit_code, abandoned = _run_exec(box.id, command, timeout, self.limits, env, stream)
         finally:
-            for target in attached:
-                mounts.detach(target, keep=0)
-                target.rmdir()
+            if plugin:
+                plugin.close()
         duration = time.monotonic() - started
-        if warm:  # the server killed a run that timed out (the host closed the connection)
-            output, exit_code, timed_out = warm
-            return ExecResult(output.text(), exit_code, timed_out, output.dropped > 0, duration, disk_full(self.root))
         if abandoned:
             box.dirty = True
         timed_out = abandoned or exit_code == 124 or (exit_code == 137 and duration >= timeout)
         return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0, duration,
-                          disk_full(self.root))
+                          disk_full(self.root), bytes(stream) if records else None)
+
+    @contextlib.contextmanager
+    def _attached(self, box: _Container, binds: dict[Path, str]):
+        """`binds` attached under the container's binds folder for the duration."""
+        attached = []
+        try:
+            for i, host in enumerate(binds):
+                target = box.binds / str(i)
+                target.mkdir(exist_ok=True)
+                mounts.attach(Path(host).resolve(), target)
+                attached.append(target)
+            yield
+        finally:
+            for target in attached:
+                mounts.detach(target, keep=0)
+                target.rmdir()
+
+    def _warm_run(self, argv: list[str], binds: dict[Path, str], timeout: float, records: str | None):
+        """Run pytest through the container's warm runner (None: run it cold). A runner that does not
+        take the run has ended its container (it is PID 1): the sandbox moves to a fresh container
+        and runs it there."""
+        reason = ""
+        for _ in range(2):
+            box = self._box
+            socket_path = box.slot / "ctl" / runner.SOCKET_NAME
+            runner.wait_for_socket(socket_path)  # a container just started may not listen yet
+            try:
+                with self._attached(box, binds):
+                    return runner.run(socket_path, argv, WORKDIR, self.env, timeout,
+                                      self.limits.max_output, records)
+            except runner.RunnerGone as exc:
+                reason = str(exc)
+                self._replace_box()
+        return runner.unreachable(self.limits.max_output, reason)
+
+    def _replace_box(self) -> None:
+        """Give the container back as broken (it is removed) and attach the workspace to a new one
+        (not one from the pool: an idle container may have lost its runner the same way)."""
+        box = self._holder.pop()
+        box.dirty = True
+        self._backend.release(box)
+        fresh = _create(self._backend._key(self.image, self.limits, self.python_env), self.image, self.limits,
+                        self.python_env)
+        self._holder.append(fresh)
+        mounts.attach(self.root, fresh.repo)
 
     def close(self) -> None:
         self._finalizer()

@@ -14,6 +14,7 @@ warm runner (code_gym.sandbox.runner).
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import resource
 import selectors
@@ -27,6 +28,7 @@ import warnings
 from pathlib import Path
 
 from code_gym.sandbox import cgroup, leftovers, mounts, runner
+from code_gym.sandbox.records import INSIDE as RECORDS_INSIDE, PluginFolder
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, PythonEnv
 from code_gym.hostfs import TEMP_PREFIX, disk_full
 
@@ -145,13 +147,13 @@ class LocalSandbox:
                if self.network else {}),
         }
 
-    def _argv(self, command: str, binds: dict[Path, str]) -> list[str]:
+    def _argv(self, command: str, binds: dict[Path, str], env: dict[str, str]) -> list[str]:
         shell = ["bash", "-c", command]
         if self.name == "none":
             return shell
         if self.name == "unshare":
             return self._unshare(command, binds)
-        return self._bwrap(self.root, binds) + shell
+        return self._bwrap(self.root, binds, env=env) + shell
 
     def _unshare(self, command: str, binds: dict[Path, str]) -> list[str]:
         """The fallback: its own user (uid SANDBOX_UID, mapped to the host uid that starts it), mount,
@@ -177,7 +179,8 @@ class LocalSandbox:
         return ["unshare", "--user", f"--map-user={SANDBOX_UID}", f"--map-group={SANDBOX_UID}", "--keep-caps",
                 "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", script]
 
-    def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = ()) -> list[str]:
+    def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = (),
+               env: dict[str, str] | None = None) -> list[str]:
         argv = [_BWRAP, *_BWRAP_PRIVILEGES, "--clearenv", *flags]
         if self.network:
             argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
@@ -204,7 +207,7 @@ class LocalSandbox:
         argv += ["--bind", str(repo), WORKDIR]
         for host, inside in binds.items():
             argv += ["--bind", str(host), inside]
-        for key, value in self._env().items():
+        for key, value in (env or self._env()).items():
             argv += ["--setenv", key, value]
         return argv + ["--chdir", WORKDIR, "--"]
 
@@ -218,17 +221,35 @@ class LocalSandbox:
         return binds[host_path] if self.name == "bwrap" else str(host_path)
 
     def exec(self, command: str, *, timeout: float | None = None,
-             binds: dict[Path, str] | None = None) -> ExecResult:
+             binds: dict[Path, str] | None = None, records: str | None = None) -> ExecResult:
         binds = binds or {}
         timeout = self.limits.timeout if timeout is None else timeout
         started = time.monotonic()
         argv = runner.pytest_argv(command) if self.warm else None
-        warm = self._warm_run(argv, binds, timeout) if argv is not None else None
+        warm = self._warm_run(argv, binds, timeout, records) if argv is not None else None
         if warm is not None:
-            output, exit_code, timed_out = warm
-            return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0,
-                              time.monotonic() - started, disk_full(self.root))
-        env = self._env()  # bubblewrap's own environment is what /proc/1/environ shows inside
+            return ExecResult(warm.output.text(), None if warm.timed_out else warm.exit_code, warm.timed_out,
+                              warm.output.dropped > 0, time.monotonic() - started, disk_full(self.root),
+                              warm.records if records else None)
+        if not records:
+            return self._cold(command, binds, timeout, started)
+        plugin = PluginFolder()  # the results channel: the plugin's folder and a pipe opened here
+        read_end, first = os.pipe()
+        write_end = fcntl.fcntl(first, fcntl.F_DUPFD, 10)  # above the fds the unshare set-up uses
+        os.close(first)
+        try:
+            binds = {**binds, plugin.path: RECORDS_INSIDE}
+            env = plugin.env(self.inside(plugin.path, binds), write_end, records, self._env())
+            return self._cold(command, binds, timeout, started, env, (read_end, write_end))
+        finally:
+            os.close(read_end)
+            plugin.close()
+
+    def _cold(self, command: str, binds: dict[Path, str], timeout: float, started: float,
+              env: dict[str, str] | None = None, channel: tuple[int, int] | None = None) -> ExecResult:
+        """Run `command` in a sandbox of its own; with `channel` (read end, write end), the command
+        inherits the write end and the stream read from it comes back in `records`."""
+        env = env or self._env()  # bubblewrap's own environment is what /proc/1/environ shows inside
         group = cgroup.CommandGroup(self.limits.processes, self.limits.memory_bytes) if cgroup.available() else None
 
         def enter_limits() -> None:
@@ -238,10 +259,15 @@ class LocalSandbox:
 
         try:
             proc = subprocess.Popen(
-                self._argv(command, binds), cwd=self.root, env=env, stdin=subprocess.DEVNULL,
+                self._argv(command, binds, env), cwd=self.root, env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=enter_limits,
+                pass_fds=channel[1:] if channel else (),
             )
-            output, timed_out = _read_capped(proc, started + timeout, self.limits.max_output)
+            if channel:
+                os.close(channel[1])
+            stream = bytearray()
+            output, timed_out = _read_capped(proc, started + timeout, self.limits.max_output,
+                                             (channel[0], stream) if channel else None)
             if timed_out:
                 _kill_group(proc)
             try:
@@ -254,24 +280,36 @@ class LocalSandbox:
             if group is not None:
                 group.remove()  # a setsid child that left the session (no-isolation mode)
         return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0,
-                          time.monotonic() - started, disk_full(self.root))
+                          time.monotonic() - started, disk_full(self.root), bytes(stream) if channel else None)
 
-    def _warm_run(self, argv: list[str], binds: dict[Path, str], timeout: float):
-        """Run pytest through a warm runner sandbox (None: run it cold)."""
+    def _warm_run(self, argv: list[str], binds: dict[Path, str], timeout: float, records: str | None):
+        """Run pytest through a warm runner sandbox (None: run it cold). A runner that does not take
+        the run (a run before it ended it) is stopped and the run goes to a fresh one; if that fails
+        too, the run fails."""
         key = (self.limits, self.mask, tuple(binds.values()), self.python_env)
-        zygote = runner.LOCAL_RUNNERS.acquire(key, lambda counter: self._start_runner(counter, list(binds.values())))
-        if zygote is None:
-            return None
-        attached = [(self.root, zygote.slot / "repo")] + [
-            (Path(host).resolve(), zygote.slot / f"bind{i}") for i, host in enumerate(binds)]
-        try:
-            for source, target in attached:
-                mounts.attach(source, target)
-            return runner.run(zygote.socket, argv, WORKDIR, self._env(), timeout, self.limits.max_output)
-        finally:
-            for _, target in attached:
-                mounts.detach(target)
-            runner.LOCAL_RUNNERS.release(key, zygote)
+        start = lambda counter: self._start_runner(counter, list(binds.values()))  # noqa: E731
+        reason = ""
+        for fresh in (False, True):
+            zygote = start(runner.LOCAL_RUNNERS.counter) if fresh else runner.LOCAL_RUNNERS.acquire(key, start)
+            if zygote is None:  # no runner starts here: cold (same results channel), never after one went
+                return runner.unreachable(self.limits.max_output, reason) if fresh else None
+            attached = [(self.root, zygote.slot / "repo")] + [
+                (Path(host).resolve(), zygote.slot / f"bind{i}") for i, host in enumerate(binds)]
+            gone = False
+            try:
+                for source, target in attached:
+                    mounts.attach(source, target)
+                return runner.run(zygote.socket, argv, WORKDIR, self._env(), timeout, self.limits.max_output, records)
+            except runner.RunnerGone as exc:
+                gone, reason = True, str(exc)
+            finally:
+                for _, target in attached:
+                    mounts.detach(target)
+                if gone:
+                    zygote.stop()
+                else:
+                    runner.LOCAL_RUNNERS.release(key, zygote)
+        return runner.unreachable(self.limits.max_output, reason)
 
     def _start_runner(self, counter, insides: list[str]):
         slot = Path(f"/tmp/{TEMP_PREFIX}runner-{os.getpid()}-{next(counter)}")
@@ -308,23 +346,32 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _read_capped(proc: subprocess.Popen, deadline: float, cap: int) -> tuple[CappedOutput, bool]:
-    """Read stdout until EOF or the deadline (then True), keeping its head and tail."""
+def _read_capped(proc: subprocess.Popen, deadline: float, cap: int,
+                 channel: tuple[int, bytearray] | None = None) -> tuple[CappedOutput, bool]:
+    """Read stdout until EOF or the deadline (then True), keeping its head and tail; with `channel`
+    (a pipe's read end, a buffer), collect what arrives on it too, until it ends."""
     output = CappedOutput(cap)
     fd = proc.stdout.fileno()
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
+    if channel:
+        sel.register(channel[0], selectors.EVENT_READ)
+    open_ = {fd} | ({channel[0]} if channel else set())
     try:
-        while True:
+        while open_:
             left = deadline - time.monotonic()
             if left <= 0:
                 return output, True
-            if not sel.select(timeout=min(left, 0.5)):
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return output, False
-            output.feed(chunk)
+            for key, _ in sel.select(timeout=min(left, 0.5)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    open_.discard(key.fd)
+                elif key.fd == fd:
+                    output.feed(chunk)
+                else:
+                    channel[1].extend(chunk)
+        return output, False
     finally:
         sel.close()
         proc.stdout.close()

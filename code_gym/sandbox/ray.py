@@ -77,7 +77,8 @@ class SandboxHost:
         binds = {self.base / f"bind{i}": inside for i, inside in enumerate(insides)}
         return self.sandbox.inside(self.base / f"bind{index}", binds)
 
-    def exec(self, command: str, timeout: float | None, data: bytes, deleted: list[str], insides: list[str]):
+    def exec(self, command: str, timeout: float | None, data: bytes, deleted: list[str], insides: list[str],
+             records: str | None = None):
         unpack(self.root, data, deleted)
         self.known = manifest(self.root)
         binds = {}
@@ -86,7 +87,7 @@ class SandboxHost:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir()
             binds[folder] = inside
-        result = self.sandbox.exec(command, timeout=timeout, binds=binds)
+        result = self.sandbox.exec(command, timeout=timeout, binds=binds, records=records)
         self.known, changed, gone = changes(self.root, self.known)
         bound = [pack(folder, list(manifest(folder))) for folder in binds]
         return result, pack(self.root, changed), gone, bound
@@ -138,12 +139,13 @@ class RaySandbox:
         return ray.get(self.actor.inside.remote(list(binds).index(host_path), list(binds.values())))
 
     def exec(self, command: str, *, timeout: float | None = None,
-             binds: dict[Path, str] | None = None) -> ExecResult:
+             binds: dict[Path, str] | None = None, records: str | None = None) -> ExecResult:
         import ray
 
         binds = binds or {}
         self.known, changed, gone = changes(self.root, self.known)
-        call = self.actor.exec.remote(command, timeout, pack(self.root, changed), gone, list(binds.values()))
+        call = self.actor.exec.remote(command, timeout, pack(self.root, changed), gone, list(binds.values()),
+                                       records)
         wait = (timeout or self.limits.timeout) + 60
         try:
             result, data, deleted, bound = ray.get(call, timeout=wait)

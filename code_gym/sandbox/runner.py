@@ -13,7 +13,11 @@ a file or a regular package the import system would find there (a folder without
 as a data folder named `json`, shadows nothing: a regular module later on sys.path wins over it).
 A patch must not be able to choose a cold run, where exit handlers run after the junit XML is
 written: a run that the server does not finish (it died after taking the request) is a failed
-run with exit code 137, never run again cold.
+run with exit code 137, never run again cold; a server that does not take a run (an earlier run
+left it a /tmp it could not empty, so it exited) raises `RunnerGone`, and the backend runs it on a
+fresh runner. With `records` (a nonce), the child gets the grader's plugin (`RecordStream`, from
+records_plugin.py, defined here before anything of a repository is imported) and a pipe the
+server forwards in frames of their own (code_gym.sandbox.records).
 
 Where the runner lives: in a Docker container it is PID 1 (so it also reaps orphans, and after
 each run kills every process the run left); locally it is PID 1 of a long-lived bubblewrap
@@ -34,17 +38,20 @@ import struct
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from code_gym.sandbox import mounts
 from code_gym.sandbox.base import CappedOutput
+from code_gym.sandbox.records import PLUGIN_SOURCE
 
 SOCKET_NAME = "runner.sock"
 CTL_DIR = "/run/code-gym"  # where the server's socket folder is bound inside a sandbox
-_FRAME = struct.Struct(">cI")  # kind (b"o" output, b"x" exit code, b"c" run it cold), payload size
+_FRAME = struct.Struct(">cI")  # kind (b"o" output, b"r" records, b"x" exit code, b"c" run it cold), payload size
 
-# The server. Stdlib only plus pytest (absent pytest: it only reaps and answers "run it cold").
-SERVER = r'''
+# The server. Stdlib only plus pytest (absent pytest: it only reaps and answers "run it cold"). It
+# starts with the grader's plugin (RecordStream), defined before anything of a repository is imported.
+_SERVER_BODY = r'''
 import ctypes, json, os, random, select, signal, socket, struct, sys
 try:
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: commands cannot ptrace or read the server
@@ -126,7 +133,7 @@ def send(conn, kind, payload=b""):
     conn.sendall(FRAME.pack(kind, len(payload)) + payload)
 
 
-def child(argv, cwd, env, w):
+def child(argv, cwd, env, w, records):
     os.setsid()
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
@@ -143,7 +150,11 @@ def child(argv, cwd, env, w):
     random.seed()
     code = 1
     try:
-        code = pytest.console_main()
+        if records:  # the grader's plugin, made before anything of the repository is imported
+            code = pytest.main(plugins=[RecordStream(records[0], records[1])])
+            sys.stdout.flush()
+        else:
+            code = pytest.console_main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     finally:
@@ -169,29 +180,40 @@ def serve(conn):
     if not READY or any(shadows(cwd, n) for n in PRELOADED):
         return send(conn, b"c")
     r, w = os.pipe()
+    rr, rw = os.pipe() if req.get("records") else (None, None)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
         conn.close()
         os.close(r)
-        child(req["argv"], cwd, req["env"], w)
+        if rr is not None:
+            os.close(rr)
+        child(req["argv"], cwd, req["env"], w, (rw, req["records"]) if rw is not None else None)
     os.close(w)
-    open_ = True
-    while open_:
-        ready, _, _ = select.select([r, conn], [], [], 1.0)
+    streams = {r: b"o"}
+    if rr is not None:
+        os.close(rw)
+        streams[rr] = b"r"
+    status = None
+    while status is None:  # the output and the records as they come, until both end and the child is gone
+        ready, _, _ = select.select([*streams, conn], [], [], 1.0 if streams else 0.1)
         if conn in ready:  # the host gave up (timeout) or went away
+            os.killpg(pid, signal.SIGKILL)
+            status = os.waitpid(pid, 0)[1]
             break
-        if r in ready:
-            data = os.read(r, 65536)
+        for fd in ready:
+            data = os.read(fd, 65536)
             if data:
-                send(conn, b"o", data)
+                send(conn, streams[fd], data)
             else:
-                open_ = False
+                del streams[fd]
+        if not streams:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            status = status if done else None
     os.close(r)
-    if open_:
-        os.killpg(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
+    if rr is not None:
+        os.close(rr)
     code = os.waitstatus_to_exitcode(status)
     send(conn, b"x", json.dumps(code if code >= 0 else 128 - code).encode())
 
@@ -199,10 +221,12 @@ def serve(conn):
 def main(path):
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    if os.path.exists(path):
-        os.unlink(path)
-    srv.bind(path)
+    for name in (path, path + ".new"):
+        if os.path.exists(name):
+            os.unlink(name)
+    srv.bind(path + ".new")  # listening before the host can see it: a connect is never refused
     srv.listen(8)
+    os.rename(path + ".new", path)
     while True:
         ready, _, _ = select.select([srv], [], [], 0.5)
         reap()
@@ -233,6 +257,7 @@ def main(path):
 BOUND = bound_under(("/tmp", "/dev/shm"))  # read at start: what the sandbox itself put there
 main(sys.argv[1])
 '''
+SERVER = PLUGIN_SOURCE + _SERVER_BODY
 
 
 def warm_default() -> bool:
@@ -255,28 +280,53 @@ def pytest_argv(command: str) -> list[str] | None:
     return tokens[3:] if shlex.join(tokens) == command.strip() else None
 
 
-def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeout: float,
-        cap: int) -> tuple[CappedOutput, int | None, bool] | None:
-    """One run through the server: (output, exit code, timed out), or None: run it cold instead."""
+class RunnerGone(Exception):
+    """The runner did not take the run (it is gone, or went away with the request still queued):
+    start a fresh one and run it there, never cold (a patch that ends the runner must not choose a
+    cold run for the next one)."""
+
+
+@dataclass
+class WarmRun:
+    output: CappedOutput
+    exit_code: int | None
+    timed_out: bool
+    records: bytes = b""  # what the run streamed on its results channel
+
+
+def unreachable(cap: int, reason: str) -> WarmRun:
+    """A run that no runner took, even a fresh one: a failed run (exit code 137), not a cold one."""
     output = CappedOutput(cap)
+    output.feed(f"[code-gym: the warm test runner could not take the run: {reason}]\n".encode())
+    return WarmRun(output, 137, False)
+
+
+def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeout: float,
+        cap: int, records: str | None = None) -> WarmRun | None:
+    """One run through the server, or None: the server says run it cold (the folder shadows a
+    module it preloaded). `records`: the run's nonce, to get the grader's plugin and its stream.
+    Raises RunnerGone when the server did not take the run."""
+    output = CappedOutput(cap)
+    stream = bytearray()
     deadline = time.monotonic() + timeout
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.settimeout(5)
         try:
             conn.connect(str(socket_path))
-        except OSError:
-            return None
+        except OSError as exc:
+            raise RunnerGone(f"cannot reach the warm runner: {exc}") from None
+        request = {"argv": argv, "cwd": cwd, "env": env} | ({"records": records} if records else {})
         try:
-            conn.sendall(json.dumps({"argv": argv, "cwd": cwd, "env": env}).encode() + b"\n")
-        except OSError:  # the server is gone and took nothing
-            return None
+            conn.sendall(json.dumps(request).encode() + b"\n")
+        except OSError as exc:  # the server is gone and took nothing
+            raise RunnerGone(f"the warm runner went away: {exc}") from None
         buf = bytearray()
         answered = False
         while True:
             left = deadline - time.monotonic()
-            if left <= 0:
-                return output, None, True  # closing the connection makes the server kill the run
+            if left <= 0:  # closing the connection makes the server kill the run
+                return WarmRun(output, None, True, bytes(stream))
             if not select.select([conn], [], [], min(left, 0.5))[0]:
                 continue
             try:
@@ -285,9 +335,11 @@ def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeo
                 # reset, not closed: the server went away (a runner that could not empty /tmp exits
                 # after its run) with this request still in its listen queue, never accepted, so the
                 # run never started; a run the server took ends in a close (below) or frames
-                return (output, 137, False) if answered else None
+                if answered:
+                    return WarmRun(output, 137, False, bytes(stream))
+                raise RunnerGone("the warm runner went away before it took the run") from None
             if not chunk:  # the server died mid-run (e.g. the run blew the memory limit):
-                return output, 137, False  # a failed run; rerunning it cold would let the patch choose a cold run
+                return WarmRun(output, 137, False, bytes(stream))  # a failed run, never rerun
             answered = True
             buf += chunk
             while len(buf) >= _FRAME.size:
@@ -299,8 +351,11 @@ def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeo
                 if kind == b"c":
                     return None
                 if kind == b"x":
-                    return output, int(json.loads(payload)), False
-                output.feed(payload)
+                    return WarmRun(output, int(json.loads(payload)), False, bytes(stream))
+                if kind == b"r":
+                    stream += payload
+                else:
+                    output.feed(payload)
     finally:
         conn.close()
 

@@ -21,8 +21,10 @@ from code_gym.workspace import Workspace
 
 from attempts import ATTEMPTS
 from conftest import BUNDLED
+from sandbox_backends import runner_fallback_as_before
 
 TASKS = {t.id: t for t in BUNDLED}
+AUDITED = [a for a in ATTEMPTS if "audit" in a.caught_by]
 SPECS = ("binary", "fraction", {"tests": 1.0, "static": 0.1})
 
 
@@ -43,11 +45,13 @@ def naive_exit_code(task, changes) -> int | None:
 
 
 def test_the_table_is_well_formed():
-    assert len(ATTEMPTS) >= 45
+    assert len(ATTEMPTS) >= 60
     assert len({a.name for a in ATTEMPTS}) == len(ATTEMPTS)
+    defences = {"grader", "audit", "canaries", "results", "restart", "probes"}
     for a in ATTEMPTS:
         assert a.task in TASKS, a.name
-        assert a.rules and a.rules <= set(RULES), a.name
+        assert a.kind and a.caught_by and a.caught_by <= defences, a.name
+        assert a.rules <= set(RULES) and bool(a.rules) == ("audit" in a.caught_by), a.name
         changes = a.changes(TASKS[a.task])
         assert all(data != _original(TASKS[a.task], path) for path, data in changes.items()), a.name
     assert sum(a.beats_grader for a in ATTEMPTS) >= 35
@@ -58,16 +62,21 @@ def _original(task, path):
     return full.read_bytes() if full.is_file() else None
 
 
-@pytest.mark.parametrize("attempt", ATTEMPTS, ids=[a.name for a in ATTEMPTS])
-def test_attempt_works_without_the_audit_and_scores_zero_with_it(attempt):
+@pytest.mark.parametrize("attempt", AUDITED, ids=[a.name for a in AUDITED])
+def test_attempt_works_without_the_audit_and_scores_zero_with_it(attempt, monkeypatch):
     """One graded run gives both verdicts: the tests' (what the reward is with the audit off) and
-    the audit's findings (what it is with the audit on). Canaries are off here, so that the audit's
-    part is seen alone."""
+    the audit's findings (what it is with the audit on). Canaries and the results stream are off
+    here, so that the audit's part is seen alone (test_canary.py, test_results_path.py: theirs);
+    an attempt that needs the warm runner gone first gets the runner fallback as it was."""
     task = TASKS[attempt.task]
     changes = attempt.changes(task)
     if not attempt.beats_grader:
         assert naive_exit_code(task, changes) == 0, f"{attempt.name} no longer fools a naive grader"
-    result = grade(task, changes, canaries=False)  # the audit alone; test_canary.py grades with canaries
+    if "restart" in attempt.caught_by:
+        runner_fallback_as_before(monkeypatch)
+    for _ in range(attempt.setup_runs):
+        grade(task, changes, audit=False, canaries=False, records=False)
+    result = grade(task, changes, canaries=False, records=False)
     submission = Submission(task, changes, result)
     unaudited, _ = make_reward("binary", integrity="off").outcome(submission)
     assert unaudited == (1.0 if attempt.beats_grader else 0.0), f"{attempt.name}:\n{result.output[-3000:]}"
