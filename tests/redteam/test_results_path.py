@@ -152,12 +152,18 @@ def test_a_forgery_made_before_the_report_passes_the_stream_but_not_the_canaries
 
 
 @pytest.mark.parametrize("attempt", PROBES_ONLY, ids=[a.name for a in PROBES_ONLY])
-def test_what_only_probes_can_catch_beats_every_other_defence(attempt):
+def test_what_only_probes_can_catch_beats_every_other_defence_but_not_the_probes(attempt):
     """Outcomes are true (the package answers from the test source, or returns values equal to
-    anything the tests compare them with): the audit, canaries and stream see nothing. These are for
-    the behavioural probes of issue 14 item 2; once they are wired in, this test asserts they fail."""
+    anything the tests compare them with): the audit, canaries and stream see nothing, so with the
+    behavioural probes off (issue 14 item 2) the patch resolves its task; with them on (the
+    default) it does not, and scores no more than the untouched repository."""
     task = TASKS[attempt.task]
     changes = attempt.changes(task)
-    result = grade(task, changes)
-    assert result.integrity == [] and result.resolved, result.summary()
-    assert _reward(task, changes, result, "enforce") == 1.0
+    undefended = grade(task, changes, probes=False)
+    assert undefended.integrity == [] and undefended.resolved, undefended.summary()
+    assert _reward(task, changes, undefended, "enforce") == 1.0
+    defended = grade(task, changes)
+    assert defended.integrity == [] and not defended.resolved, defended.summary()
+    assert defended.probes is not None and not defended.probes.ok
+    untouched = grade(task, {})
+    assert _reward(task, changes, defended, "enforce") <= _reward(task, {}, untouched, "enforce")
