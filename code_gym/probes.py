@@ -35,7 +35,7 @@ from pathlib import Path
 
 from unidiff import PatchSet
 
-from code_gym import probe_child
+from code_gym import probe_child, pysource
 from code_gym.canary import canary_path
 from code_gym.file_policy import apply_changes, lay_hidden_tests
 from code_gym.hostfs import cache_root, owned_prefix
@@ -126,7 +126,7 @@ def changed_code(task: Task, changes: dict[str, bytes | None]) -> tuple[dict[str
             continue
         lines = _changed_lines(patched)
         try:
-            tree = ast.parse(changes[path])
+            tree = pysource.parse(changes[path])
         except SyntaxError:
             continue
         spans = [(min([n.lineno] + [d.lineno for d in n.decorator_list]), n.end_lineno or n.lineno)

@@ -223,7 +223,7 @@ class _Checker:
 
     def _dump(self, lines: list[str], first: int, last: int) -> str | None:
         try:
-            return ast.dump(ast.parse(textwrap.dedent("".join(lines[first - 1:last]))))
+            return ast.dump(pysource.parse(textwrap.dedent("".join(lines[first - 1:last]))))
         except SyntaxError:
             return None
 

@@ -15,6 +15,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from code_gym import pysource
 from code_gym.builder.mutations import Change
 
 # code fragments shorter than this (spaces ignored) are too generic to count as a leak ("return x")
@@ -71,7 +72,7 @@ def _cut(text: str) -> str:
 def _compare_sides(line: str) -> tuple[str, str, str] | None:
     """(left source, operator, right source) of `assert LEFT OP RIGHT`."""
     try:
-        node = ast.parse(line.strip()).body[0]
+        node = pysource.parse(line.strip()).body[0]
     except (SyntaxError, IndexError):
         return None
     if not isinstance(node, ast.Assert) or not isinstance(node.test, ast.Compare) or len(node.test.ops) != 1:

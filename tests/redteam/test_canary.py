@@ -53,7 +53,7 @@ def test_forged_reports_beat_the_grader_without_canaries_and_are_void_with_them(
     undefended = grade(task, changes, audit=False, canaries=False, records=False)
     assert _reward(task, changes, undefended, "off") == 1.0, f"{name} no longer beats the grader:\n{undefended.output[-2000:]}"
 
-    result = grade(task, changes, audit=False, records=False)  # the canaries alone
+    result = grade(task, changes, audit=False, records=False, probes=False)  # the canaries alone
     assert result.canary and {f.rule for f in result.integrity} == {"canary"}, result.output[-2000:]
     assert not result.run_ok and not result.resolved and result.fraction == 0.0
     assert set(result.tests) == set(undefended.tests)  # canaries are never graded tests
@@ -78,7 +78,7 @@ def test_a_report_forgery_the_audit_misses_is_void_with_canaries():
     undefended = grade(task, changes, canaries=False, records=False)
     assert undefended.integrity == [] and undefended.resolved
     assert _reward(task, changes, undefended, "enforce") == 1.0
-    result = grade(task, changes, records=False)
+    result = grade(task, changes, records=False, probes=False)
     assert {f.rule for f in result.integrity} == {"canary"} and not result.resolved
     assert _reward(task, changes, result, "enforce") == 0.0 and _reward(task, changes, result, "off") == 0.0
 
