@@ -187,7 +187,9 @@ def test_served_rollout_records_tokens_and_round_trips_into_token_advantages(tin
     body = server.requests[0][1]
     assert body["logprobs"] is True and body["return_token_ids"] is True
     trajectories = credit.load_jsonl(out)
-    assert [t.reward for t in trajectories] == [1.0, 0.0]
+    # the wrong add (a * b) scores no more than the untouched repo (0): the default reward's probes
+    # also see behaviour the untouched add had right and a * b breaks (a regression probe, below 0)
+    assert trajectories[0].reward == 1.0 and trajectories[1].reward <= 0.0
     assert [p.name for p in tmp_path.glob("r*")] == ["r.jsonl"]  # ids and logprobs in the same line
     good = trajectories[0]
     first, second = good.steps[0], good.steps[1]

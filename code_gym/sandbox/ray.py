@@ -5,8 +5,9 @@ it to a labelled node pool). The actor keeps its own copy of the workspace and r
 in a sandbox of that node (bubblewrap or Docker: `kind`). The episode's workspace stays a host
 folder here, so editor tools and diffs are unchanged: before each command the files changed here
 since the last sync are sent over, and the files the command changed there come back (as tar
-archives of the changed paths, deletions listed). Folders passed as `binds` (grading's results)
-travel the same way, back only.
+archives of the changed paths, deletions listed). Folders passed as `binds` (grading's results,
+the probes' spec and their results) travel the same way: what the host folder holds goes over
+before the command, what the command left there comes back.
 """
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ class SandboxHost:
         return self.sandbox.inside(self.base / f"bind{index}", binds)
 
     def exec(self, command: str, timeout: float | None, data: bytes, deleted: list[str], insides: list[str],
-             records: str | None = None):
+             records: str | None = None, bound_in: list[bytes] | None = None):
         unpack(self.root, data, deleted)
         self.known = manifest(self.root)
         binds = {}
@@ -86,6 +87,8 @@ class SandboxHost:
             folder = self.base / f"bind{i}"
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir()
+            if bound_in:
+                unpack(folder, bound_in[i], [])
             binds[folder] = inside
         result = self.sandbox.exec(command, timeout=timeout, binds=binds, records=records)
         self.known, changed, gone = changes(self.root, self.known)
@@ -144,8 +147,9 @@ class RaySandbox:
 
         binds = binds or {}
         self.known, changed, gone = changes(self.root, self.known)
+        bound_in = [pack(Path(folder), list(manifest(Path(folder)))) for folder in binds]
         call = self.actor.exec.remote(command, timeout, pack(self.root, changed), gone, list(binds.values()),
-                                       records)
+                                       records, bound_in)
         wait = (timeout or self.limits.timeout) + 60
         try:
             result, data, deleted, bound = ray.get(call, timeout=wait)
