@@ -84,6 +84,26 @@ def test_warm_pool_reuses_a_clean_container_for_the_next_workspace(docker_ok, tm
     assert not docker_ok.client().containers.list(all=True, filters={"id": container})
 
 
+def test_a_pooled_container_that_stopped_is_not_handed_out(docker_ok, tmp_path, monkeypatch):
+    """A container's PID 1 is its warm runner; a runner that ends after the container went back to
+    the pool (a run left a /tmp it could not empty) stops the container. Handing it out again made
+    the next command fail with Docker's 409 "container is not running" (seen in the full suite)."""
+    monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "0")  # the cold path, where the 409 surfaced
+    backend = docker_ok.DockerBackend(pool=True)
+    try:
+        box = backend.sandbox(tmp_path, LIMITS)
+        stopped = box._box.id
+        box.close()
+        docker_ok.client().api.kill(stopped)  # what the runner's exit does to its container
+        box = backend.sandbox(tmp_path, LIMITS)
+        assert box._box.id != stopped
+        assert box.exec("echo ok").output == "ok\n"
+        box.close()
+    finally:
+        backend.close()
+    assert not docker_ok.client().containers.list(all=True, filters={"id": stopped})
+
+
 def test_a_forked_child_leaves_the_parents_idle_containers_alone(docker_ok, tmp_path):
     """AsyncVectorEnv forks workers: a child that inherited a backend must not remove the parent's
     idle containers when it exits."""

@@ -146,11 +146,17 @@ class DockerBackend:
 
     def acquire(self, image: str, limits: Limits, python_env: PythonEnv | None = None) -> _Container:
         key = self._key(image, limits, python_env)
-        with self._pool.lock:
-            idle = self._pool.idle.get(key, [])
-            if idle:
-                return idle.pop()
-        return _create(key, image, limits, python_env)
+        while True:
+            with self._pool.lock:
+                idle = self._pool.idle.get(key, [])
+                box = idle.pop() if idle else None
+            if box is None:
+                return _create(key, image, limits, python_env)
+            if _running(box.id):
+                return box
+            # its PID 1 (the warm runner) ended after the container was given back, e.g. a run left a
+            # /tmp it could not empty: remove it and take another
+            _remove(box)
 
     def release(self, box: _Container) -> None:
         """Detach the episode; return the container to the pool clean, or remove it."""
@@ -217,6 +223,13 @@ def _environment_mounts(python_env: PythonEnv | None) -> list:
 
 def _env_variables(python_env: PythonEnv | None) -> dict[str, str]:
     return _ENV | (python_env.variables(_ENV["PATH"]) if python_env is not None else {})
+
+
+def _running(container_id: str) -> bool:
+    try:
+        return bool(client().api.inspect_container(container_id)["State"]["Running"])
+    except Exception:  # noqa: BLE001 - gone or unreadable: not usable
+        return False
 
 
 def _create(key: tuple, image: str, limits: Limits, python_env: PythonEnv | None = None) -> _Container:
