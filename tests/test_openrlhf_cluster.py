@@ -25,7 +25,7 @@ from integrations.openrlhf.agent import AgentConfig, AgentExecutor
 from integrations.openrlhf.estimator import credit_advantages
 from integrations.openrlhf.records import RECORD_KEY
 
-pytestmark = pytest.mark.xdist_group("openrlhf-ray")
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 @pytest.fixture(scope="module")

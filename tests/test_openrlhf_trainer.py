@@ -49,7 +49,7 @@ from integrations.openrlhf.agent import AgentConfig, AgentExecutor
 from integrations.openrlhf.records import RECORD_KEY
 from openrlhf_shim.trainer_standins import ASSISTANT, END, OUT_VARIABLE, SCRIPT_FILE, ShardGroup
 
-pytestmark = pytest.mark.xdist_group("openrlhf-ray")
+pytestmark = pytest.mark.xdist_group("ray")
 
 TESTS = Path(__file__).resolve().parent
 N_SAMPLES = 3

@@ -10,7 +10,10 @@ except ImportError:
     ray = None
     if IN_CI:
         raise
-pytestmark = pytest.mark.skipif(ray is None, reason="ray is not installed: pip install 'code-gym[ray]'")
+# every test that starts a local Ray instance is in xdist group "ray": two at once on one machine
+# crash each other's workers (the OpenRLHF trainer's preflight died that way in the full suite)
+pytestmark = [pytest.mark.skipif(ray is None, reason="ray is not installed: pip install 'code-gym[ray]'"),
+              pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module")
