@@ -239,11 +239,16 @@ def measure(methods: dict, seeds: int, updates: int, group_size: int, lr: float,
                       f"{reached}/{len(tasks)} tasks reached {threshold} ({out['episodes']} episodes, "
                       f"{out['seconds']:.0f}s)", file=sys.stderr, flush=True)
                 data["runs"].append(out)
-            data["seconds"] = time.monotonic() - started
-            if json_path is not None:
-                json_path.parent.mkdir(parents=True, exist_ok=True)
-                json_path.write_text(json.dumps(data))
+            _save(data, started, json_path)
     return data
+
+
+def _save(data: dict, started: float, json_path: Path | None) -> None:
+    """The results so far (a long run keeps what it finished)."""
+    data["seconds"] = time.monotonic() - started
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(data))
 
 
 def runs_of(data: dict, method: str, k: int) -> list[dict]:
@@ -465,10 +470,7 @@ def measure_tiny(methods: dict, seeds: int, updates: int, group_size: int, thres
                   f"reached at {out['reach'][task.id]} ({out['episodes']} episodes, {out['seconds']:.0f}s)",
                   file=sys.stderr, flush=True)
             data["runs"].append(out)
-            data["seconds"] = time.monotonic() - started
-            if json_path is not None:
-                json_path.parent.mkdir(parents=True, exist_ok=True)
-                json_path.write_text(json.dumps(data))
+            _save(data, started, json_path)
     return data
 
 
@@ -493,7 +495,7 @@ def tiny_report(data: dict, analysis: str) -> str:
                                " ".join(f"{c[1]:.2f}" for c in r["curve"][1:]), " ".join(f"{p:.2f}" for p in r["parsed"])]
                               for r in sorted(runs, key=lambda r: (r["method"], r["regions_per_step"], r["seed"]))])
             + "\n\n"
-            f"![tiny LM learning curves](img/learning_efficiency_tiny_lm.png)\n\n" + analysis)
+            "![tiny LM learning curves](img/learning_efficiency_tiny_lm.png)\n\n" + analysis)
 
 
 QUICK_TASK = "units-temperature"  # --quick: one small multi-region task (3 regions)
