@@ -89,7 +89,10 @@ def run(tmp_path, monkeypatch, tokenizer):
 
     monkeypatch.setenv("CODE_GYM_AGENT", json.dumps(AGENT))
     monkeypatch.setenv(OUT_VARIABLE, str(out))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    # the checkout first: with tests/ on the path, `import credit` in a worker could find the
+    # namespace folder tests/credit before the editable install's finder runs (a worker then
+    # failed its setup hook on `credit.STEP_LEVEL`, depending on which tests ran before)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")]))
     # the job's setup hook: code-gym's real one, then the vLLM stand-in (trainer_standins.install)
     monkeypatch.setattr(hook, "SETUP_HOOK", STANDIN_HOOK)
     monkeypatch.setattr(importlib.import_module("openrlhf.trainer.ray.launcher"), "RayActorGroup", ShardGroup)
