@@ -677,3 +677,99 @@ def test_openrlhfs_own_estimators_leave_failed_episodes_out(generator, rollouts,
             assert last == pytest.approx(rewards[i] - kept_mean, abs=1e-6)
         else:
             assert np.sign(last) == np.sign(rewards[i] - kept_mean)
+
+
+
+def add_as(expr, note):
+    """A first response that fixes add() as `return <expr>` (all three are near-duplicates of the
+    next one, not of the one after: "a + b" ~ "a + b + 0" ~ "a + b + 0 + 0")."""
+    return hermes([call("str_replace", path="calc/ops.py", old_str="def add(a, b):\n    return a - b",
+                        new_str=f"def add(a, b):\n    return {expr}")], note)
+
+
+# two prompts; the first group's add() fixes are a chain of near-duplicates, so which two of them
+# credit clusters into one anchor depends on the order it meets them (credit's greedy grouping)
+CHAINED_SCRIPTS = [
+    [add_as("a + b", "A."), hermes([FIX_MUL]), hermes([call("submit")])],
+    [add_as("a + b + 0", "B."), hermes([call("submit")])],
+    [add_as("a + b + 0 + 0", "C."), hermes([BAD_MUL]), hermes([call("submit")])],
+    [hermes([FIX_ADD, FIX_MUL], "Both."), hermes([call("submit")])],
+    [hermes([VIEW]), hermes([call("submit")])],
+    [hermes([BAD_MUL]), hermes([FIX_ADD], "Fix add."), hermes([call("submit")])],
+]
+
+
+@pytest.fixture(scope="module")
+def chained(tokenizer, tmp_path_factory):
+    """CHAINED_SCRIPTS played on two copies of the tiny task (one per prompt), in rollout order."""
+    labels = [str(write_tiny_task(tmp_path_factory.mktemp(f"task{k}"))) for k in range(2)]
+
+    async def all_samples():
+        executor = AgentExecutor(AgentConfig())
+        params = SamplingParams(max_tokens=None, min_tokens=1, logprobs=1)
+        return await asyncio.gather(*(
+            executor.execute("the prompt", labels[i // N_SAMPLES], params, MAX_LEN, tokenizer,
+                             ScriptedEngine(tokenizer, script)) for i, script in enumerate(CHAINED_SCRIPTS)))
+
+    return asyncio.run(all_samples())
+
+
+def test_credit_didpo_depends_on_the_order_of_a_group(chained):
+    # why the estimator hands credit its episodes in rollout order (test below): the same three
+    # episodes of one task, listed in two orders, get other token advantages
+    group = [r[RECORD_KEY].to_trajectory(group="task") for r in chained[:N_SAMPLES]]
+    forward, backward = credit.didpo(group), credit.didpo(group[::-1])
+    assert any(not np.allclose(forward.tokens[i][t], backward.tokens[N_SAMPLES - 1 - i][t])
+               for i in range(N_SAMPLES) for t in range(len(group[i].steps)))
+
+
+def dynamic_args(estimator, max_tokens_per_gpu, gpus=1):
+    """openrlhf_args with OpenRLHF's dynamic batching on `gpus` actor ranks (what
+    split_rollout_samples and balance_experiences read)."""
+    args = openrlhf_args(estimator)
+    args.train.dynamic_batch_enable = True
+    args.rollout.max_tokens_per_gpu = max_tokens_per_gpu
+    args.actor = SimpleNamespace(num_nodes=1, num_gpus_per_node=gpus)
+    args.ds = SimpleNamespace(ring_attn_size=1, tensor_parallel_size=1)
+    return args
+
+
+def tagged_samples(generator, responses):
+    """One sample per response, as the samples generator makes them, each tagged in its info with
+    its rollout position (`test/sample`: info travels with the sample through every regrouping)."""
+    samples = [generator._process_response_into_experience(r, max_len=MAX_LEN) for r in responses]
+    for i, sample in enumerate(samples):
+        sample.info["test/sample"] = torch.tensor([float(i)])
+    return samples
+
+
+def per_sample(experiences):
+    """{rollout position: (advantages, returns) on the sample's action tokens} over a batch list."""
+    out = {}
+    for experience in experiences:
+        for b in range(len(experience.sequences)):
+            mask = experience.action_mask[b].bool()
+            out[int(experience.info["test/sample"][b])] = (experience.advantages[b][mask], experience.returns[b][mask])
+    return out
+
+
+@pytest.mark.parametrize("estimator", ["didpo", "gigpo"])
+def test_dynamic_batching_gives_every_sample_the_advantages_of_fixed_micro_batches(generator, chained, maker,
+                                                                                   estimator):
+    from openrlhf.trainer.ppo_utils.experience import balance_experiences
+
+    fixed = maker(openrlhf_args(estimator))
+    expected = per_sample(fixed.compute_advantages_and_returns(
+        fixed.split_rollout_samples(tagged_samples(generator, chained))))
+    # OpenRLHF's dynamic batching: split_rollout_samples packs the samples into length-balanced
+    # micro-batches (Karmarkar-Karp), out of rollout order, and the trainer then deals them out
+    # to the actor ranks longest first (balance_experiences); here the first group arrives as C, A, B
+    args = dynamic_args(estimator, max_tokens_per_gpu=max(len(r["observation_tokens"]) for r in chained))
+    dynamic = maker(args)
+    made = dynamic.split_rollout_samples(tagged_samples(generator, chained))
+    order = [i for e in made for i in e.index]
+    assert [i for i in order if i < N_SAMPLES] == [2, 0, 1]
+    got = per_sample(balance_experiences(dynamic.compute_advantages_and_returns(made), args))
+    assert sorted(got) == sorted(expected) == list(range(len(chained)))
+    for i, (advantages, returns) in expected.items():  # bit for bit
+        assert torch.equal(got[i][0], advantages) and torch.equal(got[i][1], returns), f"sample {i}"

@@ -100,11 +100,10 @@ def credit_advantages(experiences: Sequence[Any], args: Any) -> Sequence[Any]:
 def _row_statistics(batch: _Batch, episode_advantages: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     """Per row: 1.0 where the episode was left out of credit; the episode advantage A^E (0 there)."""
     rows = batch.action_mask.shape[0]
-    included = sorted(set(batch.rows))
+    included = list(dict.fromkeys(batch.rows))  # credit numbers trajectories in order of first appearance
     excluded = torch.ones(rows)
     excluded[included] = 0.0
     advantages = torch.zeros(rows)
-    # credit numbers trajectories in order of first appearance, which is row order here
     advantages[included] = torch.as_tensor(np.asarray(episode_advantages, np.float64), dtype=torch.float32)
     return excluded, advantages
 
@@ -146,18 +145,28 @@ def _take_records(experience: Any) -> list[EpisodeRecord]:
 
 
 def _flatten(experiences, records, penalties, args: Any) -> _Batch:
+    """The kept episodes' steps, flat, in rollout order: sample index 0, 1, ... (each step keeps
+    its row in the experiences). OpenRLHF's dynamic batching packs samples into micro-batches out
+    of that order (split_rollout_samples' length-balanced partitions), and an estimator may depend
+    on the order of its trajectories (credit breaks ties between equally scored anchors by it;
+    floating-point sums do too); in rollout order the advantages of a sample are the same, bit for
+    bit, whichever micro-batches it was packed into."""
     masks = [e.action_mask.bool() for e in experiences]
     width = max(m.shape[1] for m in masks)
     mask = torch.cat([torch.nn.functional.pad(m, (0, width - m.shape[1])) for m in masks])
     batch = _Batch(mask)
     low, high = getattr(args.reward, "clip_range", None) or (-np.inf, np.inf)
-    row = 0
+    samples, row = [], 0
     for experience, episodes, penalty in zip(experiences, records, penalties):
         for index, episode, extra in zip(experience.index, episodes, penalty):
-            if not episode.excluded:
-                _add_episode(batch, row, index, index // args.rollout.n_samples_per_prompt, episode,
-                             float(np.clip(episode.outcome + extra, low, high)), experience.action_mask.shape[1])
+            samples.append((index, row, episode, extra, experience.action_mask.shape[1]))
             row += 1
+    # in rollout order (OpenRLHF's sample index), whatever micro-batches dynamic batching packed
+    # them into: credit then sees the same batch with and without it (`_flatten`'s docstring)
+    for index, row, episode, extra, width in sorted(samples, key=lambda sample: sample[0]):
+        if not episode.excluded:
+            _add_episode(batch, row, index, index // args.rollout.n_samples_per_prompt, episode,
+                         float(np.clip(episode.outcome + extra, low, high)), width)
     return batch
 
 
