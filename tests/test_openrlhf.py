@@ -653,31 +653,77 @@ def test_entry_point_refuses_the_overlong_penalty_for_episodes(capsys):
     assert "whole response span" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("estimator", ["dr_grpo", "group_norm"])
-def test_openrlhfs_own_estimators_leave_failed_episodes_out(generator, rollouts, tokenizer, tmp_path, maker,
-                                                             estimator):
+def own_estimator(maker, estimator, micro_batches, n_samples):
+    """OpenRLHF's real compute_advantages_and_returns (the patched method, `estimator` one of its
+    own) on `micro_batches` of samples, numbered in order as split_rollout_samples numbers them."""
+    args = openrlhf_args(estimator)
+    args.rollout.n_samples_per_prompt = n_samples
+    made = maker(args)
+    index = itertools.count()
+    experiences = []
+    for batch in micro_batches:
+        for sample in batch:
+            sample.index = [next(index)]
+        experiences.append(Experience.concat_experiences(batch, made.tokenizer.pad_token_id))
+        experiences[-1].kl = torch.zeros(experiences[-1].action_mask.shape)  # what make_experience sets
+    return per_sample(made.compute_advantages_and_returns(experiences))
+
+
+def failed_response(tokenizer, tmp_path):
     failed, _ = run_episode(tokenizer, str(tmp_path / "gone"), [], config=AgentConfig(reset_attempts=1))
-    responses = [rollouts[0], failed, *rollouts[2:]]
+    return failed
+
+
+@pytest.mark.parametrize("estimator", ["rloo", "group_norm", "dr_grpo", "reinforce_baseline", "reinforce"])
+def test_openrlhfs_own_estimators_treat_failed_episodes_as_absent(generator, rollouts, tokenizer, tmp_path, maker,
+                                                                  estimator):
+    # one failed episode in each group of 3: the batch must train as OpenRLHF would train the same
+    # micro-batches without the failed rows (groups of 2), bit for bit
+    failed = failed_response(tokenizer, tmp_path)
+    responses = [rollouts[0], failed, rollouts[2], rollouts[3], failed, rollouts[5]]
+    samples = tagged_samples(generator, responses)
+    got = own_estimator(maker, estimator, [samples[0:2], samples[2:4], samples[4:6]], N_SAMPLES)
+    kept = [s for s in tagged_samples(generator, responses) if int(s.info["test/sample"]) not in (1, 4)]
+    expected = own_estimator(maker, estimator, [kept[0:1], kept[1:3], kept[3:4]], N_SAMPLES - 1)
+    assert sorted(expected) == [0, 2, 3, 5]
+    for i in (1, 4):
+        assert not got[i][0].any() and not got[i][1].any()
+    for i, (advantages, returns) in expected.items():
+        assert torch.equal(got[i][0], advantages) and torch.equal(got[i][1], returns), f"sample {i}"
+    assert any(a.abs().sum() > 0 for a, _ in expected.values())
+
+
+@pytest.mark.parametrize("failed_rows", [(1,), (0, 1)])
+@pytest.mark.parametrize("estimator", ["rloo", "group_norm", "dr_grpo"])
+def test_group_statistics_count_only_the_kept_episodes_of_each_group(generator, rollouts, tokenizer, tmp_path, maker,
+                                                                     estimator, failed_rows):
+    # failures in the first group only: its kept rows get what OpenRLHF gives that group alone with
+    # its kept episodes, the second group what it gives the second alone; a group left with one
+    # episode has no group statistic (OpenRLHF's would be NaN for rloo and group_norm): zero
+    failed = failed_response(tokenizer, tmp_path)
+    responses = [failed if i in failed_rows else r for i, r in enumerate(rollouts)]
+    samples = tagged_samples(generator, responses)
+    got = per_sample([e for e in own_estimator_batches(maker, estimator, samples)])
+    fresh = tagged_samples(generator, responses)
+    first = [s for s in fresh[:N_SAMPLES] if int(s.info["test/sample"]) not in failed_rows]
+    expected = own_estimator(maker, estimator, [fresh[N_SAMPLES:]], N_SAMPLES)
+    if len(first) > 1:
+        expected.update(own_estimator(maker, estimator, [first], len(first)))
+    for i in range(len(rollouts)):
+        if i in failed_rows or i not in expected:
+            assert not got[i][0].any() and not got[i][1].any(), f"sample {i}"
+        else:
+            assert torch.equal(got[i][0], expected[i][0]) and torch.equal(got[i][1], expected[i][1]), f"sample {i}"
+    assert all(torch.isfinite(a).all() for a, _ in got.values())
+
+
+def own_estimator_batches(maker, estimator, samples):
+    """The patched compute on OpenRLHF's own split_rollout_samples of `samples` (micro-batches of 2)."""
     made = maker(openrlhf_args(estimator))
-    experiences = made.split_rollout_samples(
-        [generator._process_response_into_experience(r, max_len=MAX_LEN) for r in responses])
+    experiences = made.split_rollout_samples(samples)
     for experience in experiences:
         experience.kl = torch.zeros(experience.action_mask.shape)  # what make_experience sets
-    experiences = made.compute_advantages_and_returns(experiences)
-    rows = [(e, b) for e in experiences for b in range(len(e.sequences))]
-    experience, b = rows[1]
-    assert not experience.advantages[b].any() and not experience.returns[b].any()
-    assert experience.info["credit/excluded"][b] == 1.0
-    rewards = [r["reward"] for r in responses]
-    kept_mean = np.mean([rewards[0], rewards[2]])  # the failed episode is in no baseline
-    for i in (0, 2):
-        experience, b = rows[i]
-        last = experience.advantages[b][experience.action_mask[b].bool()][-1].item()
-        if estimator == "dr_grpo":  # the reward minus the group's kept mean
-            assert last == pytest.approx(rewards[i] - kept_mean, abs=1e-6)
-        else:
-            assert np.sign(last) == np.sign(rewards[i] - kept_mean)
-
+    return made.compute_advantages_and_returns(experiences)
 
 
 def add_as(expr, note):
@@ -714,13 +760,18 @@ def chained(tokenizer, tmp_path_factory):
     return asyncio.run(all_samples())
 
 
-def test_credit_didpo_depends_on_the_order_of_a_group(chained):
-    # why the estimator hands credit its episodes in rollout order (test below): the same three
-    # episodes of one task, listed in two orders, get other token advantages
+@pytest.mark.xfail(strict=True, reason="credit.didpo depends on the order of a group's trajectories: its "
+                   "near-duplicate clustering (credit.grouping._representative_clusters) visits classes of "
+                   "equal support and length in order of first appearance, so in a chain A ~ B ~ C the first "
+                   "one met founds the cluster; reported to the lead (credit is not this module's)")
+def test_credit_didpo_does_not_depend_on_the_order_of_a_group(chained):
+    # why the estimator hands credit its episodes in rollout order (the dynamic-batching test
+    # below): the same three episodes of one task, listed forwards and backwards
     group = [r[RECORD_KEY].to_trajectory(group="task") for r in chained[:N_SAMPLES]]
     forward, backward = credit.didpo(group), credit.didpo(group[::-1])
-    assert any(not np.allclose(forward.tokens[i][t], backward.tokens[N_SAMPLES - 1 - i][t])
-               for i in range(N_SAMPLES) for t in range(len(group[i].steps)))
+    for i in range(N_SAMPLES):
+        for t in range(len(group[i].steps)):
+            assert np.allclose(forward.tokens[i][t], backward.tokens[N_SAMPLES - 1 - i][t]), f"episode {i}, step {t}"
 
 
 def dynamic_args(estimator, max_tokens_per_gpu, gpus=1):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import time
 
 import pytest
 
@@ -123,3 +124,22 @@ def test_check_node_reports_a_changed_openrlhf_signature(monkeypatch):
                         compute_advantages_and_returns)
     problems = preflight.check_node()
     assert any("compute_advantages_and_returns(self, experiences, extra) differs" in p for p in problems)
+
+
+def test_preflight_waits_for_the_expected_nodes_and_names_those_that_came(local_ray, monkeypatch):
+    local_ray()
+    monkeypatch.setenv(preflight.NODES_VARIABLE, "2")
+    monkeypatch.setenv(preflight.WAIT_VARIABLE, "2")
+    started = time.monotonic()
+    with pytest.raises(RuntimeError) as error:
+        preflight.check_cluster()
+    assert time.monotonic() - started >= 2  # it waited for the second node
+    node = ray.nodes()[0]["NodeManagerAddress"]
+    assert "1 of the 2 nodes" in str(error.value) and node in str(error.value)
+    # the one node there is enough for 1: the check itself runs (and finds the hook missing)
+    monkeypatch.setenv(preflight.NODES_VARIABLE, "1")
+    with pytest.raises(RuntimeError, match="is not patched"):
+        preflight.check_cluster()
+    monkeypatch.setenv(preflight.NODES_VARIABLE, "two")
+    with pytest.raises(ValueError, match=preflight.NODES_VARIABLE):
+        preflight.check_cluster()

@@ -3,6 +3,7 @@ printed commands with OpenRLHF's own parser is in test_openrlhf.py; a training r
 train_didpo.sh's arguments, with the setup hook in every Ray worker, in test_openrlhf_trainer.py."""
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -86,6 +87,8 @@ def test_multinode_roles(run):
     assert submit[:5] == ["ray", "job", "submit", "--address", "http://10.1.2.3:8265"]
     runtime_env = submit[submit.index("--runtime-env-json") + 1]
     assert '"CODE_GYM_AGENT"' in runtime_env
+    # the preflight waits for all 4 nodes (the driver runs with the job's env_vars)
+    assert json.loads(runtime_env)["env_vars"]["CODE_GYM_PREFLIGHT_NODES"] == "4"
     train = submit[submit.index("--") + 1:]
     assert train[1:3] == ["-m", "integrations.openrlhf.train"]
     assert train[train.index("--actor.num_nodes") + 1] == "4" and train[train.index("--vllm.num_engines") + 1] == "32"

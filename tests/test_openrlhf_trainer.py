@@ -15,10 +15,13 @@ in those actors. The test replays each trained episode in this process with the 
 checks that the advantages the actor was given are `credit.didpo` on those trajectories.
 
 The sync run uses train_didpo.sh's own arguments (colocated, vLLM and DeepSpeed sleep modes,
-packed samples) scaled to one logical GPU. (Not dynamic batching: its `balance_experiences` drops
-the sample index, so the order the estimator saw is lost to the replay; one run with it gave one
-step's tokens other advantages than the replay, a difference not yet explained.) The async run (a second Ray
-instance and four more trainer processes) runs in CI or with CODE_GYM_LONG_TESTS=1.
+packed samples) scaled to one logical GPU, plus dynamic batching, which packs the samples into
+micro-batches out of rollout order and deals them to the actor longest first. The estimator hands
+credit the episodes in rollout order whatever the packing (test_openrlhf.py shows the difference
+bit for bit on episodes where DiDPO's grouping depends on order); these scripts' advantages do not
+depend on the order of the episodes (checked here), so the replay, which cannot know the rollout
+order, compares in the order the actor received. The async run (a second Ray instance and four
+more trainer processes, fixed micro-batches) runs in CI or with CODE_GYM_LONG_TESTS=1.
 """
 from __future__ import annotations
 
@@ -122,7 +125,7 @@ def run(tmp_path, monkeypatch, tokenizer):
 
 def rows_of(appended):
     """(label, token ids, advantages, returns, action mask, info) per trained sample, in the order
-    the estimator saw them (OpenRLHF's sample index: fixed micro-batches keep it)."""
+    the actor received them."""
     rows = []
     for batch in appended:
         for b, label in enumerate(batch["labels"]):
@@ -161,8 +164,14 @@ def assert_trained_on_didpo(tokenizer, appended, labels):
     for (_, tokens, *_), response in zip(rows, responses):
         assert response["observation_tokens"] == tokens  # the same episode, token for token
     # the group is the task the episode was sampled for
-    expected = credit.didpo([r[RECORD_KEY].to_trajectory(group=label) for (label, *_), r in zip(rows, responses)])
+    trajectories = [r[RECORD_KEY].to_trajectory(group=label) for (label, *_), r in zip(rows, responses)]
+    expected = credit.didpo(trajectories)
     assert len({round(float(a), 6) for a in expected.episode}) > 1
+    # the estimator saw the rollout order, this test knows the order received: for these episodes
+    # give these episodes the same advantages (checked on the reversed order)
+    backward = credit.didpo(trajectories[::-1])
+    assert all(np.allclose(expected.tokens[i][t], backward.tokens[len(rows) - 1 - i][t], atol=1e-9)
+               for i in range(len(rows)) for t in range(len(trajectories[i].steps)))
     for i, ((_, tokens, advantages, returns, mask, info), response) in enumerate(zip(rows, responses)):
         assert RECORD_KEY not in info and info["credit/excluded"] == 0.0
         assert info["credit/episode_advantage"] == pytest.approx(float(expected.episode[i]), abs=1e-6)
@@ -177,6 +186,7 @@ def assert_trained_on_didpo(tokenizer, appended, labels):
 def test_ppo_trainer_from_the_launch_script_trains_on_didpo_advantages(run, tokenizer, tmp_path):
     model, labels, data = run.inputs
     argv = script_command("train_didpo.sh", "--train.num_episodes", "1", "--logger.tensorboard_dir", "",
+                          "--train.dynamic_batch_enable", "--rollout.max_tokens_per_gpu", "5000",
                           MODEL=str(model), DATA=str(data), OUT=str(tmp_path / "out"), NODES="1", GPUS_PER_NODE="1",
                           SAMPLES_PER_PROMPT=str(N_SAMPLES), PROMPTS_PER_STEP="2", MAX_LEN=str(MAX_LEN))
     assert {"--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep"} <= set(argv)

@@ -9,16 +9,18 @@ registers it as Ray's worker_process_setup_hook; `preflight.py` checks them on e
   task, so OpenRLHF's `eval_<datasource>_pass1` is the resolve rate (and `pass<n>` the share of tasks
   that some sample resolved), not the mean of shaped, fractional rewards;
 - `RemoteExperienceMaker.compute_advantages_and_returns` hands batches to `credit_advantages` when
-  the estimator is one of `ESTIMATORS`; otherwise OpenRLHF's runs, with the records removed first
-  and excluded (failed or masked) rows given their group's kept mean reward before it and zero
-  advantages after it (`_fill_excluded_rewards`).
+  the estimator is one of `ESTIMATORS` (in rollout order, whatever micro-batches dynamic batching
+  packed); otherwise OpenRLHF's runs, with the records removed first and, when some rows are
+  excluded (failed or masked), on the kept rows only, as if the excluded ones were not in the batch
+  (`_own_estimator_on_kept_rows`); excluded rows get zero advantages and returns.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any, Sequence
 
 import numpy as np
@@ -235,27 +237,141 @@ def _patch_eval_samples(module: Any) -> None:
     cls.generate_eval_samples = generate_eval_samples
 
 
-def _fill_excluded_rewards(experiences: Sequence[Any], n_samples: int) -> list[torch.Tensor]:
-    """For OpenRLHF's own estimators: takes the records out of `experiences` and gives each row
-    whose record is `excluded` the mean reward of the kept rows of its prompt group (0 when none
-    is kept), so a group-mean baseline (reinforce_baseline, dr_grpo, and group_norm's centre) is
-    the kept rows' mean; returns, per experience, which rows are excluded (the caller zeroes their
-    advantages and returns). group_norm's std and rloo's leave-one-out mean still count the
-    filled rows (OpenRLHF computes them over whole groups)."""
-    flags = [torch.tensor([bool(r.excluded) for r in experience.info.pop(RECORD_KEY, None) or
-                           [SimpleNamespace(excluded="")] * len(experience.sequences)]) for experience in experiences]
-    if not any(f.any() for f in flags):
-        return flags
-    groups = [torch.tensor(experience.index) // n_samples for experience in experiences]
-    rewards = torch.cat([e.rewards.float() for e in experiences])
-    group, excluded = torch.cat(groups), torch.cat(flags)
-    for g in group[excluded].unique():
-        kept = (group == g) & ~excluded
-        fill = rewards[kept].mean() if kept.any() else torch.tensor(0.0)
-        for experience, rows, of in zip(experiences, flags, groups):
-            experience.rewards = experience.rewards.float()
-            experience.rewards[rows & (of == g)] = fill
-    return flags
+# OpenRLHF's estimators whose baseline is a statistic of the prompt group (`compute_advantages_and_returns`)
+GROUP_ESTIMATORS = ("rloo", "group_norm", "dr_grpo", "reinforce_baseline")
+
+
+def _excluded_rows(experiences: Sequence[Any]) -> list[torch.Tensor]:
+    """Takes the records out of `experiences`; per experience, which rows are `excluded`."""
+    out = []
+    for experience in experiences:
+        records = experience.info.pop(RECORD_KEY, None)
+        out.append(torch.tensor([bool(r.excluded) for r in records]) if records is not None
+                   else torch.zeros(len(experience.sequences), dtype=torch.bool))
+    return out
+
+
+def _take_rows(experience: Any, keep: torch.Tensor, index: list[int]) -> Any:
+    """A copy of `experience` with only the rows `keep`, numbered `index` (OpenRLHF's sample index)."""
+    size = len(experience.sequences)
+    rows = keep.nonzero().flatten().tolist()
+
+    def take(value):
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and len(value) == size:
+            return value[keep]
+        if isinstance(value, list) and len(value) == size:
+            return [value[r] for r in rows]
+        if isinstance(value, dict):
+            return {key: take(v) for key, v in value.items()}
+        return value
+
+    part = dataclasses.replace(experience, **{f.name: take(getattr(experience, f.name))
+                                               for f in dataclasses.fields(experience)})
+    part.index = list(index)
+    return part
+
+
+def _kept_parts(experiences, excluded, n_samples: int, by_group_size: bool) -> list[tuple[int, list]]:
+    """The kept rows as OpenRLHF batches: [(samples per prompt, [(experience number, rows, part)])].
+
+    With `by_group_size`, one batch per number k >= 2 of kept rows in a group (a group with fewer
+    has no group statistic: its rows are left out), its groups numbered 0.. in sample order so that
+    OpenRLHF's `reshape(-1, k)` finds them; otherwise one batch of every kept row, in sample order,
+    for `reshape(-1, 1)`. Parts keep the order of `experiences`."""
+    group = [torch.tensor(e.index) // n_samples for e in experiences]
+    keep = [~rows for rows in excluded]
+    kept_size = torch.bincount(torch.cat([g[k] for g, k in zip(group, keep)]),
+                               minlength=max(int(g.max()) for g in group) + 1)
+    sizes = sorted({k for k in kept_size.tolist() if k >= 2}) if by_group_size else [1]
+    batches = []
+    for k in sizes:
+        chosen = [keep_e & (kept_size[g] == k) if by_group_size else keep_e for g, keep_e in zip(group, keep)]
+        # numbered by rank of the original sample index: a group's rows stay together and in order
+        rank = {i: r for r, i in enumerate(sorted(
+            i for e, c in zip(experiences, chosen) for i, on in zip(e.index, c.tolist()) if on))}
+        parts = [(j, c, _take_rows(e, c, [rank[i] for i, on in zip(e.index, c.tolist()) if on]))
+                 for j, (e, c) in enumerate(zip(experiences, chosen)) if c.any()]
+        if parts:
+            batches.append((k, parts))
+    return batches
+
+
+@contextlib.contextmanager
+def _overridden(maker: Any, n_samples: int, estimator: str, **reward: Any):
+    """`maker`'s arguments with other samples per prompt, estimator and reward options, for one call."""
+    args = maker.strategy.args
+    saved = (args.rollout.n_samples_per_prompt, args.algo.advantage.estimator, maker.advantage_estimator,
+             {key: getattr(args.reward, key, None) for key in reward})
+    args.rollout.n_samples_per_prompt, args.algo.advantage.estimator = n_samples, estimator
+    maker.advantage_estimator = estimator
+    for key, value in reward.items():
+        setattr(args.reward, key, value)
+    try:
+        yield
+    finally:
+        args.rollout.n_samples_per_prompt, args.algo.advantage.estimator, maker.advantage_estimator = saved[:3]
+        for key, value in saved[3].items():
+            setattr(args.reward, key, value)
+
+
+def _centre_groups(parts: list[Any], groups: list[torch.Tensor], args: Any) -> None:
+    """reinforce_baseline's baseline on the kept rows, in `parts`' rewards: OpenRLHF's length
+    penalties, then each group's mean reward (over its kept rows, in sample order) subtracted.
+    `groups[p]` is the prompt group of each row of `parts[p]`."""
+    for part in parts:
+        part.rewards = part.rewards.to(torch.promote_types(part.rewards.dtype, torch.float32))
+    apply_length_penalties(parts, args)
+    rows = sorted((i, p, b) for p, part in enumerate(parts) for b, i in enumerate(part.index))  # sample order
+    group = torch.tensor([int(groups[p][b]) for _, p, b in rows])
+    rewards = torch.stack([parts[p].rewards[b] for _, p, b in rows])
+    for g in group.unique().tolist():
+        of = (group == g).nonzero().flatten().tolist()
+        members = rewards[of].reshape(1, -1)
+        for r, value in zip(of, (members - members.mean(-1, keepdim=True)).reshape(-1)):
+            _, p, b = rows[r]
+            parts[p].rewards[b] = value
+
+
+def _own_estimator_on_kept_rows(original, maker, experiences, excluded) -> Sequence[Any]:
+    """OpenRLHF's own estimator (`original`) on the kept rows only, as if the excluded rows were
+    not in the batch: group statistics (rloo's leave-one-out mean, group_norm's mean and std, the
+    group mean of dr_grpo and reinforce_baseline) over each group's kept rows, reinforce_baseline's
+    and gae's / reinforce's batch whitening over the kept rows' tokens. Excluded rows, and for the
+    group estimators but reinforce_baseline the rows of a group left with one kept episode (OpenRLHF's
+    statistic of one: NaN for rloo and group_norm, 0 for dr_grpo), get zero advantages and returns;
+    `group_reward_std` is over the kept rows (0 where fewer than 2)."""
+    args = maker.strategy.args
+    estimator, n_samples = args.algo.advantage.estimator, args.rollout.n_samples_per_prompt
+    centred = estimator == "reinforce_baseline"
+    batches = _kept_parts(experiences, excluded, n_samples,
+                          by_group_size=estimator in GROUP_ESTIMATORS and not centred)
+    for experience in experiences:
+        experience.rewards = experience.rewards.to(torch.promote_types(experience.rewards.dtype, torch.float32))
+        experience.advantages = torch.zeros(experience.action_mask.shape)
+        experience.returns = torch.zeros(experience.action_mask.shape)
+        experience.info["return"] = torch.zeros(len(experience.sequences))
+        experience.info["group_reward_std"] = torch.zeros(len(experience.sequences))
+    for k, parts in batches:
+        call = dict(n_samples=k, estimator=estimator)
+        if centred:  # the kept groups' centred rewards, then OpenRLHF's REINFORCE (its whitening) on them
+            _centre_groups([part for _, _, part in parts],
+                           [torch.tensor(experiences[j].index)[rows] // n_samples for j, rows, _ in parts], args)
+            args.algo.advantage.gamma = 1.0  # as OpenRLHF sets it for reinforce_baseline
+            call = dict(n_samples=1, estimator="reinforce", overlong_buffer_len=None, stop_properly_penalty_coef=None)
+        with _overridden(maker, **call):
+            done = original(maker, [part for _, _, part in parts])
+        for (j, rows, _), part in zip(parts, done):
+            experience = experiences[j]
+            width = part.advantages.shape[1]
+            experience.advantages[rows, :width] = part.advantages.to(experience.advantages.dtype)
+            experience.returns[rows, :width] = part.returns.to(experience.returns.dtype)
+            experience.info["return"][rows] = part.info["return"].to(torch.float32)
+            if "group_reward_std" in part.info:
+                experience.info["group_reward_std"][rows] = part.info["group_reward_std"].to(torch.float32)
+    for experience, rows in zip(experiences, excluded):
+        experience.kl = None
+        experience.info["credit/excluded"] = rows.float()
+    return experiences
 
 
 def patch_experience_maker(module: Any) -> None:
@@ -270,11 +386,11 @@ def patch_experience_maker(module: Any) -> None:
     def compute_advantages_and_returns(self, experiences):
         if self.strategy.args.algo.advantage.estimator in ESTIMATORS:
             return credit_advantages(experiences, self.strategy.args)
-        excluded = _fill_excluded_rewards(experiences, self.strategy.args.rollout.n_samples_per_prompt)
+        excluded = _excluded_rows(experiences)
+        if any(rows.any() for rows in excluded):
+            return _own_estimator_on_kept_rows(original, self, experiences, excluded)
         experiences = original(self, experiences)
         for experience, rows in zip(experiences, excluded):
-            experience.advantages[rows] = 0.0
-            experience.returns[rows] = 0.0
             experience.info["credit/excluded"] = rows.float()
         return experiences
 

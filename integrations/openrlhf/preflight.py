@@ -5,13 +5,20 @@ changed under it) would otherwise show only after a whole rollout, as OpenRLHF's
 `Unkown advantage_estimator didpo`. `check_cluster` runs `check_node` as one zero-CPU task on every
 alive node, in a worker of the job (so the setup hook has run there as in OpenRLHF's actors), and
 raises one error that names each failing node and what it lacks.
+
+`ray.init` connects as soon as the head is up, whatever the number of workers that have joined;
+with CODE_GYM_PREFLIGHT_NODES=N in the driver's environment the check first waits (up to
+CODE_GYM_PREFLIGHT_WAIT_S seconds, default 600) for N alive nodes, and fails naming those alive if
+they do not come, instead of letting OpenRLHF wait for placement groups that cannot form.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
 import inspect
-from typing import Any
+import os
+import time
+from typing import Any, Mapping
 
 OPENRLHF_VERSION = "0.11.2"
 TIMEOUT_S = 300  # a fresh worker imports torch, deepspeed and vLLM's modules first
@@ -26,6 +33,8 @@ PATCHED = {
     }),
 }
 EXECUTOR = "integrations.openrlhf.agent"
+NODES_VARIABLE, WAIT_VARIABLE = "CODE_GYM_PREFLIGHT_NODES", "CODE_GYM_PREFLIGHT_WAIT_S"
+WAIT_S = 600.0
 
 
 def check_node() -> list[str]:
@@ -78,7 +87,7 @@ def check_cluster(timeout_s: float = TIMEOUT_S) -> None:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     task = ray.remote(num_cpus=0, max_retries=0)(check_node)
-    nodes = [node for node in ray.nodes() if node["Alive"]]
+    nodes = wait_for_nodes(*expected_nodes())
     refs = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote()
             for node in nodes]
     failures = []
@@ -91,6 +100,37 @@ def check_cluster(timeout_s: float = TIMEOUT_S) -> None:
     if failures:
         raise RuntimeError("code-gym preflight failed before any placement group was made:\n" + "\n".join(failures)
                            + "\n(docs/openrlhf.md, \"First run on a GPU cluster\")")
+
+
+def expected_nodes(environ: Mapping[str, str] = os.environ) -> tuple[int, float]:
+    """(nodes to wait for, seconds to wait) from CODE_GYM_PREFLIGHT_NODES / _WAIT_S (0: don't wait)."""
+    try:
+        nodes = int(environ.get(NODES_VARIABLE) or 0)
+        wait_s = float(environ.get(WAIT_VARIABLE) or WAIT_S)
+    except ValueError:
+        raise ValueError(f"{NODES_VARIABLE} must be a number of nodes and {WAIT_VARIABLE} a number of seconds, got "
+                         f"{environ.get(NODES_VARIABLE)!r} and {environ.get(WAIT_VARIABLE)!r}") from None
+    if nodes < 0 or wait_s < 0:
+        raise ValueError(f"{NODES_VARIABLE} and {WAIT_VARIABLE} must not be negative")
+    return nodes, wait_s
+
+
+def wait_for_nodes(expected: int, wait_s: float, poll_s: float = 1.0) -> list[dict[str, Any]]:
+    """The alive nodes of the connected cluster, once there are `expected` of them (at once when
+    `expected` is 0); RuntimeError naming those alive when `wait_s` seconds pass first."""
+    import ray
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        nodes = [node for node in ray.nodes() if node["Alive"]]
+        if len(nodes) >= expected:
+            return nodes
+        if time.monotonic() >= deadline:
+            alive = ", ".join(_node_name(node) for node in nodes) or "none"
+            raise RuntimeError(f"code-gym preflight: {len(nodes)} of the {expected} nodes of {NODES_VARIABLE} joined "
+                               f"the Ray cluster within {wait_s:g} s (alive: {alive}); start `ray start --address` "
+                               f"on the others, or raise {WAIT_VARIABLE}")
+        time.sleep(min(poll_s, max(deadline - time.monotonic(), 0.0)))
 
 
 def _node_name(node: dict[str, Any]) -> str:

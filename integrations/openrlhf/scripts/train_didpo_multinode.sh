@@ -18,7 +18,8 @@ usage: train_didpo_multinode.sh head|worker|submit [--head-address IP] [--dry-ru
 
 Every node needs the same software (pip install code-gym, OpenRLHF, vLLM), the task folders the
 prompt labels name, and $DATA at the same path (shared storage): OpenRLHF's trainer actor, which
-reads it, may run on any node. Environment: as train_didpo.sh, and NODES (default 2).
+reads it, may run on any node. Environment: as train_didpo.sh, and NODES (default 2); submit
+sets CODE_GYM_PREFLIGHT_NODES to NODES (the preflight waits for that many nodes).
 USAGE
 }
 
@@ -50,6 +51,8 @@ case "$ROLE" in
   submit)
     openrlhf_args
     dataset_cmd
+    # the preflight waits for every node before checking them (integrations/openrlhf/preflight.py)
+    export CODE_GYM_PREFLIGHT_NODES=${CODE_GYM_PREFLIGHT_NODES:-$NODES}
     RUNTIME_ENV=$("$PYTHON" -c 'import json, os; print(json.dumps({"env_vars": {k: v for k, v in os.environ.items() if k.startswith("CODE_GYM_")}}))')
     CMD=(ray job submit --address "http://$HEAD:8265" --runtime-env-json "$RUNTIME_ENV" --
          "$PYTHON" -m integrations.openrlhf.train "${ARGS[@]}" "${EXTRA[@]}") ;;
