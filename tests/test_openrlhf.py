@@ -669,17 +669,34 @@ def own_estimator(maker, estimator, micro_batches, n_samples):
     return per_sample(made.compute_advantages_and_returns(experiences))
 
 
-def failed_response(tokenizer, tmp_path):
-    failed, _ = run_episode(tokenizer, str(tmp_path / "gone"), [], config=AgentConfig(reset_attempts=1))
+def failed_response(tokenizer, label, monkeypatch):
+    """An episode whose second step raised (a sandbox that died mid-episode): failed, with the
+    tokens of its first action in the response."""
+    from integrations.openrlhf import agent
+
+    steps = []
+
+    def step_then_die(self, action):
+        steps.append(action)
+        if len(steps) == 2:
+            raise ConnectionError("the sandbox went away")
+        return original(self, action)
+
+    original = agent.EpisodeRun.step
+    with monkeypatch.context() as patch:
+        patch.setattr(agent.EpisodeRun, "step", step_then_die)
+        failed, _ = run_episode(tokenizer, label, SCRIPTS_BY_SAMPLE[0])
+    assert failed[RECORD_KEY].excluded.startswith("failed: ") and len(failed["action_ranges"]) == 2
     return failed
 
 
 @pytest.mark.parametrize("estimator", ["rloo", "group_norm", "dr_grpo", "reinforce_baseline", "reinforce"])
-def test_openrlhfs_own_estimators_treat_failed_episodes_as_absent(generator, rollouts, tokenizer, tmp_path, maker,
-                                                                  estimator):
+def test_openrlhfs_own_estimators_treat_failed_episodes_as_absent(generator, rollouts, tokenizer, tiny_task, maker,
+                                                                  monkeypatch, estimator):
     # one failed episode in each group of 3: the batch must train as OpenRLHF would train the same
-    # micro-batches without the failed rows (groups of 2), bit for bit
-    failed = failed_response(tokenizer, tmp_path)
+    # micro-batches without the failed rows (groups of 2), bit for bit (their action tokens in no
+    # whitening either)
+    failed = failed_response(tokenizer, str(tiny_task.root), monkeypatch)
     responses = [rollouts[0], failed, rollouts[2], rollouts[3], failed, rollouts[5]]
     samples = tagged_samples(generator, responses)
     got = own_estimator(maker, estimator, [samples[0:2], samples[2:4], samples[4:6]], N_SAMPLES)
@@ -695,12 +712,12 @@ def test_openrlhfs_own_estimators_treat_failed_episodes_as_absent(generator, rol
 
 @pytest.mark.parametrize("failed_rows", [(1,), (0, 1)])
 @pytest.mark.parametrize("estimator", ["rloo", "group_norm", "dr_grpo"])
-def test_group_statistics_count_only_the_kept_episodes_of_each_group(generator, rollouts, tokenizer, tmp_path, maker,
-                                                                     estimator, failed_rows):
+def test_group_statistics_count_only_the_kept_episodes_of_each_group(generator, rollouts, tokenizer, tiny_task, maker,
+                                                                     monkeypatch, estimator, failed_rows):
     # failures in the first group only: its kept rows get what OpenRLHF gives that group alone with
     # its kept episodes, the second group what it gives the second alone; a group left with one
     # episode has no group statistic (OpenRLHF's would be NaN for rloo and group_norm): zero
-    failed = failed_response(tokenizer, tmp_path)
+    failed = failed_response(tokenizer, str(tiny_task.root), monkeypatch)
     responses = [failed if i in failed_rows else r for i, r in enumerate(rollouts)]
     samples = tagged_samples(generator, responses)
     got = per_sample([e for e in own_estimator_batches(maker, estimator, samples)])
