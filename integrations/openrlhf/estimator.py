@@ -376,7 +376,8 @@ def _own_estimator_on_kept_rows(original, maker, experiences, excluded) -> Seque
 
 def patch_experience_maker(module: Any) -> None:
     """Route `RemoteExperienceMaker.compute_advantages_and_returns` to `credit_advantages` for the
-    estimators in `ESTIMATORS`."""
+    estimators in `ESTIMATORS`; OpenRLHF's own run unchanged, on the kept rows only when some are
+    excluded (`_own_estimator_on_kept_rows`)."""
     cls = module.RemoteExperienceMaker
     original = cls.compute_advantages_and_returns
     if getattr(original, "_code_gym", False):
