@@ -167,8 +167,8 @@ def assert_trained_on_didpo(tokenizer, appended, labels):
     trajectories = [r[RECORD_KEY].to_trajectory(group=label) for (label, *_), r in zip(rows, responses)]
     expected = credit.didpo(trajectories)
     assert len({round(float(a), 6) for a in expected.episode}) > 1
-    # the estimator saw the rollout order, this test knows the order received: for these episodes
-    # give these episodes the same advantages (checked on the reversed order)
+    # the estimator used the rollout order, this test knows only the order received: for these
+    # episodes the order does not change credit's advantages (checked on the reversed order)
     backward = credit.didpo(trajectories[::-1])
     assert all(np.allclose(expected.tokens[i][t], backward.tokens[len(rows) - 1 - i][t], atol=1e-9)
                for i in range(len(rows)) for t in range(len(trajectories[i].steps)))
