@@ -126,7 +126,7 @@ def didpo(
     check_score_options(s0, g0, phi_form, psi_form)
     clock = _Clock()
     table = step_table(trajectories)
-    clock.lap("input")
+    clock.lap("input_conversion")
     episode_adv = episode(table, mode, eps, "trajectories", singleton)
     returns = row_returns(table, gamma)
     clock.lap("episode")
