@@ -383,14 +383,13 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     priority -= level * (priority.max(initial=0.0) + 1.0)
     windows = _token_windows(table, rows, [token_offsets[r] for r in rows.tolist()], spans, span_step)
     token_extra, covered = project_steps([w[1] for w in windows], spans, span_step, value[occ[owner]], priority)
-    cut = np.cumsum([0] + [w[1].shape[0] for w in windows]).tolist()
-    extra = {}
-    for r, (index, _), a, b in zip(rows.tolist(), windows, cut[:-1], cut[1:]):
-        if index is None:
-            extra[r] = token_extra[a:b]
-        else:  # tokens outside the windows are covered by no span
-            extra[r] = np.zeros(len(token_offsets[r]))
-            extra[r][index] = token_extra[a:b]
+    n_read = np.fromiter((w[1].shape[0] for w in windows), np.int64, len(windows))
+    # each read token's place in its row (tokens outside the windows are covered by no span)
+    index = [np.arange(w[1].shape[0]) if w[0] is None else w[0] for w in windows]
+    at = np.concatenate(index) if index else np.zeros(0, np.int64)
+
+    def extra(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return at + np.repeat(starts[rows], n_read), token_extra
     n_tokens = sum(map(len, [o for o in token_offsets if o is not None]))
     n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
     return extra, {
