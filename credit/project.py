@@ -214,8 +214,15 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
         if s != current:
             cursors, current = {}, s
         action, text = actions[s], joined[start:end]
+        cursor = cursors.get(c, 0)
+        # _search's first try, the text as written from the cursor, alone (it finds most blocks)
+        pos = _find(action, text, max(cursor, w0), w1)
+        if pos >= 0:
+            cursors[c] = pos + len(text)
+            found.append((a, e, pos, 0, None))
+            continue
         forms = _forms(text, p)
-        pos, k = _search(action, forms, cursors.get(c, 0), w0, w1)
+        pos, k = _search(action, forms, cursor, w0, w1)
         if pos >= 0:
             form, escape = forms[k]
             cursors[c] = pos + len(form)
