@@ -323,14 +323,16 @@ def _anchors(selection, advantages, units: _Units, table: StepTable) -> list[Anc
     bounds = np.concatenate([[0], np.cumsum(n_members)]).tolist()
     rows_of, traj_of, steps_of = (_pieces(x, bounds) for x in (rows_all, table.traj[rows_all], table.index[rows_all]))
     u = batch.diff_units[units.diff_of_row[units.row[first]]] + units.local[first]  # the units in the batch
-    lo, hi = batch.unit_ptr[u].tolist(), batch.unit_ptr[u + 1].tolist()
-    source, line_source = batch.source, batch.line_source
+    lo, hi = batch.unit_ptr[u], batch.unit_ptr[u + 1]
+    source = batch.source
+    held = batch.line_source[batch.unit_lines[ranges(lo, hi)]].tolist()  # every preview's source lines
+    at = np.concatenate([[0], np.cumsum(hi - lo)]).tolist()
     task_ids = [table.trajectories[i].task_id for i in table.traj[units.row[first]].tolist()]
     added = (units.kind[first] == ADDED).tolist()
     gs, mean_lines, size = selection.gs.tolist(), selection.mean_lines.tolist(), selection.size.tolist()
     out = []
     for k in range(len(selection.members)):
-        texts = [source[i][1:] for i in line_source[batch.unit_lines[lo[k]:hi[k]]].tolist()]
+        texts = [source[i][1:] for i in held[at[k]:at[k + 1]]]
         if batch.carriage_returns:
             texts = [t.rstrip("\r") for t in texts]
         out.append(Anchor(
