@@ -77,7 +77,23 @@ grows by ~30-45 ms: a net ~10-25 ms of ~190 ms of CPU. Not the 300x target, whic
 in all (depending on how fast the reference runs) and so cuts in split, grouping and projection
 alike. On diffs from real projects the diff scanner keeps its 2-4x over unidiff (its work is per
 line, not per kind of code), while pyspans gains less than on the synthetic rollouts: real code
-has docstrings and decorators outside its subset."""
+has docstrings and decorators outside its subset.
+Prediction for the fifth round (issue 15 items 5-6 again), written after profiling the harness's
+paper batch phase by phase and before the changes (CPU ms on the loaded machine, main of the
+fourth round: input 17, split 46, group 18, anchors 21, advantage 7, project 87; ~195 in all):
+building each plain step dict's `Step` without the dataclass `__init__` (the same checks, inline)
+takes the input conversion from 17 to 5-7 ms, under the 10 ms of the issue. The greedy anchor pass
+is ~1,250 candidates with a few numpy calls each plus 249 numpy rescorings at ~40 us: a plain
+Python loop over sets of line ids, uncontested candidates taken at once and a scalar rescoring
+take `anchors` from 21 to 5-8 ms. `np.split` into 744 pieces (advantages, anchor records) costs
+~10 us a piece: slices save 2-4 ms. In `project`, most blocks are found as written at their
+cursor, so looking there before building their JSON-escaped forms, keeping the found blocks as flat
+lists and adding the token values by position save 5-10 ms. Split and grouping are vectorized numpy
+already and stay. In all ~150-160 of ~195 ms of CPU (-20-25%), ~125-135 ms on a quiet machine:
+~85x the reference's exact_only mode and ~130x its lightweight mode. 300x (37-58 ms) is out of reach
+this way: what is left is at a per-item floor in every phase (the block search ~3.5 us a block for
+6k blocks, the window read of ~120k listed tokens bound by memory, pyspans' and grouping's numpy
+passes), which only a compiled kernel would lower."""
 
 
 def function(rng: np.random.Generator, n_lines: int, docstring: bool = False) -> list[str]:
