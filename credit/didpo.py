@@ -35,7 +35,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from credit._common import StepTable, episode, result, row_returns, step_table, tokens
-from credit._util import csr_pointers, ranges, segment_starts
+from credit._util import csr_pointers, gc_paused, ranges, segment_starts
 from credit.anchors import select_anchors
 from credit.baselines import within_anchor_contrast
 from credit.episode import check_mode
@@ -124,6 +124,13 @@ def didpo(
         raise ValueError(f"cover must be one of {COVERS}, got {cover!r}")
     check_split_options(levels, syntax)
     check_score_options(s0, g0, phi_form, psi_form)
+    with gc_paused():
+        return _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, levels, syntax, similarity,
+                      s0, g0, phi_form, psi_form, max_anchors, contrast_std, contrast_shrink, cover)
+
+
+def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, levels, syntax, similarity,
+           s0, g0, phi_form, psi_form, max_anchors, contrast_std, contrast_shrink, cover) -> Result:
     clock = _Clock()
     table = step_table(trajectories)
     clock.lap("input_conversion")
