@@ -178,9 +178,8 @@ def _windows(offsets: Sequence[Any], spans: list[tuple[int, int]]) -> Optional[l
         return None
     out: list[tuple[int, int]] = []
     try:
-        n_chars = max(offsets[-1][1], 1)
         for a, b in spans:
-            i = _search_from(offsets, probe((a,)), a * n // n_chars)  # first token starting at or after a, if sorted
+            i = bisect_left(offsets, probe((a,)))  # first token starting at or after a, if sorted
             walked = 0
             while i > 0:  # back past tokens that end after a, to a real one that does not
                 start, end = offsets[i - 1]
@@ -189,7 +188,7 @@ def _windows(offsets: Sequence[Any], spans: list[tuple[int, int]]) -> Optional[l
                 i, walked = i - 1, walked + 1
                 if walked > _MAX_WALK:
                     return None
-            j = _search_from(offsets, probe((b,)), max(i, b * n // n_chars), i)  # the same for b
+            j = bisect_left(offsets, probe((b,)), i)  # first token starting at or after b, if sorted
             walked = 0
             while j < n:  # on past zero-width tokens, to a real one
                 start, end = offsets[j]
@@ -209,24 +208,6 @@ def _windows(offsets: Sequence[Any], spans: list[tuple[int, int]]) -> Optional[l
     except (TypeError, ValueError):  # an entry that is no pair, or an uncomparable one
         return None
     return out
-
-
-def _search_from(offsets: Sequence[Any], probe: Any, guess: int, lo: int = 0) -> int:
-    """bisect_left(offsets, probe, lo), searched outwards from `guess` (where the tokens would be
-    at an even density): a bisection of the whole list reads ~10 pairs spread over memory, which
-    cost more than the steps here (the pairs near the guess lie together)."""
-    n = len(offsets)
-    g = min(max(guess, lo), n)
-    step = 1
-    if g < n and offsets[g] < probe:  # the answer is right of g
-        left = g + 1
-        while left + step <= n and offsets[left + step - 1] < probe:
-            left, step = left + step, step * 2
-        return bisect_left(offsets, probe, left, min(left + step, n))
-    right = g  # the answer is at or left of g
-    while right - step >= lo and not offsets[right - step] < probe:
-        right, step = right - step, step * 2
-    return bisect_left(offsets, probe, max(right - step, lo), right)
 
 
 def _read_windows(offsets, actions, windows: dict[int, list[tuple[int, int]]], out: list) -> None:
