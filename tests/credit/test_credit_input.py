@@ -97,3 +97,20 @@ def test_plain_trajectories_are_checked_like_trajectories(task_id, reward, messa
               "reward": reward}]
     with pytest.raises((ValueError, TypeError), match=message):
         as_trajectories(batch)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_didpo_puts_the_garbage_collector_back_as_it_was(enabled):
+    import gc
+
+    was = gc.isenabled()
+    batch = [t.to_dict() for t in load_bench().rollouts(1, 4, 3, seed=2)]
+    try:
+        (gc.enable if enabled else gc.disable)()
+        credit.didpo(batch)
+        assert gc.isenabled() is enabled
+        with pytest.raises(ValueError):
+            credit.didpo([{**batch[0], "steps": [{"action": "a", "diff": "not a diff"}]}])
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
