@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
@@ -73,17 +73,19 @@ def row_returns(table: StepTable, gamma: float) -> np.ndarray:
     return step_returns(rewards, gamma)[table.traj, table.index]
 
 
-def tokens(table: StepTable, base: np.ndarray, extra: Optional[dict[int, np.ndarray]] = None) -> list[list[Any]]:
-    """Per-trajectory lists of per-step token arrays: base[row] plus extra[row] where given.
+def tokens(table: StepTable, base: np.ndarray, extra: Optional[Callable[[np.ndarray], tuple]] = None) -> list[list[Any]]:
+    """Per-trajectory lists of per-step token arrays: base[row], plus values at some tokens.
 
-    One flat array holds every token of the batch; each step gets its slice of it.
+    One flat array holds every token of the batch; each step gets its slice of it. `extra`, given
+    the (S + 1,) start of each step's tokens in that array, returns (positions, values) to add.
     """
     steps = table.steps
     sizes = np.fromiter((0 if s.token_offsets is None else len(s.token_offsets) for s in steps), np.int64, len(steps))
     flat = np.repeat(np.asarray(base, np.float64), sizes)
     starts = csr_pointers(sizes)
-    for r, values in (extra or {}).items():
-        flat[starts[r]:starts[r + 1]] += values
+    if extra is not None:
+        at, values = extra(starts)
+        flat[at] += values
     bounds = starts.tolist()
     out: list[list[Any]] = []
     for i, traj in enumerate(table.trajectories):

@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 
 from credit._util import ranges, segment_starts
-from credit.groupability import groupability_score
+from credit.groupability import groupability_score, score_one
 
 COUNTS = ("steps", "trajectories")
 
@@ -104,10 +104,9 @@ def select_anchors(
     candidates = np.flatnonzero(gs > 0)
     candidates = candidates[np.lexsort((c[start[candidates]], -size[candidates], -lines[candidates], -gs[candidates]))]
 
-    def rescored(members: np.ndarray) -> float:
-        n = len(set(trajectory[members].tolist())) if count == "trajectories" else members.shape[0]
-        mean_lines = float(compared[members].mean())
-        return float(groupability_score(np.array([mean_lines]), np.array([float(n)]), **score)[0])
+    def rescored(kept: list[int]) -> float:
+        n = len(set(trajectory[kept].tolist())) if count == "trajectories" else len(kept)
+        return score_one(float(compared[kept].mean()), float(n), **score)
 
     cap = candidates.shape[0] if max_anchors is None else max_anchors
     taken, members = _greedy(units[ranges(start[candidates], end[candidates])], end[candidates] - start[candidates],
@@ -135,7 +134,10 @@ def _greedy(members, n_members, task, unit_ptr, unit_lines, max_anchors, rescore
     A candidate is skipped once its task has `max_anchors` anchors. Its members that share a changed
     line with a member taken before are cut; a cut candidate is kept while two or more members are
     left and `rescored(members)` > 0. Only candidates holding a line that an earlier candidate
-    holds can be cut, so only those are checked.
+    holds can be cut, so only those are checked; with no cap the others are taken up front (no
+    later candidate's check reads their lines: a later one holding such a line is itself checked
+    against it only if taken before, and nothing earlier holds them). The loop itself is plain
+    Python over the line ids (a few numpy calls per candidate cost more than the whole check).
 
     Returns:
       (indices of the taken candidates, the members kept of each).
@@ -146,31 +148,39 @@ def _greedy(members, n_members, task, unit_ptr, unit_lines, max_anchors, rescore
     contested = _held_before(lines, owner, n_members.shape[0])
     member_ptr = np.concatenate([[0], np.cumsum(n_members)])
     line_ptr = np.concatenate([[0], np.cumsum(line_hi - line_lo)])
-
-    taken_lines = np.zeros(int(lines.max(initial=-1)) + 1, bool)
-    per_task: dict[int, int] = {}
-    taken, kept_members = [], []
-    tasks = task[members[member_ptr[:-1]]].tolist()
+    n = n_members.shape[0]
+    free = np.flatnonzero(~contested)
+    uncapped = max_anchors >= n
     bounds, line_bounds = member_ptr.tolist(), line_ptr.tolist()
-    for k, check in enumerate(contested.tolist()):
+    line_list = lines.tolist()
+    # no cap binds: every uncontested candidate is taken whole
+    taken_lines = set(lines[ranges(line_ptr[member_ptr[free]], line_ptr[member_ptr[free + 1]])].tolist()
+                      if uncapped else ())
+    is_taken = np.zeros(n, bool)
+    is_taken[free] = uncapped
+    cut: dict[int, np.ndarray] = {}
+    per_task: dict[int, int] = {}
+    tasks = task[members[member_ptr[:-1]]].tolist()
+    member_list = members.tolist()
+    checked = contested.tolist()
+    for k in np.flatnonzero(contested).tolist() if uncapped else range(n):
         t = tasks[k]
         if per_task.get(t, 0) >= max_anchors:
             continue
         lo, hi = bounds[k], bounds[k + 1]
-        kept = members[lo:hi]
-        own = lines[line_bounds[lo]:line_bounds[hi]]
-        hits = taken_lines[own] if check else None
-        if hits is not None and hits.any():
-            clash = np.add.reduceat(hits.astype(np.int64), line_ptr[lo:hi] - line_bounds[lo]) > 0
-            kept = kept[~clash]
-            if kept.shape[0] < 2 or rescored(kept) <= 0:
+        if checked[k] and not taken_lines.isdisjoint(line_list[line_bounds[lo]:line_bounds[hi]]):
+            kept = [i for i in range(lo, hi) if taken_lines.isdisjoint(line_list[line_bounds[i]:line_bounds[i + 1]])]
+            if len(kept) < 2 or rescored([member_list[i] for i in kept]) <= 0:
                 continue
-            own = unit_lines[ranges(unit_ptr[kept], unit_ptr[kept + 1])]
-        taken_lines[own] = True
+            cut[k] = members[kept]
+            for i in kept:
+                taken_lines.update(line_list[line_bounds[i]:line_bounds[i + 1]])
+        else:
+            taken_lines.update(line_list[line_bounds[lo]:line_bounds[hi]])
         per_task[t] = per_task.get(t, 0) + 1
-        taken.append(k)
-        kept_members.append(kept)
-    return np.asarray(taken, np.int64), kept_members
+        is_taken[k] = True
+    taken = np.flatnonzero(is_taken)
+    return taken, [cut[k] if k in cut else members[bounds[k]:bounds[k + 1]] for k in taken.tolist()]
 
 
 def _held_before(lines: np.ndarray, owner: np.ndarray, n_owners: int) -> np.ndarray:

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from credit._common import StepTable, episode, result, row_returns, step_table, tokens
-from credit._util import csr_pointers, ranges, segment_starts
+from credit._util import csr_pointers, gc_paused, ranges, segment_starts
 from credit.anchors import select_anchors
 from credit.baselines import within_anchor_contrast
 from credit.episode import check_mode
@@ -124,9 +124,16 @@ def didpo(
         raise ValueError(f"cover must be one of {COVERS}, got {cover!r}")
     check_split_options(levels, syntax)
     check_score_options(s0, g0, phi_form, psi_form)
+    with gc_paused():
+        return _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, levels, syntax, similarity,
+                      s0, g0, phi_form, psi_form, max_anchors, contrast_std, contrast_shrink, cover)
+
+
+def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, levels, syntax, similarity,
+           s0, g0, phi_form, psi_form, max_anchors, contrast_std, contrast_shrink, cover) -> Result:
     clock = _Clock()
     table = step_table(trajectories)
-    clock.lap("input")
+    clock.lap("input_conversion")
     episode_adv = episode(table, mode, eps, "trajectories", singleton)
     returns = row_returns(table, gamma)
     clock.lap("episode")
@@ -285,7 +292,12 @@ def _reference_advantage(members: list[np.ndarray], unit_row: np.ndarray, return
         std = np.sqrt(np.add.reduceat(dev * dev, first) / size)
         with np.errstate(divide="ignore", invalid="ignore"):
             dev = np.where(dev == 0.0, 0.0, dev / np.repeat(std + eps, size))
-    return np.split(dev, first[1:])
+    return _pieces(dev, first.tolist() + [dev.shape[0]])
+
+
+def _pieces(x: np.ndarray, bounds: list[int]) -> list[np.ndarray]:
+    """Views x[bounds[k]:bounds[k + 1]] (np.split costs ten times more per piece)."""
+    return [x[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _contrast_advantage(members: list[np.ndarray], unit_row: np.ndarray, table: StepTable, eps: float,
@@ -307,19 +319,33 @@ def _contrast_advantage(members: list[np.ndarray], unit_row: np.ndarray, table: 
 
 
 def _anchors(selection, advantages, units: _Units, table: StepTable) -> list[Anchor]:
-    out = []
+    """The Anchor records: every occurrence's row, trajectory and step index read in one pass
+    (each anchor gets views of those arrays), the preview from the representative unit's lines."""
+    if not selection.members:
+        return []
     batch = units.batch
-    for k, m in enumerate(selection.members):
-        rows = units.row[m]
-        u = int(batch.diff_units[units.diff_of_row[rows[0]]] + units.local[m[0]])  # the unit in the batch
-        preview = "\n".join(batch.texts_of(batch.unit_lines[batch.unit_ptr[u]:batch.unit_ptr[u + 1]]))
-        traj = table.traj[rows]
+    first = np.fromiter((m[0] for m in selection.members), np.int64, len(selection.members))
+    n_members = np.fromiter(map(len, selection.members), np.int64, len(selection.members))
+    rows_all = units.row[np.concatenate(selection.members)]
+    bounds = np.concatenate([[0], np.cumsum(n_members)]).tolist()
+    rows_of, traj_of, steps_of = (_pieces(x, bounds) for x in (rows_all, table.traj[rows_all], table.index[rows_all]))
+    u = batch.diff_units[units.diff_of_row[units.row[first]]] + units.local[first]  # the units in the batch
+    lo, hi = batch.unit_ptr[u], batch.unit_ptr[u + 1]
+    source = batch.source
+    held = batch.line_source[batch.unit_lines[ranges(lo, hi)]].tolist()  # every preview's source lines
+    at = np.concatenate([[0], np.cumsum(hi - lo)]).tolist()
+    task_ids = [table.trajectories[i].task_id for i in table.traj[units.row[first]].tolist()]
+    added = (units.kind[first] == ADDED).tolist()
+    gs, mean_lines, size = selection.gs.tolist(), selection.mean_lines.tolist(), selection.size.tolist()
+    out = []
+    for k in range(len(selection.members)):
+        texts = [source[i][1:] for i in held[at[k]:at[k + 1]]]
+        if batch.carriage_returns:
+            texts = [t.rstrip("\r") for t in texts]
         out.append(Anchor(
-            task_id=table.trajectories[int(traj[0])].task_id,
-            kind="added" if units.kind[m[0]] == ADDED else "deleted",
-            rows=rows, trajectories=traj, steps=table.index[rows], advantage=advantages[k],
-            gs=float(selection.gs[k]), mean_lines=float(selection.mean_lines[k]),
-            size=int(selection.size[k]), preview=preview[:240]))
+            task_id=task_ids[k], kind="added" if added[k] else "deleted",
+            rows=rows_of[k], trajectories=traj_of[k], steps=steps_of[k], advantage=advantages[k],
+            gs=gs[k], mean_lines=mean_lines[k], size=int(size[k]), preview="\n".join(texts)[:240]))
     return out
 
 
@@ -366,14 +392,13 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     priority -= level * (priority.max(initial=0.0) + 1.0)
     windows = _token_windows(table, rows, [token_offsets[r] for r in rows.tolist()], spans, span_step)
     token_extra, covered = project_steps([w[1] for w in windows], spans, span_step, value[occ[owner]], priority)
-    cut = np.cumsum([0] + [w[1].shape[0] for w in windows]).tolist()
-    extra = {}
-    for r, (index, _), a, b in zip(rows.tolist(), windows, cut[:-1], cut[1:]):
-        if index is None:
-            extra[r] = token_extra[a:b]
-        else:  # tokens outside the windows are covered by no span
-            extra[r] = np.zeros(len(token_offsets[r]))
-            extra[r][index] = token_extra[a:b]
+    n_read = np.fromiter((w[1].shape[0] for w in windows), np.int64, len(windows))
+    # each read token's place in its row (tokens outside the windows are covered by no span)
+    index = [np.arange(w[1].shape[0]) if w[0] is None else w[0] for w in windows]
+    at = np.concatenate(index) if index else np.zeros(0, np.int64)
+
+    def extra(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return at + np.repeat(starts[rows], n_read), token_extra
     n_tokens = sum(map(len, [o for o in token_offsets if o is not None]))
     n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
     return extra, {

@@ -10,6 +10,7 @@ with L the mean number of compared lines of its occurrences and n its group size
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -104,3 +105,26 @@ def groupability_score(
     if L.shape != n.shape:
         raise ValueError(f"lines {L.shape} and size {n.shape} must have the same shape")
     return like(phi(L, s0, phi_form) * psi(n, g0, psi_form), lines)
+
+
+def score_one(lines: float, size: float, *, s0: float = 8.0, g0: float = 8.0, phi_form: str = "saturating",
+              psi_form: str = "saturating") -> float:
+    """`groupability_score` of one group, in Python floats (the greedy anchor pass rescored a cut
+    group per call; the numpy version costs 40 us a call). Same formulas; math's exp and log
+    may differ from numpy's in the last bit."""
+    L = max(lines, 0.0)
+    if phi_form == "saturating":
+        p = 1.0 - math.exp(-L / s0)
+    elif phi_form == "log":
+        p = min(1.0, math.log1p(L) / math.log1p(s0))
+    else:
+        p = min(1.0, L / s0)
+    if size <= 1.0:
+        return 0.0
+    if psi_form == "saturating":
+        q = 1.0 - math.exp(-(size - 1.0) / g0)
+    elif psi_form == "log":
+        q = min(1.0, math.log(max(size, 1.0)) / math.log(max(2.0, g0)))
+    else:
+        q = min(1.0, (size - 1.0) / (g0 - 1.0))
+    return p * q

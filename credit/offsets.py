@@ -78,6 +78,11 @@ def check_listed_offsets(offsets: Sequence[Any], action: str) -> None:
     if not offsets:
         return
     first, last = offsets[0], offsets[-1]
+    if type(first) is tuple is type(last) and len(first) == 2 == len(last):  # the usual case, checked at once
+        (s0, e0), (s1, e1) = first, last
+        if (type(s0) is int is type(e0) is type(s1) is type(e1) and 0 <= s0 <= e0 and 0 <= s1 <= e1
+                and e1 <= len(action) and e0 <= len(action) and not (e0 > s0 and e1 > s1 and (s1 < s0 or e1 < e0))):
+            return
     for k, pair in ((0, first), (len(offsets) - 1, last)):
         plain = type(pair) in (list, tuple) and len(pair) == 2 and type(pair[0]) is int and type(pair[1]) is int
         if not plain and not _is_pair(pair):

@@ -201,10 +201,12 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
     line by line where the block is not found.
 
     Returns:
-      (blocks found whole: (lo, hi, position, escape index, None or the lines' (sizes, kept sizes)
-      in an escaped form that escapes more than the line breaks), lines found alone: (line, start, end)).
+      (blocks found whole: lists lo, hi, position, escape index, and {block number: the lines'
+      (sizes, kept sizes) in its escaped form} for forms that escape more than the line breaks;
+      lines found alone: (line, start, end)).
     """
-    found, alone = [], []
+    found_lo, found_hi, found_pos, found_escape, recounted = [], [], [], [], {}
+    alone = []
     forms_of: dict[str, list[_Form]] = {}
     cursors: dict[int, int] = {}
     current = -1
@@ -214,13 +216,22 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
         if s != current:
             cursors, current = {}, s
         action, text = actions[s], joined[start:end]
+        cursor = cursors.get(c, 0)
+        # _search's first try, the text as written from the cursor, alone (it finds most blocks)
+        pos = _find(action, text, max(cursor, w0), w1)
+        if pos >= 0:
+            cursors[c] = pos + len(text)
+            found_lo.append(a), found_hi.append(e), found_pos.append(pos), found_escape.append(0)
+            continue
         forms = _forms(text, p)
-        pos, k = _search(action, forms, cursors.get(c, 0), w0, w1)
+        pos, k = _search(action, forms, cursor, w0, w1)
         if pos >= 0:
             form, escape = forms[k]
             cursors[c] = pos + len(form)
             recount = escape > 0 and len(form) != len(text) + e - a - 1  # more escaped than the breaks
-            found.append((a, e, pos, escape, _escaped_sizes(text, form, _ESCAPES[escape]) if recount else None))
+            if recount:
+                recounted[len(found_lo)] = _escaped_sizes(text, form, _ESCAPES[escape])
+            found_lo.append(a), found_hi.append(e), found_pos.append(pos), found_escape.append(escape)
             continue
         narrow = w1 is not None and (w0 > 0 or w1 < len(action))  # a window inside the action
         for j in range(a, e) if e - a > 1 or narrow else ():
@@ -235,7 +246,7 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
                         cursors[c] = pos + len(forms[k][0])
                         alone.append((j, pos, cursors[c]))
                         break
-    return found, alone
+    return (found_lo, found_hi, found_pos, found_escape, recounted), alone
 
 
 def _forms(text: str, plain: bool = False) -> list[_Form]:
@@ -301,18 +312,18 @@ def _escaped_sizes(text: str, form: str, escape: Callable[[str], str]) -> tuple[
     return sizes, [len(escape(x.rstrip())) - 2 if x[-1:].isspace() else n for x, n in zip(lines, sizes)]
 
 
-def _place_blocks(out: np.ndarray, found: list, size: np.ndarray, kept: np.ndarray) -> np.ndarray:
+def _place_blocks(out: np.ndarray, found: tuple, size: np.ndarray, kept: np.ndarray) -> np.ndarray:
     """Write the spans of the lines of the blocks found whole (`_search_blocks`, formula in
     `locate_blocks`); return each line's block id where nothing but line breaks was escaped in it,
     else -1."""
     block_of = np.full(out.shape[0], -1, np.int64)
-    if not found:
+    if not found[0]:
         return block_of
-    lo, hi, pos, escape = np.asarray([f[:4] for f in found], np.int64).T
+    lo, hi, pos, escape = (np.array(x, np.int64) for x in found[:4])
     form_size, form_kept, recount = size.copy(), kept.copy(), np.zeros(lo.shape[0], bool)
-    for b, (a, e, _, _, sizes) in enumerate(found):
-        if sizes is not None:
-            form_size[a:e], form_kept[a:e], recount[b] = sizes[0], sizes[1], True
+    for b, sizes in found[4].items():
+        a, e = int(lo[b]), int(hi[b])
+        form_size[a:e], form_kept[a:e], recount[b] = sizes[0], sizes[1], True
     k = ranges(lo, hi)
     block = np.repeat(np.arange(lo.shape[0]), hi - lo)
     stride = form_size[k] + np.where(escape[block] == 0, 1, 2)

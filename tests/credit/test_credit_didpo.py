@@ -164,7 +164,7 @@ def test_stats_report_timings_coverage_and_group_sizes():
     trajs = [one_step([AREA], r) for r in (1, 1, 0, 0)] + [one_step([["x = 1"]], 1, task="other")]
     res = credit.didpo(trajs)
     st = res.stats
-    phases = {"input", "episode", "split", "group", "anchors", "advantage", "project", "total"}
+    phases = {"input_conversion", "episode", "split", "group", "anchors", "advantage", "project", "total"}
     assert set(st["time_ms"]) == set(st["cpu_ms"]) == phases
     assert st["n_anchors"] == 1 and st["group_size"] == {"mean": 4.0, "median": 4.0, "max": 4}
     assert st["coverage"]["lines"] == pytest.approx(16 / 17)

@@ -44,3 +44,18 @@ def test_bad_arguments():
         phi(np.array([1.0]), form="cubic")
     with pytest.raises(ValueError, match="same shape"):
         groupability_score(np.array([1.0, 2.0]), np.array([2.0]))
+
+
+@pytest.mark.parametrize("phi_form", ["saturating", "log", "linear"])
+@pytest.mark.parametrize("psi_form", ["saturating", "log", "linear"])
+def test_the_scalar_score_is_the_array_score(phi_form, psi_form):
+    from credit.groupability import score_one
+
+    lines = np.array([0.0, 0.5, 1.0, 3.0, 8.0, 40.0, 1e3])
+    sizes = np.array([0.0, 1.0, 2.0, 3.0, 8.0, 64.0])
+    L, n = (x.ravel() for x in np.meshgrid(lines, sizes))
+    for s0, g0 in ((8.0, 8.0), (2.0, 3.0)):
+        want = groupability_score(L, n, s0=s0, g0=g0, phi_form=phi_form, psi_form=psi_form)
+        got = [score_one(a, b, s0=s0, g0=g0, phi_form=phi_form, psi_form=psi_form) for a, b in zip(L, n)]
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+        assert [g > 0 for g in got] == (want > 0).tolist()
