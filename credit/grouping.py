@@ -18,9 +18,10 @@ Near-duplicate pairs are found without comparing all pairs: prefix filtering (Ch
 sets of (token, occurrence) elements. Sets with sim >= t share an element among their first few
 elements in a global rarest-first order (`_candidates` states the bounds), so only pairs sharing
 such a prefix element are verified, exactly, by popcounts of bitsets. Clusters are
-representative-centred: exact classes are visited by decreasing support, an unassigned one becomes
-a representative and takes the unassigned classes similar to it, never classes that are only
-similar to a member.
+representative-centred: exact classes are visited by decreasing support (then length, then their
+content hash, never their position in the batch, so listing the trajectories in another order
+gives the same clusters), an unassigned one becomes a representative and takes the unassigned
+classes similar to it, never classes that are only similar to a member.
 """
 
 from __future__ import annotations
@@ -89,7 +90,9 @@ def cluster_units(
     support = np.bincount(exact[has], minlength=n_classes)
     lengths = np.diff(unit_ptr)
     class_bucket = bucket[first_unit]
-    order = np.lexsort((first_unit, -lengths[first_unit], -support))
+    # visit order: most support, then longest, then class id, which follows (bucket, content key)
+    # and not where a unit sits in the batch, so the clusters do not depend on the trajectories' order
+    order = np.lexsort((np.arange(n_classes), -lengths[first_unit], -support))
     if threshold < 1.0 and n_classes > 1:
         cluster_of_class, n_pairs = _near_duplicate_clusters(
             order, first_unit, class_bucket, unit_ptr, content, contents, threshold)
@@ -113,7 +116,18 @@ def group_texts(
     threshold: float = 0.8,
     comment: Optional[str] = "#",
 ) -> np.ndarray:
-    """Cluster labels for code texts (convenience form of `cluster_units`).
+    """Cluster labels for code texts: `cluster_texts(...).labels`; -1 for a text with no compared line."""
+    return cluster_texts(texts, buckets, threshold=threshold, comment=comment).labels
+
+
+def cluster_texts(
+    texts: Sequence[str],
+    buckets: Optional[Sequence[int]] = None,
+    *,
+    threshold: float = 0.8,
+    comment: Optional[str] = "#",
+) -> Clusters:
+    """Clusters of code texts (convenience form of `cluster_units`).
 
     Args:
       texts: U code texts (one unit each).
@@ -122,7 +136,7 @@ def group_texts(
       comment: line-comment marker of the language, one of `credit.text.MARKERS`.
 
     Returns:
-      (U,) labels; -1 for a text with no compared line.
+      Clusters over the texts (one unit each).
     """
     if comment not in MARKERS:
         raise ValueError(f"comment must be one of {MARKERS}, got {comment!r}")
@@ -134,7 +148,7 @@ def group_texts(
     keep = content >= 0
     ptr = csr_pointers(np.bincount(unit[keep], minlength=len(texts)))
     bucket = np.zeros(len(texts), np.int64) if buckets is None else np.asarray(buckets, np.int64)
-    return cluster_units(bucket, ptr, content[keep], indent[keep], table.contents, threshold=threshold).labels
+    return cluster_units(bucket, ptr, content[keep], indent[keep], table.contents, threshold=threshold)
 
 
 def _exact_classes(bucket, unit_ptr, content, indent, hashes):

@@ -777,10 +777,6 @@ def chained(tokenizer, tmp_path_factory):
     return asyncio.run(all_samples())
 
 
-@pytest.mark.xfail(strict=True, reason="credit.didpo depends on the order of a group's trajectories: its "
-                   "near-duplicate clustering (credit.grouping._representative_clusters) visits classes of "
-                   "equal support and length in order of first appearance, so in a chain A ~ B ~ C the first "
-                   "one met founds the cluster; reported to the lead (credit is not this module's)")
 def test_credit_didpo_does_not_depend_on_the_order_of_a_group(chained):
     # why the estimator hands credit its episodes in rollout order (the dynamic-batching test
     # below): the same three episodes of one task, listed forwards and backwards

@@ -93,15 +93,16 @@ def test_two_texts_group_exactly_when_their_similarity_reaches_the_threshold(tex
     assert (labels[0] == labels[1]) == (similarity(*texts) >= threshold - 1e-12)
 
 
-def representative_clusters(texts, threshold):
-    """Brute-force oracle: exact classes by support, each founding representative takes the
+def representative_clusters(texts, threshold, class_id):
+    """Brute-force oracle: exact classes by support, then length, then exact-class id (which
+    follows the content, not the position in the batch); each founding representative takes the
     unassigned classes similar to it."""
     from credit.text import similarity
 
     keys = ["\n".join(line.strip() for line in t.splitlines() if line.strip()) for t in texts]
     classes = list(dict.fromkeys(keys))
     support = {k: keys.count(k) for k in classes}
-    order = sorted(classes, key=lambda k: (-support[k], -len(k.splitlines()), keys.index(k)))
+    order = sorted(classes, key=lambda k: (-support[k], -len(k.splitlines()), class_id[keys.index(k)]))
     cluster = {}
     for c in order:
         if c in cluster:
@@ -116,8 +117,52 @@ def representative_clusters(texts, threshold):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(code_text, min_size=1, max_size=7), st.sampled_from([0.6, 0.8]))
 def test_clusters_match_a_brute_force_representative_centred_oracle(texts, threshold):
+    from credit.grouping import cluster_texts
+
+    clusters = cluster_texts(texts, threshold=threshold)
+    labels = clusters.labels.tolist()
+    got = {frozenset(i for i, lab in enumerate(labels) if lab == c) for c in set(labels)}
+    assert got == representative_clusters(texts, threshold, clusters.exact.tolist())
+
+
+def partition(labels):
+    return {frozenset(i for i, lab in enumerate(labels) if lab == c) for c in set(labels)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(code_text, min_size=2, max_size=7), st.sampled_from([0.6, 0.8]), st.randoms())
+def test_clusters_do_not_depend_on_the_order_of_the_texts(texts, threshold, rnd):
     from credit.grouping import group_texts
 
-    labels = group_texts(texts, threshold=threshold).tolist()
-    got = {frozenset(i for i, lab in enumerate(labels) if lab == c) for c in set(labels)}
-    assert got == representative_clusters(texts, threshold)
+    perm = list(range(len(texts)))
+    rnd.shuffle(perm)
+    before = group_texts(texts, threshold=threshold).tolist()
+    after = group_texts([texts[i] for i in perm], threshold=threshold).tolist()
+    # the text at position j of the shuffled list is texts[perm[j]]
+    assert {frozenset(perm[j] for j in part) for part in partition(after)} == partition(before)
+
+
+# a chain of near-duplicates: each is similar to the next, the ends are not (A ~ B ~ C)
+CHAIN = [["def add(a, b):", "    return a + b"],
+         ["def add(a, b):", "    return a + b + 0"],
+         ["def add(a, b):", "    return a + b + 0 + 0"]]
+
+
+def test_didpo_does_not_depend_on_the_order_of_the_trajectories():
+    from credit.text import similarity
+
+    texts = ["\n".join(c) for c in CHAIN]
+    t = 0.9
+    assert similarity(texts[0], texts[1]) >= t and similarity(texts[1], texts[2]) >= t > similarity(texts[0], texts[2])
+    trajs = []
+    for variant, reward in zip(CHAIN, [1.0, 0.0, 0.5]):  # one each: equal support, equal length
+        action = insert_call("m.py", variant)
+        step = credit.Step(action, file_diff("m.py", added_hunk(variant, 5)), token_offsets=offsets(action))
+        trajs.append(credit.Trajectory("task", [step], reward))
+    trajs.append(credit.Trajectory("task", [credit.Step("just looking", "", token_offsets=offsets("just looking"))], 0.0))
+    for perm in ([0, 1, 2, 3], [2, 1, 0, 3], [1, 2, 3, 0], [3, 2, 1, 0]):
+        res = credit.didpo([trajs[i] for i in perm], similarity=t)
+        ref = credit.didpo(trajs, similarity=t)
+        for pos, i in enumerate(perm):
+            np.testing.assert_array_equal(res.tokens[pos][0], ref.tokens[i][0])
+            assert res.episode[pos] == ref.episode[i]
