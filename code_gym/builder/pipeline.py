@@ -16,13 +16,14 @@ import json
 import math
 import os
 import random
+import shlex
 import shutil
 import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -53,6 +54,7 @@ GATES = {
     "regions": "a multi-region task needs every region: with any one region's fix left out, a test fails",
 }
 MANIFEST_NAME = "manifest.json"
+MAX_DESELECTED = 200  # tests of the untouched project that fail, deselected by node id in the test command
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ class _Baseline:
     excluded: dict[str, str]  # test file -> why it is left out
     coverage: dict[str, dict[int, set[str]]]
     duration: float
+    deselected: dict[str, int] = field(default_factory=dict)  # test file -> tests of it deselected
 
 
 @dataclass(frozen=True)
@@ -129,15 +132,17 @@ def _file(node_id: str) -> str:
     return node_id.split("::")[0]
 
 
-def _baseline(project: Project, options: BuildOptions) -> _Baseline:
+def _baseline(project: Project, options: BuildOptions) -> tuple[_Baseline, Project]:
+    """The project's tests on the original code under coverage, and the project with its test
+    command deselecting (`--deselect NODE_ID`) the tests that do not pass there, so that the rest of
+    their file still counts; a file where no test passes is left out whole."""
     # coverage slows tests down, so the whole suite gets three task timeouts here; a test file that
     # cannot be imported (a missing optional dependency) is left out, not fatal
     limit = 3 * options.timeout
-    # the project's own pytest-cov (its addopts' --cov) would fight the builder's coverage tracer
-    no_cov = " --no-cov" if project.environment and "pytest_cov.plugin" in project.environment.pytest_plugins else ""
+    # (the test command holds --no-cov where the project's own pytest-cov would fight the tracer)
     copy = Workspace(project.root, strategy="copy")
     try:
-        [run], coverage = run_tests(copy.root, f"{project.test_command} --continue-on-collection-errors{no_cov}",
+        [run], coverage = run_tests(copy.root, f"{project.test_command} --continue-on-collection-errors",
                                     project.test_files, limit, options.isolation, coverage=True,
                                     python_env=project.runtime)
     finally:
@@ -148,17 +153,57 @@ def _baseline(project: Project, options: BuildOptions) -> _Baseline:
         python = project.environment.prefix if project.environment else sys.executable
         raise BuildError(f"the project's tests do not run (pytest exit code {run.exit_code}) with {python}: a "
                          f"requirement its metadata does not declare? Output:\n{run.output[-2000:]}")
-    excluded = {}
+    excluded, deselected = {}, {}
     for test_file in project.test_files:
-        outcomes = [o for t, o in run.outcomes.items() if _file(t) == test_file]
-        bad = sum(o != "passed" for o in outcomes)
-        if not outcomes or bad:
-            excluded[test_file] = f"{bad} of {len(outcomes)} tests do not pass" if outcomes else "no tests"
+        outcomes = {t: o for t, o in run.outcomes.items() if _file(t) == test_file}
+        bad = sorted(t for t, o in outcomes.items() if o != "passed")
+        if len(bad) == len(outcomes):
+            excluded[test_file] = f"none of its {len(bad)} tests passes" if outcomes else "no tests"
+        elif bad:
+            deselected[test_file] = bad
+    # too long a command line: the files with the most tests to deselect are left out instead
+    while sum(map(len, deselected.values())) > MAX_DESELECTED:
+        worst = max(deselected, key=lambda f: len(deselected[f]))
+        excluded[worst] = f"{len(deselected.pop(worst))} of its tests do not pass (too many to deselect)"
     clean = tuple(f for f in project.test_files if f not in excluded)
     if not clean:
         raise BuildError("no test file passes on the original code: " + "; ".join(f"{f}: {r}" for f, r in excluded.items()))
-    passed = frozenset(t for t in run.outcomes if _file(t) in clean)
-    return _Baseline(passed, clean, excluded, coverage, run.duration)
+    passed = frozenset(t for t, o in run.outcomes.items() if _file(t) in clean and o == "passed")
+    if deselected:
+        project, passed, clean = _deselect(project, options, deselected, passed, clean, excluded)
+    return _Baseline(passed, clean, excluded, coverage, run.duration,
+                     {f: len(ids) for f, ids in deselected.items() if f in clean}), project
+
+
+def _deselecting(command: str, deselected: dict[str, list[str]]) -> str:
+    words = [w for ids in deselected.values() for t in ids for w in ("--deselect", t)]
+    return shlex.join(shlex.split(command) + words)  # as the warm runner takes it (shlex.join's form)
+
+
+def _deselect(project: Project, options: BuildOptions, deselected: dict[str, list[str]], passed: frozenset[str],
+              clean: tuple[str, ...], excluded: dict[str, str]) -> tuple[Project, frozenset[str], tuple[str, ...]]:
+    """The project with `--deselect` for each of `deselected`'s node ids in its test command, checked
+    by one run of the files that hold them with that command: a file where that run does not pass
+    exactly its baseline's passing tests (an id pytest did not take, a test that fails only
+    sometimes) is left out whole."""
+    files = sorted(deselected)
+    copy = Workspace(project.root, strategy="copy")
+    try:
+        [check], _ = run_tests(copy.root, _deselecting(project.test_command, deselected), files,
+                               3 * options.timeout, options.isolation, python_env=project.runtime)
+    finally:
+        copy.close()
+    for test_file in files:
+        ran = {t: o for t, o in check.outcomes.items() if _file(t) == test_file}
+        expected = {t for t in passed if _file(t) == test_file}
+        if not check.ok or set(ran) != expected or any(o != "passed" for o in ran.values()):
+            excluded[test_file] = (f"{len(deselected.pop(test_file))} of its tests do not pass, and with them "
+                                   f"deselected the others did not pass alone")
+    clean = tuple(f for f in clean if f not in excluded)
+    if not clean:
+        raise BuildError("no test file passes on the original code: " + "; ".join(f"{f}: {r}" for f, r in excluded.items()))
+    return (replace(project, test_command=_deselecting(project.test_command, deselected)),
+            frozenset(t for t in passed if _file(t) in clean), clean)
 
 
 def _covering(fn: Function, baseline: _Baseline) -> frozenset[str]:
@@ -435,7 +480,8 @@ def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candi
             "cached": project.environment.cached, "build_seconds": project.environment.build_seconds,
             "installed": list(project.environment.installed)},
         "baseline": {"tests": len(baseline.passed), "test_files": len(baseline.clean_files),
-                     "excluded_test_files": baseline.excluded, "duration": round(baseline.duration, 3)},
+                     "excluded_test_files": baseline.excluded,
+                     "deselected_tests": baseline.deselected, "duration": round(baseline.duration, 3)},
         "functions": counts,
         "candidates": len(candidates),
         "multi_region_candidates": sum(len(c.changes) > 1 for c in candidates),
@@ -492,7 +538,7 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
             if own_bar:
                 bar.set_description(f"{project.name}: tests under coverage")
             with slots or contextlib.nullcontext():
-                baseline = _baseline(project, options)
+                baseline, project = _baseline(project, options)
             runs = _Runs(project, baseline, options, slots)
             candidates, counts = _candidates(project, baseline, options)
             _grow(bar, len(candidates))

@@ -19,7 +19,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from code_gym import pysource
+from code_gym.task import BASE_REQUIREMENTS
 
+# the distributions the grader itself runs inside every environment (BASE_REQUIREMENTS): a project's
+# own requirement on one (wcwidth pins pytest==7.4.2 in its tox deps) is replaced by the grader's
+GRADER_DISTRIBUTIONS = {canonicalize_name(Requirement(r).name): r for r in BASE_REQUIREMENTS}
 # extras and dependency groups that hold what a project's tests need ("dev" only when none of these)
 TEST_EXTRAS = ("test", "tests", "testing")
 DEV_EXTRAS = ("dev", "develop", "development")
@@ -80,6 +84,10 @@ class _Collector:
         name = canonicalize_name(req.name)
         if self.project and name == canonicalize_name(self.project):
             return  # the project itself, e.g. "pkg[test]" in its own extras (expanded by the caller)
+        if name in GRADER_DISTRIBUTIONS:
+            self.skipped.append(f"{where}: {text} (replaced by the grader's {GRADER_DISTRIBUTIONS[name]}: its results "
+                                "plugin, warm runner and coverage tracer run on the environment's pytest and coverage)")
+            return
         key = str(req)
         self.found.setdefault(key, req)
         self.sources.setdefault(key, set()).add(where)
@@ -331,8 +339,14 @@ def _noxfile(c: _Collector) -> None:
                     c.add(arg, "noxfile.py session.install")
 
 
-def pytest_config(root: Path, pyproject: dict) -> dict[str, str]:
-    """The project's pytest ini options as strings, from whichever file pytest would read first."""
+def pytest_config(root: Path, pyproject: dict | None = None) -> dict[str, str]:
+    """The project's pytest ini options as strings, from whichever file pytest would read first
+    (`pyproject`: its pyproject.toml already parsed; None: read here)."""
+    if pyproject is None:
+        try:
+            pyproject = tomllib.loads((root / "pyproject.toml").read_text(errors="replace"))
+        except (OSError, tomllib.TOMLDecodeError):
+            pyproject = {}
     for name, section in (("pytest.toml", None), (".pytest.toml", None), ("pytest.ini", "pytest")):
         path = root / name
         if path.is_file():
