@@ -28,6 +28,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from code_gym.builder import bytecode
 from code_gym.builder.multiregion import Component, plan, state, unneeded_regions
 from code_gym.builder.multiregion import apply_changes as apply_region_changes
 from code_gym.builder.mutations import Change, Function, functions, pick_mutations, remove_body
@@ -107,6 +108,7 @@ class _Baseline:
     coverage: dict[str, dict[int, set[str]]]
     duration: float
     deselected: dict[str, int] = field(default_factory=dict)  # test file -> tests of it deselected
+    rewritten: int = 0  # test modules whose rewritten bytecode later runs reuse
 
 
 @dataclass(frozen=True)
@@ -142,9 +144,10 @@ def _baseline(project: Project, options: BuildOptions) -> tuple[_Baseline, Proje
     # (the test command holds --no-cov where the project's own pytest-cov would fight the tracer)
     copy = Workspace(project.root, strategy="copy")
     try:
-        [run], coverage = run_tests(copy.root, f"{project.test_command} --continue-on-collection-errors",
-                                    project.test_files, limit, options.isolation, coverage=True,
-                                    python_env=project.runtime)
+        [run], coverage = run_tests(copy.root, f"{bytecode.WRITE_BYTECODE}{project.test_command} "
+                                    "--continue-on-collection-errors", project.test_files, limit, options.isolation,
+                                    coverage=True, python_env=project.runtime)
+        rewritten = bytecode.harvest(copy.root, project.root)  # pytest's rewritten test modules, for later runs
     finally:
         copy.close()
     if run.timed_out:
@@ -172,7 +175,7 @@ def _baseline(project: Project, options: BuildOptions) -> tuple[_Baseline, Proje
     if deselected:
         project, passed, clean = _deselect(project, options, deselected, passed, clean, excluded)
     return _Baseline(passed, clean, excluded, coverage, run.duration,
-                     {f: len(ids) for f, ids in deselected.items() if f in clean}), project
+                     {f: len(ids) for f, ids in deselected.items() if f in clean}, rewritten), project
 
 
 def _deselecting(command: str, deselected: dict[str, list[str]]) -> str:
@@ -266,7 +269,7 @@ def _write_task(project: Project, baseline: _Baseline, cand: _Candidate, fail_to
     changed = _changed_files(project, cand)
 
     def fill_repo(repo: Path) -> None:
-        copy_tree(project.root, repo, lambda rel: rel in hidden)
+        copy_tree(project.root, repo, lambda rel: rel in hidden or os.path.basename(rel) == bytecode.CACHE)
         for path, text in changed.items():
             (repo / path).write_text(text)
 
@@ -381,6 +384,7 @@ class _Runs:
         try:
             apply_changes(task, copy.root, reference_changes(task))
             lay_hidden_tests(task, copy.root)
+            bytecode.lend(self.project.root, copy.root)
             timeout = task.timeouts.tests
             env = task_runtime(task)  # the environment the task names, as the grader finds it
             runs = self._run(copy.root, task.test_command, task.hidden_tests, timeout, env=env)
@@ -535,6 +539,8 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
     with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX + "builder-") as workdir:
         try:
             project = open_project(source, Path(workdir), options.environment)
+            compiled = bytecode.compile_sources(project.root, sorted(p.relative_to(project.root).as_posix()
+                                                                     for p in project.root.rglob("*.py")))
             if own_bar:
                 bar.set_description(f"{project.name}: tests under coverage")
             with slots or contextlib.nullcontext():
@@ -567,5 +573,6 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
         manifest = _manifest(source, project, baseline, counts, candidates, tasks, rejections, options,
                              time.monotonic() - started)
         manifest["lost_runs_retried"] = runs.retried
+        manifest["bytecode"] = {"modules": compiled, "test_modules": baseline.rewritten}
     (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
     return BuildReport(out, tasks, rejections, manifest)
