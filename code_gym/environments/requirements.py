@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from code_gym import pysource
@@ -24,6 +25,8 @@ from code_gym.task import BASE_REQUIREMENTS
 # the distributions the grader itself runs inside every environment (BASE_REQUIREMENTS): a project's
 # own requirement on one (wcwidth pins pytest==7.4.2 in its tox deps) is replaced by the grader's
 GRADER_DISTRIBUTIONS = {canonicalize_name(Requirement(r).name): r for r in BASE_REQUIREMENTS}
+# what pytest 8 and 9 themselves require (their pins in a project's lock file are relaxed with its pytest)
+PYTEST_DEPENDENCIES = frozenset({"pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "colorama", "pygments"})
 # extras and dependency groups that hold what a project's tests need ("dev" only when none of these)
 TEST_EXTRAS = ("test", "tests", "testing")
 DEV_EXTRAS = ("dev", "develop", "development")
@@ -97,10 +100,28 @@ class _Collector:
             if isinstance(text, str):
                 self.add(text, where)
 
+    def relax_pytest_pins(self) -> None:
+        """After a project's own pytest was replaced: its pins of pytest's dependencies (a lock file
+        made with pytest 7 pins pluggy 1.2, "# via pytest", which pytest 8 cannot use) keep the name
+        and lose the version, so the resolver picks what the grader's pytest needs."""
+        if not any("replaced by the grader's pytest" in s for s in self.skipped):
+            return
+        for key, req in list(self.found.items()):
+            if canonicalize_name(req.name) in PYTEST_DEPENDENCIES and req.specifier:
+                loose = Requirement(str(req))
+                loose.specifier = SpecifierSet()
+                where = self.sources.pop(key)
+                del self.found[key]
+                self.skipped.append(f"{', '.join(sorted(where))}: {key} (relaxed to {loose}: a pin of a dependency "
+                                    "of the pytest it replaces)")
+                self.found.setdefault(str(loose), loose)
+                self.sources.setdefault(str(loose), set()).update(where)
+
     def result(self) -> Requirements:
+        self.relax_pytest_pins()
         keys = sorted(self.found, key=lambda k: (canonicalize_name(self.found[k].name), k))
         return Requirements(self.project, tuple(keys), {k: tuple(sorted(self.sources[k])) for k in keys},
-                            tuple(self.skipped))
+                            tuple(dict.fromkeys(self.skipped)))
 
 
 def _chosen(table: dict) -> list:
