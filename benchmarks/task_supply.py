@@ -155,6 +155,78 @@ def check(chosen, out: Path) -> list[list]:
     return rows
 
 
+def profile(spec: str, out: Path, candidates: int) -> str:
+    """Where a candidate's time goes: one project built twice back to back, without and with the
+    bytecode made once (BuildOptions.bytecode), one sandbox run at a time so that each step's time
+    is its own; every step of the builder wrapped by a timer. Returns the table."""
+    import collections
+    import contextlib
+    from dataclasses import replace
+
+    import code_gym.builder.pipeline as pipeline
+    from code_gym.builder.batch import fetch_sdist
+
+    sdist = fetch_sdist(spec, out / "downloads")
+    stats: dict = collections.defaultdict(list)
+
+    def timed(label, fn):
+        def wrapper(*a, **k):
+            t = time.monotonic()
+            try:
+                return fn(*a, **k)
+            finally:
+                stats[label].append(time.monotonic() - t)
+        return wrapper
+
+    original_run = pipeline._Runs._run
+
+    def run(self, root, command, tests, timeout, repeat=1, env=None):
+        kind = "reruns of FAIL_TO_PASS" if repeat > 1 else "changed code" if "--tb=short" in command else "reference"
+        t = time.monotonic()
+        try:
+            return original_run(self, root, command, tests, timeout, repeat, env)
+        finally:
+            stats[f"test run: {kind}"].append(time.monotonic() - t)
+
+    patches = {"_baseline": "baseline under coverage (once)", "_candidates": "making candidates (once)",
+               "open_project": "project + environment (once)", "_write_task": "writing a task folder",
+               "write_statement": "statement", "write_multi_statement": "statement"}
+    rows = []
+    with contextlib.ExitStack() as undo:
+        for name, label in patches.items():
+            fn = getattr(pipeline, name)
+            setattr(pipeline, name, timed(label, fn))
+            undo.callback(setattr, pipeline, name, fn)
+        pipeline._Runs._run = run
+        undo.callback(setattr, pipeline._Runs, "_run", original_run)
+        compile_fn = pipeline.bytecode.compile_sources
+        pipeline.bytecode.compile_sources = timed("compiling the project (once)", compile_fn)
+        undo.callback(setattr, pipeline.bytecode, "compile_sources", compile_fn)
+        results = {}
+        for made in (False, True):
+            stats.clear()
+            options = BuildOptions(workers=1, max_candidates=candidates, progress=False, bytecode=made)
+            with tempfile.TemporaryDirectory(prefix="code-gym-profile-") as folder:
+                t0, load = time.monotonic(), _load()
+                report = pipeline.build_tasks(sdist, Path(folder), replace(options))
+                wall = time.monotonic() - t0
+            n = report.manifest["candidates"]
+            results[made] = (wall, n, len(report.tasks), {k: (len(v), sum(v)) for k, v in stats.items()}, load)
+    labels = sorted({k for r in results.values() for k in r[3]}, key=lambda k: -results[False][3].get(k, (0, 0))[1])
+    for label in labels:
+        cells = []
+        for made in (False, True):
+            wall, n, _, steps, _ = results[made]
+            count, total = steps.get(label, (0, 0.0))
+            cells += [count, f"{total / count:.3f}" if count else "-", f"{total / n:.3f}"]
+        rows.append([label, *cells])
+    (off, n_off, tasks_off, _, load_off), (on, n_on, tasks_on, _, load_on) = results[False], results[True]
+    rows.append(["wall time per candidate", "", "", f"{off / n_off:.3f}", "", "", f"{on / n_on:.3f}"])
+    return format_table(["step", "runs", "mean s", "s per candidate", "runs", "mean s", "s per candidate"], rows) + \
+        (f"\n(left: without the bytecode made once, {n_off} candidates, {tasks_off} tasks, load {load_off}; right: "
+         f"with it, {n_on} candidates, {tasks_on} tasks, load {load_on})")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--projects", type=int, default=len(PROJECTS), help="build the first N projects")
@@ -171,7 +243,12 @@ def main(argv=None) -> int:
     parser.add_argument("--retry-failed", action="store_true", help="rebuild projects that failed in an earlier run")
     parser.add_argument("--check", action="store_true", help="check the project list only: fetch each sdist, find "
                         "its tests, build its environment (wheels only); no test runs")
+    parser.add_argument("--profile", metavar="NAME==VERSION", help="where a candidate's time goes, on this project: "
+                        "built twice (without and with the bytecode made once), one sandbox run at a time")
     args = parser.parse_args(argv)
+    if args.profile:
+        print(profile(args.profile, Path(args.out), args.max_candidates))
+        return 0
 
     chosen = PROJECTS[args.skip: args.projects]
     if args.only:

@@ -66,7 +66,8 @@ def test_requirements_come_from_every_metadata_file_without_running_any(tmp_path
         "tox.ini": "[testenv]\ndeps =\n    py311: wcwidth\n    {env:EXTRA}\n    -r{toxinidir}/requirements/tox.txt\n",
         "requirements/tox.txt": "tabulate\n",
         "noxfile.py": 'import nox\n@nox.session\ndef tests(session):\n    session.install("-e", ".", "pyparsing")\n',
-        "tests/test_x.py": "import hypothesis\nimport pytest\n\n@pytest.mark.timeout(5)\ndef test_x(mocker):\n    pass\n",
+        "tests/test_x.py": "import hypothesis\nimport pytest\ntry:\n    import hypothesmith\nexcept ImportError:\n"
+                           "    pass\n\n@pytest.mark.timeout(5)\ndef test_x(mocker):\n    pass\n",
     })
     found = project_requirements(tmp_path)
     names = {r.split(";")[0].split(">")[0].split("=")[0].split("[")[0] for r in found.requirements}
@@ -74,7 +75,8 @@ def test_requirements_come_from_every_metadata_file_without_running_any(tmp_path
     assert found.project == "demo" and "demo" not in names and "sphinx" not in names
     assert names >= {"toolz", "attrs", "pytest-mock", "cytoolz", "freezegun", "pyflakes", "six", "idna", "iniconfig",
                      "tomli-w", "packaging", "colorama", "sortedcontainers", "exceptiongroup", "wcwidth", "pyparsing", "tabulate",
-                     "pytest-asyncio", "pytest-xdist", "pytest-timeout", "hypothesis"}
+                     "pytest-asyncio", "pytest-xdist", "pytest-timeout", "hypothesis",
+                     "hypothesmith"}  # mccabe's optional import: without it its test module does not collect
     assert "toolz>=0.12" in found.requirements and 'colorama; sys_platform == "win32"' in found.requirements
     assert found.sources["pytest-asyncio"] == ("pytest config asyncio_mode",)
     assert any("./local-wheel" in s for s in found.skipped) and any("{env:EXTRA}" in s for s in found.skipped)

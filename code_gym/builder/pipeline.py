@@ -73,6 +73,7 @@ class BuildOptions:
     isolation: str = "auto"
     progress: bool = True
     environment: EnvOptions = EnvOptions()  # the project's own environment (code_gym.environments)
+    bytecode: bool = True  # the project's bytecode made once for every run (bytecode.py); False: as before
 
 
 @dataclass(frozen=True)
@@ -144,10 +145,12 @@ def _baseline(project: Project, options: BuildOptions) -> tuple[_Baseline, Proje
     # (the test command holds --no-cov where the project's own pytest-cov would fight the tracer)
     copy = Workspace(project.root, strategy="copy")
     try:
-        [run], coverage = run_tests(copy.root, f"{bytecode.WRITE_BYTECODE}{project.test_command} "
-                                    "--continue-on-collection-errors", project.test_files, limit, options.isolation,
-                                    coverage=True, python_env=project.runtime)
-        rewritten = bytecode.harvest(copy.root, project.root)  # pytest's rewritten test modules, for later runs
+        write = bytecode.WRITE_BYTECODE if options.bytecode else ""
+        [run], coverage = run_tests(copy.root, f"{write}{project.test_command} --continue-on-collection-errors",
+                                    project.test_files, limit, options.isolation, coverage=True,
+                                    python_env=project.runtime)
+        # pytest's rewritten test modules, for every later run
+        rewritten = bytecode.harvest(copy.root, project.root) if options.bytecode else 0
     finally:
         copy.close()
     if run.timed_out:
@@ -540,7 +543,8 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
         try:
             project = open_project(source, Path(workdir), options.environment)
             compiled = bytecode.compile_sources(project.root, sorted(p.relative_to(project.root).as_posix()
-                                                                     for p in project.root.rglob("*.py")))
+                                                                     for p in project.root.rglob("*.py"))) \
+                if options.bytecode else 0
             if own_bar:
                 bar.set_description(f"{project.name}: tests under coverage")
             with slots or contextlib.nullcontext():

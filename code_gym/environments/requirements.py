@@ -38,7 +38,9 @@ _DEV_REQUIREMENT_FILES = ("requirements-dev.txt", "requirements_dev.txt", "dev-r
 _SCAN_SKIP = frozenset({".git", ".tox", ".nox", ".venv", "venv", "node_modules", "build", "dist", "__pycache__"})
 # what a test suite's code names -> the plugin distribution that provides it
 _IMPORTS = {"hypothesis": "hypothesis", "pytest_asyncio": "pytest-asyncio", "pytest_mock": "pytest-mock",
-            "trio": "trio", "pytest_trio": "pytest-trio", "anyio": "anyio", "freezegun": "freezegun"}
+            "trio": "trio", "pytest_trio": "pytest-trio", "anyio": "anyio", "freezegun": "freezegun",
+            "hypothesmith": "hypothesmith", "mock": "mock", "pretend": "pretend", "parameterized": "parameterized",
+            "responses": "responses", "testfixtures": "testfixtures"}
 _MARKERS = {"asyncio": "pytest-asyncio", "timeout": "pytest-timeout", "trio": "pytest-trio",
             "benchmark": "pytest-benchmark", "flaky": "flaky", "xdist_group": "pytest-xdist"}
 _FIXTURES = {"mocker": "pytest-mock", "benchmark": "pytest-benchmark", "httpserver": "pytest-httpserver",
