@@ -1,6 +1,7 @@
 """The builder's bytecode made once per project (code_gym.builder.bytecode): a changed module is
 never run from the original's pyc, a run's folder cannot hand the host a file through a pyc link,
 and task folders hold no bytecode."""
+import importlib.util
 import os
 import py_compile
 import sys
@@ -59,8 +60,17 @@ def test_harvest_takes_only_matching_pytest_pycs_never_through_a_link(tmp_path):
     (run / "tests" / "test_d.py").write_text("y")
     (project / "tests" / "test_d.py").write_text("y")
     (cache / f"test_d.{tag}").write_bytes(stale + b"code")  # pytest would not take it either
-    assert harvest(run, project) == 1
-    assert sorted(p.name for p in (project / "tests" / CACHE).iterdir()) == [f"test_a.{tag}"]
+    # pytest 9.2's form: flags 3 and the source's hash
+    (run / "tests" / "test_e.py").write_text("def test_e():\n    assert 2\n")
+    (project / "tests" / "test_e.py").write_text("def test_e():\n    assert 2\n")
+    hashed = b"\0" * 4 + b"\3\0\0\0" + importlib.util.source_hash((project / "tests" / "test_e.py").read_bytes())[:8]
+    (cache / f"test_e.{tag}").write_bytes(hashed + b"code")
+    (run / "tests" / "test_f.py").write_text("def test_f():\n    assert 3\n")
+    (project / "tests" / "test_f.py").write_text("def test_f():\n    assert 4\n")  # not the run's source
+    (cache / f"test_f.{tag}").write_bytes(b"\0" * 4 + b"\3\0\0\0" + importlib.util.source_hash(
+        (run / "tests" / "test_f.py").read_bytes())[:8] + b"code")
+    assert harvest(run, project) == 2
+    assert sorted(p.name for p in (project / "tests" / CACHE).iterdir()) == [f"test_a.{tag}", f"test_e.{tag}"]
 
 
 def test_task_folders_hold_no_bytecode_and_runs_get_it(tmp_path):

@@ -11,8 +11,8 @@ Instead:
   changed recompiles that file, whatever its mtime (compiling runs none of the code: it is parsed,
   as the builder already parses it to find functions);
 - pytest's rewritten test modules come from the baseline run, which runs with bytecode writing on:
-  only pycs of the project's own files whose header (pytest checks mtime and size) matches that
-  file are taken, read without following links. The builder never changes a test file, and a run
+  only pycs of the project's own files whose header matches that file as pytest checks it (its
+  mtime and size, or since pytest 9.2 its hash) are taken, read without following links. The builder never changes a test file, and a run
   of a task folder (the reference) gets them lent with the laid hidden files' mtimes set back where
   their bytes are the project's.
 
@@ -67,10 +67,14 @@ def _read_plain(path: Path, limit: int) -> bytes | None:
 
 
 def _matches(pyc: bytes, source: Path) -> bool:
-    """pytest's own validity check of a rewritten module: flags 0, the source's mtime and size."""
+    """pytest's own validity check of a rewritten module: before pytest 9.2 flags 0 and the source's
+    mtime and size; since, flags 3 and the source's hash (importlib.util.source_hash)."""
     info = source.lstat()
-    return (len(pyc) > 16 and pyc[4:8] == b"\0\0\0\0" and stat.S_ISREG(info.st_mode)
-            and int.from_bytes(pyc[8:12], "little") == int(info.st_mtime) & 0xFFFFFFFF
+    if len(pyc) <= 16 or not stat.S_ISREG(info.st_mode):
+        return False
+    if pyc[4:8] == b"\3\0\0\0":
+        return importlib.util.source_hash(source.read_bytes())[:8] == pyc[8:16]
+    return (pyc[4:8] == b"\0\0\0\0" and int.from_bytes(pyc[8:12], "little") == int(info.st_mtime) & 0xFFFFFFFF
             and int.from_bytes(pyc[12:16], "little") == info.st_size & 0xFFFFFFFF)
 
 
