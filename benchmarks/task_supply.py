@@ -232,7 +232,7 @@ def main(argv=None) -> int:
     parser.add_argument("--projects", type=int, default=len(PROJECTS), help="build the first N projects")
     parser.add_argument("--skip", type=int, default=0, help="leave out the first K of them (a second batch)")
     parser.add_argument("--only", help="comma-separated project names (e.g. semver,toolz): these only")
-    parser.add_argument("--max-candidates", type=int, default=24, help="one-region candidates per project")
+    parser.add_argument("--max-candidates", type=int, default=32, help="one-region candidates per project (default 32)")
     parser.add_argument("--max-minutes", type=float, default=120.0,
                         help="start no project after this many minutes of this run (default 120)")
     parser.add_argument("--workers", type=int, default=2)
