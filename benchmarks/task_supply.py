@@ -280,7 +280,14 @@ def main(argv=None) -> int:
     tasks = load_task_dir(args.out) if report.tasks else []
     t0 = time.monotonic()
     sample = args.revalidate or None
-    reval = revalidate(tasks, runs=3, workers=args.workers, sample=sample) if tasks else None
+    done = []
+
+    def progress(result) -> None:
+        done.append(result)
+        print(f"re-validated {len(done)}/{min(sample or len(tasks), len(tasks))}: {result.task_id}: "
+              f"{result.gate or 'ok'} ({(time.monotonic() - t0) / 60:.1f} min)", flush=True)
+
+    reval = revalidate(tasks, runs=3, workers=args.workers, sample=sample, progress=progress) if tasks else None
     reval_s = time.monotonic() - t0
     if reval:
         print(reval.summary())
