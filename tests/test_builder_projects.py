@@ -141,3 +141,38 @@ def test_a_src_layout_keeps_its_own_pythonpath(tmp_path):
     (project / "setup.cfg").unlink()
     assert make_test_command(project, src_layout=True) == "python -m pytest -o pythonpath=src"
     assert make_test_command(project, src_layout=False) == "python -m pytest"
+
+
+SUBTESTS = {
+    "calc/__init__.py": "",
+    "calc/ops.py": CALC["calc/ops.py"],
+    # unittest subTest: pytest 9 reports each subtest's call phase, which the grader's results
+    # stream reads as a test reported twice (more-itertools' test files): the grader voids the run
+    "tests/test_ops.py": '''\
+        import unittest
+
+        from calc.ops import clamp, mean
+
+
+        class OpsTests(unittest.TestCase):
+            def test_clamp(self):
+                for x, want in ((-5, 0), (50, 10), (5, 5)):
+                    with self.subTest(x=x):
+                        self.assertEqual(clamp(x, 0, 10), want)
+
+            def test_mean(self):
+                self.assertEqual(mean([1, 2, 3]), 2)
+        ''',
+}
+
+
+def test_tasks_the_grader_would_void_are_not_built(tmp_path):
+    project = _write(tmp_path / "calc", SUBTESTS)
+    report = build_tasks(project, tmp_path / "out", BuildOptions(mutations_per_function=1, progress=False,
+                                                                 multi_ratio=0, workers=1))
+    voided = [r for r in report.rejections if "grader voids" in r.reason]
+    # every candidate passed the builder's own gates (its plain pytest runs see nothing wrong) ...
+    assert voided and len(voided) + len(report.rejected("fails")) == len(report.rejections)
+    # ... and the grader's run of the untouched repo is void, so none of them is a task
+    assert report.tasks == [] and all(r.gate == "original" for r in voided)
+    assert "reported twice" in voided[0].reason

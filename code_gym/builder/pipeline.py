@@ -38,6 +38,7 @@ from code_gym.builder.runner import SuiteRun, run_tests
 from code_gym.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
 from code_gym.environments import task_runtime
 from code_gym.file_policy import apply_changes, lay_hidden_tests
+from code_gym.grading import grade
 from code_gym.loaders.folder import copy_tree, task_id, write_task
 from code_gym.table import format_table
 from code_gym.task import Task, load_task
@@ -455,6 +456,18 @@ def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | 
     return _Outcome(cand, task, frozenset(fail_to_pass), symptoms)
 
 
+def _grader_voids(tasks: list[Task], options: BuildOptions) -> str | None:
+    """Why the grader voids the untouched repo's run of one of `tasks` (its canaries or its results
+    stream show a problem the builder's plain pytest runs do not: unittest subTest reports under
+    pytest 9, which the results stream reads as a test reported twice), or None. One grade per
+    project, without the behavioural probes (made on first use, tens of seconds a task;
+    `tasks revalidate` runs them)."""
+    result = grade(sorted(tasks, key=lambda t: t.id)[0], {}, isolation=options.isolation, probes=False, audit=False)
+    if result.run_ok:
+        return None
+    return f"the grader voids the untouched repo's test run of the project's tasks: {result.summary()}"[:500]
+
+
 def _combinations(project: Project, singles: list[_Outcome], options: BuildOptions) -> list[_Candidate]:
     """Multi-region candidates from the accepted one-region ones (see multiregion.py)."""
     accepted = sorted((o for o in singles if isinstance(o.result, Task)), key=lambda o: o.candidate.id)
@@ -561,8 +574,14 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
             outcomes += _check_all(runs, combined, staging, bar, own)
             candidates += combined
             accepted = [o.result for o in outcomes if isinstance(o.result, Task)]
-            rejections = sorted((o.result for o in outcomes if isinstance(o.result, Rejection)),
-                                key=lambda r: r.candidate)
+            rejections = [o.result for o in outcomes if isinstance(o.result, Rejection)]
+            void = _grader_voids(accepted, options) if accepted else None
+            if void:  # every task of the project shares its visible test files: the grader would void them all
+                for task in accepted:
+                    shutil.rmtree(task.root, ignore_errors=True)
+                rejections += [Rejection(t.id, "original", void) for t in accepted]
+                accepted = []
+            rejections.sort(key=lambda r: r.candidate)
             tasks = []
             for task in sorted(accepted, key=lambda t: t.id):
                 dest = out / task.id
