@@ -10,7 +10,17 @@ The goal (issue 19): >= 1,000 validated tasks in <= 2 h on the 2-core machine fr
 >= 30% multi-region, >= 95% passing re-validation. `--projects N` builds the first N of PROJECTS;
 `--max-candidates` caps each project's one-region candidates (spread over its functions) so a
 time-boxed run covers several projects; `--max-minutes` starts no project after that time.
-The run is resumable (the build's state file): run it again with the same --out to go on.
+The run is resumable (the build's state file): run it again with the same --out to go on (a
+resumed run's rate counts only the projects it built). Projects running when the time box ends
+finish (a few minutes at `--max-candidates 32`); the re-validation of the sample comes after the
+build and is not part of its time (about 30 s a task on a loaded machine: the grader makes each
+task's behavioural probes on first use).
+
+For the full run, on a machine nothing else uses: `nice python benchmarks/task_supply.py` (or with
+`--max-minutes 110` to leave the last projects room inside two hours). Expected from the smoke
+batch (699 tasks/hour at load 10-19 on 2 cores; 2.6 s a candidate with one run at a time at load
+6): about 1,500-2,000 tasks/hour idle, 58 of the 75 projects ready (`--check`), ~25 tasks from each
+that builds at this cap; not measured.
 
 Prediction, written before the first measurement: on an idle machine about 1.2 s of wall time per
 candidate with 2 workers (3 warm pytest runs of a few test files at ~0.3-0.8 s each, two at a
