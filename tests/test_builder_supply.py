@@ -60,7 +60,8 @@ def test_the_regions_gate_rejects_a_region_no_test_needs(shop):
     project_dir, _ = shop
     project = open_project(project_dir, project_dir.parent / "work")
     options = BuildOptions(progress=False, workers=1)
-    runs = _Runs(project, _baseline(project, options), options)
+    baseline, project = _baseline(project, options)
+    runs = _Runs(project, baseline, options)
     sources = {p: (project.root / p).read_text() for p in ("shop/pricing.py", "shop/text.py")}
     [flip] = [c for c in mutation_sites(next(f for f in functions("shop/pricing.py", sources["shop/pricing.py"])
                                              if f.qualname == "apply_discount"), sources["shop/pricing.py"])

@@ -66,7 +66,8 @@ def test_requirements_come_from_every_metadata_file_without_running_any(tmp_path
         "tox.ini": "[testenv]\ndeps =\n    py311: wcwidth\n    {env:EXTRA}\n    -r{toxinidir}/requirements/tox.txt\n",
         "requirements/tox.txt": "tabulate\n",
         "noxfile.py": 'import nox\n@nox.session\ndef tests(session):\n    session.install("-e", ".", "pyparsing")\n',
-        "tests/test_x.py": "import hypothesis\nimport pytest\n\n@pytest.mark.timeout(5)\ndef test_x(mocker):\n    pass\n",
+        "tests/test_x.py": "import hypothesis\nimport pytest\ntry:\n    import hypothesmith\nexcept ImportError:\n"
+                           "    pass\n\n@pytest.mark.timeout(5)\ndef test_x(mocker):\n    pass\n",
     })
     found = project_requirements(tmp_path)
     names = {r.split(";")[0].split(">")[0].split("=")[0].split("[")[0] for r in found.requirements}
@@ -74,7 +75,8 @@ def test_requirements_come_from_every_metadata_file_without_running_any(tmp_path
     assert found.project == "demo" and "demo" not in names and "sphinx" not in names
     assert names >= {"toolz", "attrs", "pytest-mock", "cytoolz", "freezegun", "pyflakes", "six", "idna", "iniconfig",
                      "tomli-w", "packaging", "colorama", "sortedcontainers", "exceptiongroup", "wcwidth", "pyparsing", "tabulate",
-                     "pytest-asyncio", "pytest-xdist", "pytest-timeout", "hypothesis"}
+                     "pytest-asyncio", "pytest-xdist", "pytest-timeout", "hypothesis",
+                     "hypothesmith"}  # mccabe's optional import: without it its test module does not collect
     assert "toolz>=0.12" in found.requirements and 'colorama; sys_platform == "win32"' in found.requirements
     assert found.sources["pytest-asyncio"] == ("pytest config asyncio_mode",)
     assert any("./local-wheel" in s for s in found.skipped) and any("{env:EXTRA}" in s for s in found.skipped)
@@ -453,3 +455,27 @@ def test_an_sdists_setup_py_cannot_reach_the_host(cache, tmp_path):
     subprocess.run([find_uv_bin(), "pip", "install", "--python", str(naive / "bin/python"), "--quiet", requirement],
                    check=True, capture_output=True)
     assert (target / "pwned").read_text() == "setup.py ran here"  # the same build on the host
+
+
+def test_the_graders_pytest_replaces_a_projects_pin(tmp_path, cache):
+    """wcwidth's and click's shape: a pinned test lock made with pytest 7, with the pluggy it came
+    with (pluggy 1.2: no pytest 8 installs beside it). The grader's results plugin and warm runner
+    run on the environment's pytest, so its pytest (>=8) is installed instead, the lock's pins of
+    pytest's own dependencies are relaxed, and what was replaced is listed with the reason."""
+    files = {"setup.py": "from setuptools import setup\nsetup(name='pinned')\n",
+             "requirements-tests.txt": f"pytest==7.4.0\ncoverage==5.5\npluggy==1.2.0  # via pytest\n"
+                                       f"iniconfig==2.0.0\n{PYPI_PACKAGE}==0.12.1\n",
+             "pinned.py": "X = 1\n", "tests/test_pinned.py": "def test_x():\n    assert True\n"}
+    project = _write(tmp_path / "pinned", files)
+    found, environment = project_environment(project)
+    replaced = [s for s in found.skipped if "replaced by the grader's" in s]
+    assert len(replaced) == 2 and any("pytest==7.4.0" in s and "pytest>=8,<10" in s for s in replaced)
+    assert any("pluggy==1.2.0 (relaxed to pluggy" in s for s in found.skipped)
+    assert not any(r.startswith(("pytest", "coverage")) for r in found.requirements)
+    assert {"pluggy", "iniconfig", f"{PYPI_PACKAGE}==0.12.1"} <= set(found.requirements)  # other pins stay
+    installed = dict(i.split("==") for i in environment.installed)
+    assert int(installed["pytest"].split(".")[0]) >= 8 and installed[PYPI_PACKAGE] == "0.12.1"
+    # a requirement set that names an old pytest itself (a SWE-bench instance's) gets the grader's too:
+    # uv's overrides replace every requirement on pytest, a dependency's metadata included
+    pinned = build_environment(environment_spec(["pytest==7.4.2", PYPI_PACKAGE]))
+    assert int(dict(i.split("==") for i in pinned.installed)["pytest"].split(".")[0]) >= 8

@@ -143,8 +143,10 @@ def _result_of(source: str, manifest: dict, duration: float) -> ProjectResult:
 def _failure(source: str, exc: Exception, duration: float) -> ProjectResult:
     message = str(exc)
     kind = "environment" if isinstance(exc, BuildError) and any(w in message for w in _ENV_WORDS) else "error"
-    return ProjectResult(source, kind, reason=message.splitlines()[0][:300] if message else type(exc).__name__,
-                         duration=duration)
+    reason = message.splitlines()[0][:300] if message else ""
+    if not isinstance(exc, (BuildError, TaskError)):  # not a refusal: a failure of the builder or the network
+        reason = f"{type(exc).__name__}: {reason}"[:300]
+    return ProjectResult(source, kind, reason=reason or type(exc).__name__, duration=duration)
 
 
 def _pack(folder: Path) -> bytes:
@@ -290,7 +292,7 @@ def build_many(sources: list[str], out: str | Path, options: BuildOptions = Buil
         state.set(key, ProjectResult(keys[key], "running"))
         try:
             build_tasks(fetch(key), out / PROJECTS_DIR / key, replace(options, progress=False), bar=bar, slots=slots)
-        except (BuildError, TaskError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - one project's failure, of any kind, must not end a long run
             state.set(key, _failure(keys[key], exc, time.monotonic() - t0))
             return
         finish(key, out / PROJECTS_DIR / key, t0)

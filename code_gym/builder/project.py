@@ -3,12 +3,13 @@ test files and source modules told apart."""
 from __future__ import annotations
 
 import posixpath
+import shlex
 import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from code_gym.environments import Environment, EnvironmentBuildError, Requirements, project_environment
+from code_gym.environments import Environment, EnvironmentBuildError, Requirements, project_environment, pytest_config
 from code_gym.loaders.folder import copy_tree, task_id
 from code_gym.sandbox import PythonEnv
 from code_gym.task import TaskError
@@ -119,14 +120,31 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
     if not sources:
         raise BuildError(f"{source}: no source modules outside the tests")
     src_layout = (root / "src").is_dir() and any(f.startswith("src/") for f in sources)
-    # pytest's own `pythonpath` setting, not a PYTHONPATH prefix: a command that sets PYTHONPATH
-    # replaces the grader's results plugin path (its runs are void) and cannot use the warm runner
-    command = "python -m pytest" + (" -o pythonpath=src" if src_layout else "")
     if not env_options.enabled:
-        return Project(task_id(name), root, tests, sources, command)
+        return Project(task_id(name), root, tests, sources, make_test_command(root, src_layout))
     try:
         requirements, environment = project_environment(root, env_options.python, env_options.installer,
                                                             sdists=env_options.sdists)
     except EnvironmentBuildError as exc:
         raise BuildError(f"{source}: {exc}") from None
-    return Project(task_id(name), root, tests, sources, command, requirements, environment)
+    return Project(task_id(name), root, tests, sources, make_test_command(root, src_layout, environment), requirements,
+                   environment)
+
+
+def make_test_command(root: Path, src_layout: bool, environment: Environment | None = None) -> str:
+    """The tasks' test command: `python -m pytest`, with `src/` on pytest's `pythonpath` for a src
+    layout (added to the project's own pythonpath setting, which `-o` would otherwise replace:
+    semver's `pythonpath = src tests` puts its conftest's helper modules on the path), and
+    `--no-cov` when the environment has pytest-cov (a project's `--cov` addopts would trace every
+    run of the builder and the grader, and fight the builder's coverage tracer).
+
+    pytest's own `pythonpath` setting, not a PYTHONPATH prefix: a command that sets PYTHONPATH
+    replaces the grader's results plugin path (its runs are void) and cannot use the warm runner,
+    which takes only `python -m pytest` plus arguments as shlex.join writes them."""
+    words = ["python", "-m", "pytest"]
+    configured = pytest_config(root).get("pythonpath", "").split()
+    if src_layout and "src" not in configured:
+        words += ["-o", "pythonpath=" + " ".join(["src", *configured])]
+    if environment is not None and "pytest_cov.plugin" in environment.pytest_plugins:
+        words.append("--no-cov")
+    return shlex.join(words)

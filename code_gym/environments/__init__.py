@@ -3,9 +3,9 @@ and the cached virtualenv built from them (build.py). docs/tasks.md, "Environmen
 from code_gym.environments.build import (Environment, EnvironmentBuildError, build_environment, default_python,
                                          environment_spec, environments_dir, explain_failure, project_environment,
                                          task_runtime)
-from code_gym.environments.requirements import Requirements, project_requirements
+from code_gym.environments.requirements import Requirements, project_requirements, pytest_config
 from code_gym.task import BASE_REQUIREMENTS, EnvSpec
 
 __all__ = ["BASE_REQUIREMENTS", "EnvSpec", "Environment", "EnvironmentBuildError", "Requirements",
            "build_environment", "default_python", "environment_spec", "environments_dir", "explain_failure",
-           "project_environment", "project_requirements", "task_runtime"]
+           "project_environment", "project_requirements", "pytest_config", "task_runtime"]

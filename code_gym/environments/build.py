@@ -37,6 +37,7 @@ from code_gym.task import BASE_REQUIREMENTS, EnvSpec, Task, TaskError
 
 RECORD = "code-gym-environment.json"  # written last: an environment folder without it is unfinished
 INSTALLERS = ("uv", "pip")
+OVERRIDES = "code-gym-overrides.txt"  # uv's --override file, in the environment's folder
 
 
 class EnvironmentBuildError(TaskError):
@@ -107,7 +108,12 @@ def _installer_command(installer: str, prefix: Path, requirements: list[str], sd
     if installer == "uv":
         from uv import find_uv_bin
 
-        return [find_uv_bin(), "pip", "install", "--python", python, *binary, "--quiet", *requirements]
+        # the grader's pytest and coverage win over what a requirement's own metadata asks for
+        # (an old plugin's `pytest<8`); pip has no overrides: there such a conflict fails the build
+        overrides = prefix / OVERRIDES
+        overrides.write_text("".join(f"{r}\n" for r in BASE_REQUIREMENTS))
+        return [find_uv_bin(), "pip", "install", "--python", python, *binary, "--override", str(overrides),
+                "--quiet", *requirements]
     return [sys.executable, "-m", "pip", "--python", python, "install", *binary, "--quiet",
             "--disable-pip-version-check", "--no-input", *requirements]
 

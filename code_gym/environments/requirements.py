@@ -16,10 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from code_gym import pysource
+from code_gym.task import BASE_REQUIREMENTS
 
+# the distributions the grader itself runs inside every environment (BASE_REQUIREMENTS): a project's
+# own requirement on one (wcwidth pins pytest==7.4.2 in its tox deps) is replaced by the grader's
+GRADER_DISTRIBUTIONS = {canonicalize_name(Requirement(r).name): r for r in BASE_REQUIREMENTS}
+# what pytest 8 and 9 themselves require (their pins in a project's lock file are relaxed with its pytest)
+PYTEST_DEPENDENCIES = frozenset({"pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "colorama", "pygments"})
 # extras and dependency groups that hold what a project's tests need ("dev" only when none of these)
 TEST_EXTRAS = ("test", "tests", "testing")
 DEV_EXTRAS = ("dev", "develop", "development")
@@ -31,7 +38,9 @@ _DEV_REQUIREMENT_FILES = ("requirements-dev.txt", "requirements_dev.txt", "dev-r
 _SCAN_SKIP = frozenset({".git", ".tox", ".nox", ".venv", "venv", "node_modules", "build", "dist", "__pycache__"})
 # what a test suite's code names -> the plugin distribution that provides it
 _IMPORTS = {"hypothesis": "hypothesis", "pytest_asyncio": "pytest-asyncio", "pytest_mock": "pytest-mock",
-            "trio": "trio", "pytest_trio": "pytest-trio", "anyio": "anyio", "freezegun": "freezegun"}
+            "trio": "trio", "pytest_trio": "pytest-trio", "anyio": "anyio", "freezegun": "freezegun",
+            "hypothesmith": "hypothesmith", "mock": "mock", "pretend": "pretend", "parameterized": "parameterized",
+            "responses": "responses", "testfixtures": "testfixtures"}
 _MARKERS = {"asyncio": "pytest-asyncio", "timeout": "pytest-timeout", "trio": "pytest-trio",
             "benchmark": "pytest-benchmark", "flaky": "flaky", "xdist_group": "pytest-xdist"}
 _FIXTURES = {"mocker": "pytest-mock", "benchmark": "pytest-benchmark", "httpserver": "pytest-httpserver",
@@ -80,6 +89,10 @@ class _Collector:
         name = canonicalize_name(req.name)
         if self.project and name == canonicalize_name(self.project):
             return  # the project itself, e.g. "pkg[test]" in its own extras (expanded by the caller)
+        if name in GRADER_DISTRIBUTIONS:
+            self.skipped.append(f"{where}: {text} (replaced by the grader's {GRADER_DISTRIBUTIONS[name]}: its results "
+                                "plugin, warm runner and coverage tracer run on the environment's pytest and coverage)")
+            return
         key = str(req)
         self.found.setdefault(key, req)
         self.sources.setdefault(key, set()).add(where)
@@ -89,10 +102,28 @@ class _Collector:
             if isinstance(text, str):
                 self.add(text, where)
 
+    def relax_pytest_pins(self) -> None:
+        """After a project's own pytest was replaced: its pins of pytest's dependencies (a lock file
+        made with pytest 7 pins pluggy 1.2, "# via pytest", which pytest 8 cannot use) keep the name
+        and lose the version, so the resolver picks what the grader's pytest needs."""
+        if not any("replaced by the grader's pytest" in s for s in self.skipped):
+            return
+        for key, req in list(self.found.items()):
+            if canonicalize_name(req.name) in PYTEST_DEPENDENCIES and req.specifier:
+                loose = Requirement(str(req))
+                loose.specifier = SpecifierSet()
+                where = self.sources.pop(key)
+                del self.found[key]
+                self.skipped.append(f"{', '.join(sorted(where))}: {key} (relaxed to {loose}: a pin of a dependency "
+                                    "of the pytest it replaces)")
+                self.found.setdefault(str(loose), loose)
+                self.sources.setdefault(str(loose), set()).update(where)
+
     def result(self) -> Requirements:
+        self.relax_pytest_pins()
         keys = sorted(self.found, key=lambda k: (canonicalize_name(self.found[k].name), k))
         return Requirements(self.project, tuple(keys), {k: tuple(sorted(self.sources[k])) for k in keys},
-                            tuple(self.skipped))
+                            tuple(dict.fromkeys(self.skipped)))
 
 
 def _chosen(table: dict) -> list:
@@ -331,8 +362,14 @@ def _noxfile(c: _Collector) -> None:
                     c.add(arg, "noxfile.py session.install")
 
 
-def pytest_config(root: Path, pyproject: dict) -> dict[str, str]:
-    """The project's pytest ini options as strings, from whichever file pytest would read first."""
+def pytest_config(root: Path, pyproject: dict | None = None) -> dict[str, str]:
+    """The project's pytest ini options as strings, from whichever file pytest would read first
+    (`pyproject`: its pyproject.toml already parsed; None: read here)."""
+    if pyproject is None:
+        try:
+            pyproject = tomllib.loads((root / "pyproject.toml").read_text(errors="replace"))
+        except (OSError, tomllib.TOMLDecodeError):
+            pyproject = {}
     for name, section in (("pytest.toml", None), (".pytest.toml", None), ("pytest.ini", "pytest")):
         path = root / name
         if path.is_file():
