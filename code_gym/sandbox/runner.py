@@ -68,6 +68,23 @@ try:
 except ImportError:
     READY = False
 PRELOADED = sorted({m.split(".")[0] for m in sys.modules})
+
+
+def warm_caches():
+    """Fill, once in the server, the per-process caches a forked run would otherwise fill again on
+    its first failing test: pytest's traceback finds a test's source through inspect.getmodule,
+    which on a cache miss takes the real path of every module in sys.modules (~560 with pytest
+    loaded), and through tokenize, whose regular expressions compile on first use. Both hold
+    only the preloaded modules' file names and stdlib patterns; what a run imports is mapped in
+    the run."""
+    import inspect, io, tokenize
+    inspect.getmodule(None, "")
+    for _ in tokenize.generate_tokens(io.StringIO("x = (1,\n 2)\n").readline):
+        pass
+
+
+if READY:
+    warm_caches()
 FRAME = struct.Struct(">cI")
 PID1 = os.getpid() == 1
 
