@@ -39,7 +39,7 @@ DESIGNS = ("Designs measured: first, the probes ran in a sandboxed process of th
            "went (\"Grading cost: where the time goes\" in docs/benchmarks.md, from "
            "benchmarks/grading_defences.py): most of the canaries' cost was pytest's report of the two "
            "must-fail canaries, because the first traceback in a forked run filled per-process caches the "
-           "warm runner had never filled (inspect.getmodule's map of module files, ~560 realpath calls, and "
+           "warm runner had never filled (inspect.getmodule's map of module files: a realpath call per loaded module, 300 and more, and "
            "tokenize's patterns); the rest is rewriting the canary file's ten assertions (~5-9 ms) and four "
            "more tests. Most of the probes' cost was pytest compiling the 460-line probe file. Now the runner "
            "fills those caches once before it forks (`WARM_CACHES` in code_gym/sandbox/runner.py) and a "

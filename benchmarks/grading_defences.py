@@ -49,7 +49,7 @@ from code_gym.workspace import Workspace  # noqa: E402
 TITLE = "Grading cost: where the time goes"
 PREDICTION = ("Prediction (written before measuring, from one cProfile of lru-memoize-keys): the canaries' cost "
               "is almost all in pytest's report of the two must-fail canaries (its first traceback in a forked "
-              "child walks every module in sys.modules through inspect.getmodule, ~560 realpath calls, and "
+              "child walks every module in sys.modules through inspect.getmodule, ~560 realpath calls in that profile, and "
               "compiles tokenize's patterns), not in collecting the file or the stream; filling those caches in "
               "the runner halves the canaries' cost. The probes' cost is mostly pytest compiling the 460-line "
               "probe file; laying the 230-line replay half saves about half of that; the replay itself is a "

@@ -54,13 +54,16 @@ WARM_CACHES = r'''
 def warm_caches():
     """Fill, once in the server, the per-process caches a forked run would otherwise fill again on
     its first failing test: pytest's traceback finds a test's source through inspect.getmodule,
-    which on a cache miss takes the real path of every module in sys.modules (~560 with pytest
+    which on a cache miss takes the real path of every module in sys.modules (~300 with pytest
     loaded), and through tokenize, whose regular expressions compile on first use. Both hold
     only the preloaded modules' file names and stdlib patterns; what a run imports is mapped in
     the run."""
-    import inspect, io, tokenize
-    inspect.getmodule(None, "")
-    for _ in tokenize.generate_tokens(io.StringIO("x = (1,\n 2)\n").readline):
+    try:  # a speed-up only: an interpreter where this fails serves runs as before
+        import inspect, io, tokenize
+        inspect.getmodule(None, "")
+        for _ in tokenize.generate_tokens(io.StringIO("x = (1,\n 2)\n").readline):
+            pass
+    except Exception:
         pass
 
 
@@ -83,12 +86,12 @@ try:
     READY = True
 except ImportError:
     READY = False
-PRELOADED = sorted({m.split(".")[0] for m in sys.modules})
 
 
 # WARM_CACHES
 if READY:
     warm_caches()
+PRELOADED = sorted({m.split(".")[0] for m in sys.modules})
 FRAME = struct.Struct(">cI")
 PID1 = os.getpid() == 1
 
