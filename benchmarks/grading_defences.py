@@ -49,7 +49,8 @@ from code_gym.workspace import Workspace  # noqa: E402
 TITLE = "Grading cost: where the time goes"
 PREDICTION = ("Prediction (written before measuring, from one cProfile of lru-memoize-keys): the canaries' cost "
               "is almost all in pytest's report of the two must-fail canaries (its first traceback in a forked "
-              "child walks every module in sys.modules through inspect.getmodule, ~560 realpath calls in that profile, and "
+              "child walks every module in sys.modules through inspect.getmodule, ~560 realpath calls in that "
+              "profile, and "
               "compiles tokenize's patterns), not in collecting the file or the stream; filling those caches in "
               "the runner halves the canaries' cost. The probes' cost is mostly pytest compiling the 460-line "
               "probe file; laying the 230-line replay half saves about half of that; the replay itself is a "
@@ -140,7 +141,8 @@ def main() -> None:
     args = parser.parse_args()
     wanted = set(filter(None, args.tasks.split(",")))
     child = Path(probes.probe_child.__file__).read_text()
-    full_probe_source = probes._REPLAY_SOURCE + "\n" + child[child.index("# ------"):child.index('if __name__ == "__main__":')]
+    harvest_half = child[child.index("# ------"):child.index('if __name__ == "__main__":')]
+    full_probe_source = probes._REPLAY_SOURCE + "\n" + harvest_half  # the probe file as a graded run carried it
     rows, totals = [], {v: 0.0 for v in VARIANTS}
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": ""}
     for task in bundled_tasks():
@@ -181,7 +183,8 @@ def main() -> None:
     print(result)
     body = (f"`python benchmarks/grading_defences.py --runs {args.runs}`: CPU time of the graded test process "
             f"(pytest forked from a preloaded worker as the warm runner does, results stream on), median of "
-            f"{args.runs} runs per variant, interleaved.\n\n{PREDICTION}\n\n{markdown_table(header, rows)}\n\n{result}\n")
+            f"{args.runs} runs per variant, interleaved.\n\n{PREDICTION}\n\n{markdown_table(header, rows)}\n\n"
+            f"{result}\n")
     write_section(TITLE, body)
 
 
