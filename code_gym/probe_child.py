@@ -13,20 +13,25 @@ working directory:
 
 A graded run carries `probe_replay.py` alone, as a test file (`code_gym.probes.lay`).
 """
+import decimal
+import fractions
+import json
+import os
 import sys
 
-# the replay half's bindings, made when it is imported (before the code under test)
+# the replay half first: its bindings are made before the code under test is imported
 if __package__:  # imported by the grader
-    from code_gym.probe_replay import (
-        MAX_ITEMS, _Decimal, _Exception, _Fraction, _NoneType, _bool, _bytes, _dict, _enumerate, _float, _frozenset,
-        _getattr, _getcwd, _id, _int, _isinstance, _json_dumps, _json_load, _len, _list, _open, _property, _set,
-        _str, _tuple, _type, _type_name, encode, replay)
+    from code_gym.probe_replay import MAX_ITEMS, encode, replay, type_name
 else:  # run as a script in the sandbox: probe_replay.py lies next to this file
-    from probe_replay import (
-        MAX_ITEMS, _Decimal, _Exception, _Fraction, _NoneType, _bool, _bytes, _dict, _enumerate, _float, _frozenset,
-        _getattr, _getcwd, _id, _int, _isinstance, _json_dumps, _json_load, _len, _list, _open, _property, _set,
-        _str, _tuple, _type, _type_name, encode, replay)
-import os  # noqa: E402
+    from probe_replay import MAX_ITEMS, encode, replay, type_name
+
+# what the harvest uses, bound the same way (before the code under test is imported)
+_type, _id, _len, _str, _isinstance, _getattr, _enumerate = type, id, len, str, isinstance, getattr, enumerate
+_list, _tuple, _dict, _set, _frozenset = list, tuple, dict, set, frozenset
+_bool, _int, _float, _bytes, _NoneType = bool, int, float, bytes, type(None)
+_Exception, _property = Exception, property
+_Decimal, _Fraction = decimal.Decimal, fractions.Fraction
+_json_dumps, _json_load, _open, _getcwd = json.dumps, json.load, open, os.getcwd
 
 # ---------------------------------------------------------------- harvest
 
@@ -161,7 +166,7 @@ class Recorder:
             return {"t": {_list: "list", _tuple: "tuple", _set: "set", _frozenset: "frozenset"}[t], "v": enc}
         if t is _dict:
             return {"t": "dict", "v": [[self._arg(k, depth + 1), self._arg(v, depth + 1)] for k, v in value.items()]}
-        raise Unreplayable(f"an argument of type {_type_name(t)} that no earlier call returned")
+        raise Unreplayable(f"an argument of type {type_name(t)} that no earlier call returned")
 
     def _step(self, frame):
         code = frame.f_code
@@ -187,14 +192,14 @@ class Recorder:
                 path = os.path.realpath(_getattr(mod, "__file__", "") or "")
                 if (not path.startswith(self.root + os.sep) or path in self.test_files
                         or "<locals>" in klass.__qualname__):
-                    raise Unreplayable(f"an instance of {_type_name(klass)}, a class the package does not define")
+                    raise Unreplayable(f"an instance of {type_name(klass)}, a class the package does not define")
                 step = {"kind": "new", "module": klass.__module__, "qualname": klass.__qualname__,
                         "args": [self._arg(v) for v in rest], "kwargs": [[k, self._arg(v)] for k, v in keywords]}
                 cur["handles"][_id(self_obj)] = (_len(cur["steps"]), [])
                 cur["keep"].append(self_obj)
                 return step
             if _id(self_obj) not in cur["handles"]:
-                raise Unreplayable(f"a method of a {_type_name(_type(self_obj))} that no earlier call returned")
+                raise Unreplayable(f"a method of a {type_name(_type(self_obj))} that no earlier call returned")
             kind = "method"
             static = None
             for klass in _type(self_obj).__mro__:

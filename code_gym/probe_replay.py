@@ -44,7 +44,7 @@ MAX_DEPTH = 4
 MAX_ITEMS = 200
 
 
-def _type_name(t):
+def type_name(t):
     return f"{_getattr(t, '__module__', '?')}.{_getattr(t, '__qualname__', '?')}"
 
 
@@ -72,7 +72,7 @@ def encode(x, depth=0):
     if t is _Fraction:
         return {"t": "fraction", "v": _fraction_str(x)}
     if depth >= MAX_DEPTH:
-        return {"t": "deep", "type": _type_name(t)}
+        return {"t": "deep", "type": type_name(t)}
     if t is _list or t is _tuple:
         return {"t": "list" if t is _list else "tuple", "v": [encode(v, depth + 1) for v in x[:MAX_ITEMS]],
                 "n": _len(x)}
@@ -83,10 +83,10 @@ def encode(x, depth=0):
         items = [encode(v, depth + 1) for v in _list(x)[:MAX_ITEMS]]
         return {"t": "set" if t is _set else "frozenset", "v": _sorted(items, key=_key), "n": _len(x)}
     if _isinstance(x, _Enum):
-        return {"t": "enum", "type": _type_name(t), "v": _object_getattribute(x, "_name_")}
+        return {"t": "enum", "type": type_name(t), "v": _object_getattribute(x, "_name_")}
     if _isinstance(x, _BaseException):
-        return {"t": "raise", "type": _type_name(t)}
-    return {"t": "obj", "type": _type_name(t), "attrs": _public_state(x, t, depth)}
+        return {"t": "raise", "type": type_name(t)}
+    return {"t": "obj", "type": type_name(t), "attrs": _public_state(x, t, depth)}
 
 
 def _public_state(x, t, depth):
@@ -109,7 +109,7 @@ def _public_state(x, t, depth):
         try:
             value = _getattr(x, name)
         except _Exception as exc:
-            state[name] = {"t": "raise", "type": _type_name(_type(exc))}
+            state[name] = {"t": "raise", "type": type_name(_type(exc))}
             continue
         if _callable(value) and _type(value).__name__ in ("method", "function", "builtin_function_or_method"):
             continue
@@ -197,13 +197,13 @@ def replay(probes):
                 results.append({"t": "skip"})
                 continue
             except _BaseException as exc:  # SystemExit / KeyboardInterrupt from the code too
-                results.append({"t": "raise", "type": _type_name(_type(exc))})
+                results.append({"t": "raise", "type": type_name(_type(exc))})
                 continue
             handles[index] = value
             try:
                 results.append(encode(value))
             except _BaseException as exc:
-                results.append({"t": "unencodable", "type": _type_name(_type(exc))})
+                results.append({"t": "unencodable", "type": type_name(_type(exc))})
         out.append(results)
     return out
 
