@@ -9,6 +9,7 @@ Target: the defences add at most 20% to grading time. The probes' one-time cost 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -58,7 +59,9 @@ def main() -> None:
     args = parser.parse_args()
     kind = backend(args.isolation) or args.isolation
     rows, totals, made_s = [], {name: 0.0 for name, _ in CONFIGS}, []
+    loads = [os.getloadavg()[0]]  # the machine is shared: the ratios depend on its load
     for task in bundled_tasks():
+        loads.append(os.getloadavg()[0])
         changes = reference_changes(task)
         started = time.perf_counter()
         made = probes.make_probes(task, kind)  # the one-time cost (probe_set caches it afterwards)
@@ -90,7 +93,8 @@ def main() -> None:
     verdict = (f"Result: the defences add {overhead:.0f}% to grading time over the suite "
                f"({'within' if overhead <= 20 else 'over'} the 20% target).")
     body = (f"`python benchmarks/grading_bench.py --runs {args.runs}` (sandbox: {kind}): grading each bundled "
-            f"task's reference patch, median of {args.runs} runs, the three configurations interleaved.\n\n"
+            f"task's reference patch, median of {args.runs} runs, the three configurations interleaved; load "
+            f"average (1 min) {min(loads):.1f}-{max(loads):.1f} during the run.\n\n"
             f"{PREDICTION}\n\n{markdown_table(header, rows)}\n\n{verdict} {DESIGNS}\n")
     print(verdict)
     write_section(TITLE, body)

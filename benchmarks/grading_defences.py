@@ -55,6 +55,28 @@ PREDICTION = ("Prediction (written before measuring, from one cProfile of lru-me
               "the runner halves the canaries' cost. The probes' cost is mostly pytest compiling the 460-line "
               "probe file; laying the 230-line replay half saves about half of that; the replay itself is a "
               "few ms.")
+COMPONENTS = """Where each defence's milliseconds go (per grade; from cProfile of single grades of lru-memoize-keys
+and units-temperature, the grader's phases timed around `grade()`, and compile/rewrite timed alone;
+CPU ms on this machine, profiles scaled down by the totals above):
+
+| defence | part | before | now |
+|---|---|---|---|
+| canaries | pytest's report of the two must-fail canaries: inspect.getmodule maps every loaded module's file (a realpath each) and tokenize compiles its patterns, both on a forked run's first traceback | ~15-20 | ~5-8 (the runner fills both caches before it forks; only what the run imported is mapped) |
+| canaries | assertion rewriting and compiling of the canary file (ten asserts: pytest's rewrite costs ~0.5 ms an assert) | ~5 | ~5 |
+| canaries | collecting the file, four more tests (twelve reports: terminal, junit, twelve stream records), the failures section | ~8-10 | ~8-10 |
+| canaries | host side: `canary.make`, writing the file, `canary.check` | <1 | <1 |
+| probes | pytest compiling the probe file (it opts out of rewriting) | ~8-14 (460 lines) | ~4-7 (230: the replay half) |
+| probes | the replay, the encoding, the JSON results file | ~5 | ~5 |
+| probes | host side: `probes.plant` (spec JSON, file), `probes.collect` (compare) | ~2.5 | ~2.5 |
+| results stream | one JSON line per test phase through a pipe (in every configuration) | within the noise | within the noise |
+
+The results stream was measured by this script's earlier version (grade time with and without
+it: +4.0% and -4.5% in two runs). Cut and not cut: the canaries keep their four tests and ten
+assertions, rewritten like every test file's (a canary file that opted out of rewriting would be
+one a patch could tell apart, and an attack on rewriting would leave it alone); combining the
+asserts saves nothing (pytest's rewrite costs the same per operand). A baseline cost every run
+pays, configuration (a) included: pytest's `unraisableexception` cleanup runs `gc.collect()` five
+times at the end of each session (30-40 ms in the profiles); not a defence, left as it is."""
 VARIANTS = ("a", "b0", "b", "c0", "c")
 LABELS = {"a": "(a) none", "b0": "(b0) canaries, caches as before", "b": "(b) canaries",
           "c0": "(c0) + probes, whole probe file", "c": "(c) + probes, replay half"}
@@ -184,7 +206,7 @@ def main() -> None:
     body = (f"`python benchmarks/grading_defences.py --runs {args.runs}`: CPU time of the graded test process "
             f"(pytest forked from a preloaded worker as the warm runner does, results stream on), median of "
             f"{args.runs} runs per variant, interleaved.\n\n{PREDICTION}\n\n{markdown_table(header, rows)}\n\n"
-            f"{result}\n")
+            f"{result}\n\n{COMPONENTS}\n")
     write_section(TITLE, body)
 
 
