@@ -1,75 +1,213 @@
-"""Grading time with and without the run's tamper defences (canaries, the results stream), on every
-bundled task's reference solution: median of N grades each, warm runner on, audit on in both.
+"""Where the grading defences' milliseconds go: the CPU time of the graded test process itself, per
+defence, on every bundled task's reference solution (median of N runs, variants interleaved).
 
-Prediction (written before measuring): the stream adds one pipe and one JSON line per test phase,
-well under 1%; the canaries add four trivial tests to a run that costs about 1 s: a few percent.
+The test runs are made the way the warm runner makes them (code_gym.sandbox.runner): a clean
+worker process imports pytest and its built-in plugins once and forks one child per run, which
+runs `pytest.main` with the grader's arguments and the results-stream plugin; the child times
+its own CPU (time.process_time from fork to exit, so the machine's other load does not count).
+The grading copies are made with the grader's own functions (apply_changes, lay_hidden_tests,
+canary.make, probes.lay). What runs is each bundled task's reference solution, shipped with the
+project. grading_bench.py measures the end-to-end wall time of `grade()`; this script says which
+part of the test process each defence costs:
 
-    python benchmarks/grading_defences.py [--repeats 5]
+- (a) none: the task's tests only.
+- (b0) canaries, with the per-process caches a forked child started with before this change
+  (inspect's module-file map and tokenize's patterns empty in the runner);
+- (b) canaries with the runner's WARM_CACHES filled, as the runner does now;
+- (c0) canaries + probes, the probe file as it was (replay and harvest halves, ~460 lines);
+- (c) canaries + probes, the replay half alone (code_gym/probe_replay.py), as laid now.
 
-Writes the section "grading: tamper defences" of docs/benchmarks.md. Probes (issue 14 item 2)
-are a column to add once they are merged.
+    python benchmarks/grading_defences.py [--runs 7] [--tasks id,id]
+
+Writes the section "Grading cost: where the time goes" of docs/benchmarks.md.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import secrets
+import shutil
 import statistics
-import time
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
-from code_gym.grading import grade
-from code_gym.reference import reference_changes
-from code_gym.task import bundled_tasks
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import write_section  # noqa: E402
 
-from _report import write_section
+from code_gym import canary, probes  # noqa: E402
+from code_gym.file_policy import apply_changes, lay_hidden_tests  # noqa: E402
+from code_gym.reference import reference_changes  # noqa: E402
+from code_gym.sandbox.records import PLUGIN_SOURCE  # noqa: E402
+from code_gym.sandbox.runner import WARM_CACHES  # noqa: E402
+from code_gym.table import format_table, markdown_table  # noqa: E402
+from code_gym.task import bundled_tasks  # noqa: E402
+from code_gym.workspace import Workspace  # noqa: E402
 
-CONFIGS = {"none": {"canaries": False, "records": False}, "canaries": {"records": False},
-           "stream": {"canaries": False}, "canaries + stream": {}}
+TITLE = "Grading cost: where the time goes"
+PREDICTION = ("Prediction (written before measuring, from one cProfile of lru-memoize-keys): the canaries' cost "
+              "is almost all in pytest's report of the two must-fail canaries (its first traceback in a forked "
+              "child walks every module in sys.modules through inspect.getmodule, ~560 realpath calls in that "
+              "profile, and "
+              "compiles tokenize's patterns), not in collecting the file or the stream; filling those caches in "
+              "the runner halves the canaries' cost. The probes' cost is mostly pytest compiling the 460-line "
+              "probe file; laying the 230-line replay half saves about half of that; the replay itself is a "
+              "few ms.")
+COMPONENTS = """Where each defence's milliseconds go (per grade; from cProfile of single grades of lru-memoize-keys
+and units-temperature, the grader's phases timed around `grade()`, and compile/rewrite timed alone;
+CPU ms on this machine, profiles scaled down by the totals above):
+
+| defence | part | before | now |
+|---|---|---|---|
+| canaries | pytest's report of the two must-fail canaries: inspect.getmodule maps every loaded module's file (a realpath each) and tokenize compiles its patterns, both on a forked run's first traceback | ~15-20 | ~5-8 (the runner fills both caches before it forks; only what the run imported is mapped) |
+| canaries | assertion rewriting and compiling of the canary file (ten asserts: pytest's rewrite costs ~0.5 ms an assert) | ~5 | ~5 |
+| canaries | collecting the file, four more tests (twelve reports: terminal, junit, twelve stream records), the failures section | ~8-10 | ~8-10 |
+| canaries | host side: `canary.make`, writing the file, `canary.check` | <1 | <1 |
+| probes | pytest compiling the probe file (it opts out of rewriting) | ~8-14 (460 lines) | ~4-7 (230: the replay half) |
+| probes | the replay, the encoding, the JSON results file | ~5 | ~5 |
+| probes | host side: `probes.plant` (spec JSON, file), `probes.collect` (compare) | ~2.5 | ~2.5 |
+| results stream | one JSON line per test phase through a pipe (in every configuration) | within the noise | within the noise |
+
+The results stream was measured by this script's earlier version (grade time with and without
+it: +4.0% and -4.5% in two runs). Cut and not cut: the canaries keep their four tests and ten
+assertions, rewritten like every test file's (a canary file that opted out of rewriting would be
+one a patch could tell apart, and an attack on rewriting would leave it alone); combining the
+asserts saves nothing (pytest's rewrite costs the same per operand). A baseline cost every run
+pays, configuration (a) included: pytest's `unraisableexception` cleanup runs `gc.collect()` five
+times at the end of each session (30-40 ms in the profiles); not a defence, left as it is."""
+VARIANTS = ("a", "b0", "b", "c0", "c")
+LABELS = {"a": "(a) none", "b0": "(b0) canaries, caches as before", "b": "(b) canaries",
+          "c0": "(c0) + probes, whole probe file", "c": "(c) + probes, replay half"}
+
+# The worker: a clean interpreter with pytest preloaded, like the runner's server; one fork per job.
+WORKER = PLUGIN_SOURCE + WARM_CACHES + r'''
+import importlib, json, os, sys, time
+import pytest, _pytest.config
+for _name in _pytest.config.default_plugins:
+    try:
+        importlib.import_module("_pytest." + _name)
+    except ImportError:
+        pass
+JOBS = [json.loads(line) for line in sys.stdin]
+cold = os.fork()  # a second worker whose caches stay as the runner's were before WARM_CACHES
+if cold:
+    warm_caches()
+for job in JOBS:
+    if bool(job["warm"]) != bool(cold):
+        continue
+    r, w = os.pipe()
+    rr, rw = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.close(rr)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.chdir(job["cwd"])
+        sys.path[0] = job["cwd"]
+        started = time.process_time()
+        code = pytest.main(job["argv"], plugins=[RecordStream(rw, "n")])
+        os.write(w, json.dumps([time.process_time() - started, int(code)]).encode())
+        os._exit(0)
+    os.close(w)
+    os.close(rw)
+    while os.read(rr, 65536):
+        pass
+    out = b""
+    while chunk := os.read(r, 65536):
+        out += chunk
+    os.waitpid(pid, 0)
+    print(json.dumps([job["key"], *json.loads(out)]), flush=True)
+if not cold:
+    os._exit(0)
+os.waitpid(cold, 0)
+'''
 
 
-def median_seconds(task, changes, options: dict, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        result = grade(task, changes, **options)
-        times.append(time.perf_counter() - started)
-        assert result.resolved, (task.id, options, result.summary())
-    return statistics.median(times)
+def prepare(task, changes, variant: str, copies: list, full_probe_source: str) -> dict:
+    """A grading copy for one run of `variant` (kept in `copies`), with the grader's arguments."""
+    copy = Workspace(task.repo, strategy="copy")
+    copies.append(copy)
+    root = copy.root
+    apply_changes(task, root, changes)
+    lay_hidden_tests(task, root)
+    selected = list(task.visible_tests + task.hidden_tests)
+    results = Path(tempfile.mkdtemp(prefix="code-gym-defences-"))
+    copies.append(results)
+    extra = []
+    if variant != "a":
+        planted = canary.make(task.hidden_tests + task.visible_tests, lambda p: (root / p).exists())
+        (root / planted.path).write_text(planted.source)
+        selected.insert(secrets.randbelow(len(selected) + 1), planted.path)
+        extra.append("--maxfail=0")
+    if variant in ("c0", "c"):
+        found = probes.probe_set(task)
+        spec = {"probes": [{"steps": probes._replayed(p.steps)} for p in found.probes]}
+        path = probes.lay(root, spec, results, str(results), task.hidden_tests + task.visible_tests)
+        if variant == "c0":
+            text = (root / path).read_text()
+            (root / path).write_text(full_probe_source + text[text.index("\nSPEC_PATH, OUT_PATH"):])
+        selected.insert(0, path)
+    argv = ["-p", "no:cacheprovider", "-q", "-o", "junit_family=xunit1", "--continue-on-collection-errors", *extra,
+            f"--junitxml={results}/junit.xml", *selected]
+    return {"cwd": str(root), "argv": argv, "warm": variant != "b0"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--tasks", default="")
     args = parser.parse_args()
-    tasks = bundled_tasks()
-    rows = []
-    for task in tasks:
+    wanted = set(filter(None, args.tasks.split(",")))
+    child = Path(probes.probe_child.__file__).read_text()
+    harvest_half = child[child.index("# ------"):child.index('if __name__ == "__main__":')]
+    full_probe_source = probes._REPLAY_SOURCE + "\n" + harvest_half  # the probe file as a graded run carried it
+    rows, totals = [], {v: 0.0 for v in VARIANTS}
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": ""}
+    for task in bundled_tasks():
+        if wanted and task.id not in wanted:
+            continue
         changes = reference_changes(task)
-        grade(task, changes)  # warm runners and reference ids ready before timing
-        rows.append((task.id, {name: median_seconds(task, changes, opts, args.repeats) for name, opts in CONFIGS.items()}))
-        print(task.id, {k: round(v, 3) for k, v in rows[-1][1].items()}, flush=True)
-    header = "| task | " + " | ".join(f"{c} (s)" for c in CONFIGS) + " | canaries + stream vs none |"
-    lines = [header, "|---" * (len(CONFIGS) + 2) + "|"]
-    for task_id, t in rows:
-        lines.append(f"| {task_id} | " + " | ".join(f"{t[c]:.3f}" for c in CONFIGS)
-                     + f" | {100 * (t['canaries + stream'] / t['none'] - 1):+.1f}% |")
-    totals = {c: sum(t[c] for _, t in rows) for c in CONFIGS}
-    lines.append("| **all** | " + " | ".join(f"{totals[c]:.2f}" for c in CONFIGS)
-                 + f" | {100 * (totals['canaries + stream'] / totals['none'] - 1):+.1f}% |")
-    table = "\n".join(lines)
-    change = {c: 100 * (totals[c] / totals["none"] - 1) for c in CONFIGS if c != "none"}
-    result = ("Result: over all tasks " + ", ".join(f"{c} {v:+.1f}%" for c, v in change.items())
-              + " against none; single tasks vary by tens of percent between runs on this shared machine, "
-                "so read the total.")
-    print(table)
+        copies: list = []
+        try:
+            jobs = []
+            for run in range(args.runs + 1):  # the first round warms the page cache: not counted
+                for variant in VARIANTS:
+                    jobs.append({"key": [run, variant], **prepare(task, changes, variant, copies, full_probe_source)})
+            done = subprocess.run([sys.executable, "-c", WORKER], input="".join(json.dumps(j) + "\n" for j in jobs),
+                                  capture_output=True, text=True, env=env, check=True)
+        finally:
+            for made in copies:
+                made.close() if isinstance(made, Workspace) else shutil.rmtree(made, ignore_errors=True)
+        samples: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        for line in done.stdout.splitlines():
+            (run, variant), seconds, code = json.loads(line)
+            assert code in (0, 1), (task.id, variant, code)
+            if run:
+                samples[variant].append(seconds)
+        medians = {v: statistics.median(s) for v, s in samples.items()}
+        for v in VARIANTS:
+            totals[v] += medians[v]
+        rows.append([task.id, *(f"{medians[v] * 1000:.0f}" for v in VARIANTS)])
+        print(rows[-1], file=sys.stderr, flush=True)
+    rows.append(["all tasks (sum of medians)", *(f"{totals[v] * 1000:.0f}" for v in VARIANTS)])
+    base = totals["a"]
+    rows.append(["vs (a)", "", *(f"{(totals[v] / base - 1) * 100:+.1f}%" for v in VARIANTS[1:])])
+    header = ["task", *(f"{LABELS[v]} (CPU ms)" for v in VARIANTS)]
+    print(format_table(header, rows))
+    cost = {v: (totals[v] - base) * 1000 / max(len(rows) - 2, 1) for v in VARIANTS}
+    result = (f"Result: per grade, the canaries cost {cost['b0']:.0f} ms of test-process CPU with the caches as "
+              f"before and {cost['b']:.0f} ms with them filled; the probes then {cost['c0'] - cost['b']:.0f} ms with "
+              f"the whole probe file and {cost['c'] - cost['b']:.0f} ms with the replay half (means over tasks).")
     print(result)
-    write_section("grading: tamper defences", f"""`benchmarks/grading_defences.py`: `grade()` of each bundled task's reference
-solution (audit on, warm runner), median of {args.repeats}, with the run's tamper defences off, one at
-a time, and both (issue 14: canaries, the results stream; probes to be added). Prediction: the
-stream well under 1%, the canaries a few percent; target: the defences add at most 20%.
-
-{table}
-
-{result}
-""")
+    body = (f"`python benchmarks/grading_defences.py --runs {args.runs}`: CPU time of the graded test process "
+            f"(pytest forked from a preloaded worker as the warm runner does, results stream on), median of "
+            f"{args.runs} runs per variant, interleaved.\n\n{PREDICTION}\n\n{markdown_table(header, rows)}\n\n"
+            f"{result}\n\n{COMPONENTS}\n")
+    write_section(TITLE, body)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,13 @@ repository only where it repeats a test's call and answer is dropped too. What i
 (steps + the reference's results) is a `ProbeSet`, stored in the task folder (`probes.json`,
 written by `code-gym tasks validate --record`) or cached under `hostfs.cache_root()`.
 
-At grading (`plant`, then `collect`), the probe child is laid in the graded copy as one more
-test file, run first in the graded test run (a process of its own cost as much as the tests); it
-gets the steps and never the reference's results; the results come back as plain-data JSON in
-the results folder and are compared here, in the grader, by type and value (floats within 1e-9
-relative). A probe fails when any step differs. What could not be made (no changed function
-reached, a test whose calls cannot be replayed, nondeterministic results) is listed in `ProbeSet.dropped`.
+At grading (`plant`, then `collect`), the probe replay (`code_gym.probe_replay`: the probe child
+without its harvest half) is laid in the graded copy as one more test file, run first in the
+graded test run (a process of its own cost as much as the tests); it gets the steps and never the
+reference's results; the results come back as plain-data JSON in the results folder and are
+compared here, in the grader, by type and value (floats within 1e-9 relative). A probe fails when
+any step differs. What could not be made (no changed function reached, a test whose calls cannot
+be replayed, nondeterministic results) is listed in `ProbeSet.dropped`.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from unidiff import PatchSet
 
-from code_gym import probe_child, pysource
+from code_gym import probe_child, probe_replay, pysource
 from code_gym.canary import canary_path
 from code_gym.file_policy import apply_changes, lay_hidden_tests
 from code_gym.hostfs import cache_root, owned_prefix
@@ -46,7 +47,10 @@ from code_gym.task import Task, TaskError
 from code_gym.workspace import Workspace
 
 PROBE_DIR = "/probe"  # where the probe folder is bound inside the sandbox
-CHILD_FILE = "probe_child.py"
+CHILD_FILE, REPLAY_FILE = "probe_child.py", "probe_replay.py"
+# the sources the probe processes run: both for making probes; a graded run carries the replay half alone
+_CHILD_SOURCE = Path(probe_child.__file__).read_text()
+_REPLAY_SOURCE = Path(probe_replay.__file__).read_text()
 SPEC_NAME, OUT_NAME = "probe-spec.json", "probe-out.json"  # in the graded run's results folder
 STORED_NAME = "probes.json"  # a task folder's recorded probes
 VARIANTS = 3  # probes kept per test (twice as many are tried)
@@ -294,7 +298,8 @@ def run_child(task: Task, root: Path, mode: str, spec: dict, isolation="auto", t
     timeout = timeout or task.timeouts.tests
     folder = Path(tempfile.mkdtemp(prefix=owned_prefix("probes")))
     try:
-        (folder / CHILD_FILE).write_text(Path(probe_child.__file__).read_text())
+        (folder / CHILD_FILE).write_text(_CHILD_SOURCE)
+        (folder / REPLAY_FILE).write_text(_REPLAY_SOURCE)
         (folder / "spec.json").write_text(json.dumps(spec))
         sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), mask=(task.root,) if task.root else (),
                                image=task.image, python_env=task_runtime(task))
@@ -478,12 +483,13 @@ def _spread(probes: list[Probe], limit: int) -> list[Probe]:
 # ---------------------------------------------------------------- storing
 
 _MADE: dict[str, ProbeSet] = {}
+_OWN_SOURCE = Path(__file__).read_text()
 _LOCK = threading.Lock()
 
 
 def _digest(task: Task) -> str:
     return task_digest(task, f"probes-{_FORMAT}", *task.fail_to_pass, "|", *task.pass_to_pass,
-                       Path(probe_child.__file__).read_text(), Path(__file__).read_text())
+                       _CHILD_SOURCE, _REPLAY_SOURCE, _OWN_SOURCE)
 
 
 def _to_json(probes: ProbeSet, digest: str) -> str:
@@ -550,12 +556,13 @@ class Planted:
 
 
 def lay(root: Path, spec: dict, results: Path, inside: str, test_files: tuple[str, ...]) -> str:
-    """Write the probe child as a test file of `root` (named like a canary, in the folder of the
-    task's first test file) that replays `spec` from the results folder (`inside` in the sandbox)
-    and writes its results there. Its path, relative to `root`."""
+    """Write the probe replay (`probe_replay.py`, without the harvest half: pytest compiles what a
+    graded run carries, so it carries no more) as a test file of `root` (named like a canary, in the
+    folder of the task's first test file) that replays `spec` from the results folder (`inside` in
+    the sandbox) and writes its results there. Its path, relative to `root`."""
     path = canary_path(test_files, lambda p: (root / p).exists() or (root / p).is_symlink())
     (results / SPEC_NAME).write_text(json.dumps(spec))
-    source = Path(probe_child.__file__).read_text() + (f"\nSPEC_PATH, OUT_PATH = {inside + '/' + SPEC_NAME!r}, "
+    source = _REPLAY_SOURCE + (f"\nSPEC_PATH, OUT_PATH = {inside + '/' + SPEC_NAME!r}, "
                                                         f"{inside + '/' + OUT_NAME!r}\n")
     (root / path).parent.mkdir(parents=True, exist_ok=True)
     (root / path).write_text(source)

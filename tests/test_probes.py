@@ -9,7 +9,7 @@ import pytest
 
 from code_gym import probes
 from code_gym.grading import grade
-from code_gym.probe_child import encode
+from code_gym.probe_replay import encode
 from code_gym.reference import reference_changes
 from code_gym.rewards import Submission, make_reward
 from code_gym.task import Timeouts, load_task

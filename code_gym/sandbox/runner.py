@@ -49,6 +49,25 @@ SOCKET_NAME = "runner.sock"
 CTL_DIR = "/run/code-gym"  # where the server's socket folder is bound inside a sandbox
 _FRAME = struct.Struct(">cI")  # kind (b"o" output, b"r" records, b"x" exit code, b"c" run it cold), payload size
 
+# Per-process caches the server fills before it forks runs (also run by benchmarks/grading_defences.py).
+WARM_CACHES = r'''
+def warm_caches():
+    """Fill, once in the server, the per-process caches a forked run would otherwise fill again on
+    its first failing test: pytest's traceback finds a test's source through inspect.getmodule,
+    which on a cache miss takes the real path of every module in sys.modules (~300 with pytest
+    loaded), and through tokenize, whose regular expressions compile on first use. Both hold
+    only the preloaded modules' file names and stdlib patterns; what a run imports is mapped in
+    the run."""
+    try:  # a speed-up only: an interpreter where this fails serves runs as before
+        import inspect, io, tokenize
+        inspect.getmodule(None, "")
+        for _ in tokenize.generate_tokens(io.StringIO("x = (1,\n 2)\n").readline):
+            pass
+    except Exception:
+        pass
+
+
+'''
 # The server. Stdlib only plus pytest (absent pytest: it only reaps and answers "run it cold"). It
 # starts with the grader's plugin (RecordStream), defined before anything of a repository is imported.
 _SERVER_BODY = r'''
@@ -67,6 +86,11 @@ try:
     READY = True
 except ImportError:
     READY = False
+
+
+# WARM_CACHES
+if READY:
+    warm_caches()
 PRELOADED = sorted({m.split(".")[0] for m in sys.modules})
 FRAME = struct.Struct(">cI")
 PID1 = os.getpid() == 1
@@ -257,7 +281,7 @@ def main(path):
 BOUND = bound_under(("/tmp", "/dev/shm"))  # read at start: what the sandbox itself put there
 main(sys.argv[1])
 '''
-SERVER = PLUGIN_SOURCE + _SERVER_BODY
+SERVER = PLUGIN_SOURCE + _SERVER_BODY.replace("# WARM_CACHES\n", WARM_CACHES, 1)
 
 
 def warm_default() -> bool:
