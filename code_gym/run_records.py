@@ -3,7 +3,9 @@
 The grader's plugin (code_gym/sandbox/records_plugin.py) writes one JSON line per event to a
 channel only the trusted parent reads: "start", a "report" per test phase (setup, call,
 teardown) the moment pytest makes it, "collect" for a file that failed to collect, "end" with the
-session's exit status. Every line carries the run's nonce and a sequence number. `read` turns the
+session's exit status. A subtest's report (unittest `subTest`, pytest's `subtests`) is marked
+"sub": it is one more call report of its test, and a failed one fails the test, as in junit.
+Every line carries the run's nonce and a sequence number. `read` turns the
 stream into outcomes by node id, merged over phases the way pytest's junit XML merges them, and
 lists what is wrong with it; `check` adds the cross-checks with the process's exit code and the
 junit XML. Any problem voids the run with a finding of rule "results" (docs/security.md).
@@ -45,6 +47,7 @@ def read(raw: bytes, nonce: str) -> Records:
     nonce, a sequence gap, a phase reported twice) and anything after the end record is a problem."""
     out = Records()
     phases: dict[str, dict[str, str]] = {}
+    subfailed: set[str] = set()
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -67,8 +70,12 @@ def read(raw: bytes, nonce: str) -> Records:
                 out.problems.append("the results stream does not begin with its start record")
                 break
             out.started = True
+        elif kind == "report" and record.get("sub") == 1 and isinstance(record.get("id"), str) \
+                and record.get("when") == "call" and record.get("outcome") in _OUTCOMES:
+            if record["outcome"] == "failed":  # a failed subtest fails its test; others change nothing
+                subfailed.add(record["id"])
         elif kind == "report" and isinstance(record.get("id"), str) and record.get("when") in _PHASES \
-                and record.get("outcome") in _OUTCOMES:
+                and record.get("outcome") in _OUTCOMES and "sub" not in record:
             done = phases.setdefault(record["id"], {})
             if record["when"] in done:
                 out.problems.append(f"{record['id']} ({record['when']}) was reported twice")
@@ -82,6 +89,9 @@ def read(raw: bytes, nonce: str) -> Records:
             out.problems.append(f"record {seq} on the results channel is malformed")
             break
     out.outcomes.update({node_id: _merge(p) for node_id, p in phases.items()})
+    for node_id in subfailed:  # as junit gives it: a test with a failed subtest has a failure
+        if out.outcomes.get(node_id) != "error":
+            out.outcomes[node_id] = "failed"
     return out
 
 

@@ -146,8 +146,9 @@ def test_a_src_layout_keeps_its_own_pythonpath(tmp_path):
 SUBTESTS = {
     "calc/__init__.py": "",
     "calc/ops.py": CALC["calc/ops.py"],
-    # unittest subTest: pytest 9 reports each subtest's call phase, which the grader's results
-    # stream reads as a test reported twice (more-itertools' test files): the grader voids the run
+    # unittest subTest: pytest 9 reports each subtest's call phase as one more report of its test
+    # (more-itertools' test files); the grader's results stream once read that as a test reported
+    # twice and voided every run of such a project
     "tests/test_ops.py": '''\
         import unittest
 
@@ -165,9 +166,52 @@ SUBTESTS = {
         ''',
 }
 
+# a conftest that runs only the test modules the project lists (a custom selection): the builder's
+# plain pytest runs see every listed test pass or fail as it should; the grader's canary file is not
+# listed, so its canaries are missing from every graded run and the run is void
+LISTED = {
+    "calc/__init__.py": "",
+    "calc/ops.py": CALC["calc/ops.py"],
+    "tests/conftest.py": '''\
+        OWN = {"test_ops.py"}
+
+
+        def pytest_collection_modifyitems(config, items):
+            items[:] = [item for item in items if item.path.name in OWN]
+        ''',
+    "tests/test_ops.py": '''\
+        from calc.ops import clamp, mean
+
+
+        def test_clamp():
+            assert clamp(-5, 0, 10) == 0 and clamp(50, 0, 10) == 10
+
+
+        def test_mean():
+            assert mean([1, 2, 3]) == 2
+        ''',
+}
+
+
+def test_a_project_whose_tests_use_subtests_builds_tasks_and_a_failed_subtest_fails_its_test(tmp_path):
+    project = _write(tmp_path / "calc", SUBTESTS)
+    report = build_tasks(project, tmp_path / "out", BuildOptions(mutations_per_function=1, progress=False,
+                                                                 multi_ratio=0, workers=1))
+    assert report.tasks and not [r for r in report.rejections if "grader voids" in r.reason]
+    clamp_tasks = [t for t in report.tasks if any("test_clamp" in f for f in t.fail_to_pass)]
+    assert clamp_tasks
+    task = clamp_tasks[0]
+    # the task's mutation breaks clamp on some subtests only: the grader counts test_clamp failed
+    # on the untouched repo and passed with the reference, never void
+    before, after = grade(task, {}, probes=False), grade(task, reference_changes(task), probes=False)
+    assert before.run_ok and after.run_ok, (before.summary(), after.summary())
+    clamp_id = next(f for f in task.fail_to_pass if "test_clamp" in f)
+    assert before.tests[clamp_id] == "failed" and after.tests[clamp_id] == "passed"
+    assert after.resolved and not before.resolved
+
 
 def test_tasks_the_grader_would_void_are_not_built(tmp_path):
-    project = _write(tmp_path / "calc", SUBTESTS)
+    project = _write(tmp_path / "calc", LISTED)
     report = build_tasks(project, tmp_path / "out", BuildOptions(mutations_per_function=1, progress=False,
                                                                  multi_ratio=0, workers=1))
     voided = [r for r in report.rejections if "grader voids" in r.reason]
@@ -175,4 +219,4 @@ def test_tasks_the_grader_would_void_are_not_built(tmp_path):
     assert voided and len(voided) + len(report.rejected("fails")) == len(report.rejections)
     # ... and the grader's run of the untouched repo is void, so none of them is a task
     assert report.tasks == [] and all(r.gate == "original" for r in voided)
-    assert "reported twice" in voided[0].reason
+    assert "canary" in voided[0].reason

@@ -458,8 +458,8 @@ def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | 
 
 def _grader_voids(tasks: list[Task], options: BuildOptions) -> str | None:
     """Why the grader voids the untouched repo's run of one of `tasks` (its canaries or its results
-    stream show a problem the builder's plain pytest runs do not: unittest subTest reports under
-    pytest 9, which the results stream reads as a test reported twice), or None. One grade per
+    stream show a problem the builder's plain pytest runs do not: a conftest that runs only the
+    test modules it lists leaves the canaries out), or None. One grade per
     project, without the behavioural probes (made on first use, tens of seconds a task;
     `tasks revalidate` runs them)."""
     result = grade(sorted(tasks, key=lambda t: t.id)[0], {}, isolation=options.isolation, probes=False, audit=False)

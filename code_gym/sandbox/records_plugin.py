@@ -39,7 +39,10 @@ class RecordStream:
             line = line[os.write(self.fd, line):]
 
     def pytest_runtest_logreport(self, report):
-        self.write("report", id=report.nodeid, when=report.when, outcome=report.outcome)
+        fields = {"id": report.nodeid, "when": report.when, "outcome": report.outcome}
+        if getattr(getattr(report, "context", None), "kwargs", None) is not None:
+            fields["sub"] = 1  # a subtest's report (pytest 9's subtests, unittest subTest, pytest-subtests)
+        self.write("report", **fields)
 
     def pytest_collectreport(self, report):
         if report.failed:

@@ -80,6 +80,26 @@ def test_a_phase_reported_twice_is_a_finding():
     assert any("reported twice" in p for p in problems), problems
 
 
+def _with_subtests(outcomes):
+    """test_a's call phase followed by one subtest report per outcome, as pytest 9 streams them."""
+    lines = _honest().split(b"\n")
+    subs = [_line("n", 3 + k, "report", id="t.py::test_a", when="call", outcome=o, sub=1) for k, o in enumerate(outcomes)]
+    rest = [json.loads(x) for x in lines[3:] if x]
+    for r in rest:
+        r["seq"] += len(subs)
+    return b"\n".join(lines[:3]) + b"\n" + b"".join(subs) + b"".join(json.dumps(r).encode() + b"\n" for r in rest)
+
+
+def test_subtest_reports_are_not_a_test_reported_twice_and_a_failed_one_fails_its_test():
+    ok = run_records.read(_with_subtests(["passed", "passed"]), "n")
+    assert ok.problems == [] and ok.outcomes["t.py::test_a"] == "passed"
+    bad = run_records.read(_with_subtests(["passed", "failed"]), "n")
+    assert bad.problems == [] and bad.outcomes["t.py::test_a"] == "failed"
+    # a sub report can only fail a test, and a plain report that says "sub" is no report
+    forged = _with_subtests(["passed"]).replace(b'"sub": 1', b'"sub": 0')
+    assert any("malformed" in p for p in run_records.read(forged, "n").problems)
+
+
 @pytest.mark.parametrize("isolation, warm", [("bwrap", "1"), ("bwrap", "0"), ("docker", "1"), ("docker", "0")])
 def test_clean_runs_stream_what_the_junit_xml_says_on_every_backend(isolation, warm, monkeypatch):
     """Reference and untouched repo, warm runner and cold run, bubblewrap and Docker: never void, and
