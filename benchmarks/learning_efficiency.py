@@ -51,25 +51,21 @@ EXTRA_METHODS = {  # for --methods
     "DiDPO (contrast, exact groups)": ("didpo-contrast", {"similarity": 1.0}),
     "DiDPO (reference, std-normalised)": ("didpo", {"mode": "mean_std_norm"}),
 }
-PREDICTION = """Prediction (written at 14:35 UTC on the day of the issue-16 runs, before any of
-them; the quick run's numbers had been seen, not the full run's):
+PREDICTION = """Prediction for the full run (written at 17:20 UTC, before it started; the reduced run of
+issue 16 (3 tasks, 2 seeds, 30 updates: its table is in git history) had been seen):
 
-1. GRPO's runs are the same at every K (its credit depends on the outcome only), so they run once.
-2. The bottleneck stays the choice to edit a region at all, made at the tool-name token that no
-   diff covers (cover="call" aside), where every estimator gives A^E. So at every K the estimators
-   stay close: DiDPO (reference), (contrast) and cover="edit" within 15% of GRPO's median updates
-   per task.
-3. DiDPO (within) separates a right edit from its one-token mutation inside an anchor (the quick
-   run's diagnosis: AUC right > wrong inside edits near 1.0 against about 0.62 for GRPO), so it
-   is the fastest DiDPO variant: about 0.8x GRPO's median updates at every K. With cover="call" the
-   tool name `str_replace` also gets the edit's A^D, which should help the edit-or-view choice a
-   little: DiDPO (within, cover=call) about 0.75x.
-4. K barely moves DiDPO (its anchors are per hunk whatever the packing); GiGPO loses its step term
-   at K = all (one step before submit) and becomes GRPO there.
-5. The goal (90% success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant; the
-   closest is DiDPO (within, cover=call).
-6. Tiny LM: with 3 seeds and a small budget, no method is distinguishable from GRPO; few runs, if
-   any, reach 90% success."""
+1. GRPO's runs are the same at every K (its credit depends on the outcome only), so they run once;
+   GiGPO at K = all is GRPO exactly (one step before submit, no step term).
+2. On all six multi-region tasks, 5 seeds and 40 updates, every DiDPO variant stays within about
+   0.85-1.35x GRPO's median updates per task at every K: the bottleneck is the edit-or-view choice
+   at the tool-name token, where every estimator but cover="call" gives A^E, and the reduced run's
+   diagnosis (AUC 0.567 there for all) does not change with more seeds.
+3. DiDPO (within) is the fastest DiDPO variant at K = 1 and 2 (about 0.9-1.0x GRPO), DiDPO
+   (reference) and (contrast) the slowest (1.1-1.4x); at K = all the order among DiDPO variants is
+   inside the seed spread.
+4. K barely moves any DiDPO variant (anchors are per hunk whatever the packing): its median at
+   K = 2 and all within 2 updates of its K = 1 median.
+5. The goal (90% success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant."""
 SCALE = """Advantage scale, one rule for every method: each estimator computes its advantages with its
 own defaults (GRPO (r - mean) / std; GiGPO its episode and step terms; DiDPO A^E (r - mean) plus
 lambda A^D on covered tokens), and then, per task and update, the advantages at the branch tokens are
