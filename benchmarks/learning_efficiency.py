@@ -51,7 +51,7 @@ EXTRA_METHODS = {  # for --methods
     "DiDPO (contrast, exact groups)": ("didpo-contrast", {"similarity": 1.0}),
     "DiDPO (reference, std-normalised)": ("didpo", {"mode": "mean_std_norm"}),
 }
-PREDICTION = """Prediction for the full run (written at 17:14 UTC, before it started; the reduced run of
+PREDICTION = """Prediction for the full run (written at 17:12 UTC, before it started; the reduced run of
 issue 16 (3 tasks, 2 seeds, 30 updates: its table is in git history) had been seen):
 
 1. GRPO's runs are the same at every K (its credit depends on the outcome only), so they run once;
