@@ -120,7 +120,7 @@ the effect of editing at all. Second, keep A^D from shrinking A^E's step: normal
 A^D at a fixed fraction of its scale (lambda < 1), or normalise the two separately. Third, larger
 groups per task, so that each variant inside an anchor is made by enough rollouts for its mean to
 mean something."""
-TINY_PREDICTION = """Prediction for the tiny-LM run (written at 17:46 UTC, before it; after the short
+TINY_PREDICTION = """Prediction for the tiny-LM run (written at 17:45 UTC, before it; after the short
 experiments below, all on this task at K = 1, GRPO, seed 0):
 
 1. With the new RL settings (warm start 400 steps, Adam 1e-4, one epoch per batch, KL 1.0 to the
