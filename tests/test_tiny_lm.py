@@ -135,15 +135,17 @@ def test_warm_start_cache_gives_the_same_run_and_the_kl_reference_stays(tmp_path
         before = [p.detach().clone() for p in second.reference.parameters()]
         stats = second.update(1)
         assert 0.0 <= stats.p_reference <= 1.0  # 4 warm-start steps: about 0 for a 165-token response
-        assert any(not torch.equal(a, b) for a, b in zip(second.model.parameters(), second.reference.parameters()))
         assert all(torch.equal(a, b) for a, b in zip(before, second.reference.parameters()))
+        with torch.no_grad():  # the reference is a copy, not the policy's tensors
+            next(second.model.parameters()).add_(1.0)
+        assert torch.equal(next(second.reference.parameters()), before[0])
     finally:
         first.close()
         second.close()
 
 
 def test_reference_probability_is_that_of_the_reference_texts(trainer):
-    """Supervised steps on the reference response alone raise `p_reference`; steps on another
+    """Supervised steps on the reference response alone raise `p_reference` (its log); steps on another
     candidate's response (same prompts) lower it."""
     import copy
 
@@ -163,11 +165,11 @@ def test_reference_probability_is_that_of_the_reference_texts(trainer):
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        return trainer.reference_probability()
+        return trainer.reference_logprob()
 
     try:
-        start = trainer.reference_probability()
-        assert 0.0 < start < 1.0
+        start = trainer.reference_logprob()
+        assert start < 0.0 and trainer.reference_probability() == pytest.approx(np.exp(start), rel=1e-6, abs=0)
         assert fit(trainer.reference_ids) > start > fit(wrong)
     finally:
         trainer.model.load_state_dict(state)

@@ -229,16 +229,22 @@ class TinyLMTrainer:
         taken = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
         return torch.cat([torch.zeros_like(taken[:, :1]), taken], dim=1)
 
-    def reference_probability(self) -> float:
-        """The probability that the model samples the reference response at every step (the product
-        over steps of the probability of its tokens): the chance that an episode plays the reference
-        patch exactly."""
+    def reference_logprob(self) -> float:
+        """log of `reference_probability` (the sum over steps of the reference tokens' log-probabilities)."""
         torch = self.torch
         ids, attention, response = self._rows(list(zip(self.prompt_ids, self.reference_ids)))
         self.model.eval()
         with torch.no_grad():
             logp = self._token_logprobs(ids, attention)
-        return float(torch.exp((logp * response).sum()))
+        return float((logp * response).sum())
+
+    def reference_probability(self) -> float:
+        """The probability that the model samples the reference response at every step (the product
+        over steps of the probability of its tokens): the chance that an episode plays the reference
+        patch exactly."""
+        import math
+
+        return math.exp(self.reference_logprob())
 
     def warm_start(self, cache=None) -> list[float]:
         """`sft_steps` Adam steps of cross-entropy on the candidate responses (every step's
