@@ -134,20 +134,23 @@ run on the tiny LM, for time; the budget (12 updates) is far below the branch po
 
 **Result: the collapse is fixed; learning is weak and not robust.** With the longer warm start and
 the KL term, the share of sampled responses that are exactly a candidate text stays at 0.75-1.0 at
-K = 1 and 0.4-1.0 at K = all for the whole run (before: 0 within 2-3 updates). P(reference response)
+K = 1 for the whole run (before: 0 within 2-3 updates); at K = all (165-token responses) it stays at
+0.5-1.0 in 7 of 9 runs, but fell to 0.38 in DiDPO (reference) seed 1 and to 0.00 at the last update of
+DiDPO (within) seed 1, so KL 1.0 does not fully hold the longer responses. P(reference response)
 rises in some runs and not others, and no run comes near 0.9. GRPO at K = 1: ends higher than after
 the warm start in 2 of 3 seeds (0.051 -> 0.124, 0.051 -> 0.164, with batch success rates of
 0.25-0.38 in the last 5 updates of seed 2) and lower in one (0.050 -> 0.19 at update 3 -> 0.038).
 GRPO at K = all (one 165-token response): barely moves (0.022 -> 0.038, 0.029 -> 0.022, 0.029 ->
 0.025). DiDPO (within) at K = 1 gives the highest value of any run (seed 1: 0.051 -> 0.277) but
 falls in the other two seeds; DiDPO (reference) is between. At K = all the two DiDPO baselines are
-within 0.001 of each other in every seed (one step: the within-anchor contrast changes little there).
+within 0.001 of each other in seeds 0 and 2, with the same samples (one step: the within-anchor
+contrast changed little there; not examined further).
 So by the brief's test (the success rate rises over updates in most seeds, for GRPO at least) the
 tiny LM learns at K = 1 in 2 of 3 seeds, slowly and with large swings, and not at K = all within 12
 updates; the methods cannot be told apart with 3 seeds.
 
-Against the prediction (17:45): right that the exact share stays high (predicted 0.75-0.95; at
-K = all it dips to 0.4-0.5 in some updates), right that P(reference) wanders more than it climbs in
+Against the prediction (17:45): right at K = 1 that the exact share stays high (predicted 0.75-0.95),
+wrong at K = all for two runs (above), right that P(reference) wanders more than it climbs in
 about half of the GRPO runs (3 of 6 end lower than they started) and that no run reaches 0.9, right
 that the methods are not distinguishable.
 
@@ -160,8 +163,9 @@ step sizes that keep the model on the candidate texts (Adam 1e-4) are too small 
 apart: the reference probabilities of steps 0 and 2 (same file, different lines) move together, so
 credit for one region's choice moves the other's. At K = all the response is 165 tokens and the
 decisions are 3 of them, so the token-mean loss dilutes their gradient further. What would help:
-larger groups (G >= 32) so that the per-update credit means something, 50+ updates (runs took
-20 s-3 min each on a quiet machine with the warm start cached, so this fits an hour), prompts that
+larger groups (G >= 32) so that the per-update credit means something, 50+ updates (a run
+of 12 updates took 18 s-5 min here with the warm start cached, depending on the load, so this fits
+an hour on a quiet machine), prompts that
 make the regions distinct to the model, and then the comparison of credit rules at the decision
 tokens, which is where DiDPO (within) differs.
 
