@@ -51,25 +51,21 @@ EXTRA_METHODS = {  # for --methods
     "DiDPO (contrast, exact groups)": ("didpo-contrast", {"similarity": 1.0}),
     "DiDPO (reference, std-normalised)": ("didpo", {"mode": "mean_std_norm"}),
 }
-PREDICTION = """Prediction (written at 14:35 UTC on the day of the issue-16 runs, before any of
-them; the quick run's numbers had been seen, not the full run's):
+PREDICTION = """Prediction for the full run (written at 17:12 UTC, before it started; the reduced run of
+issue 16 (3 tasks, 2 seeds, 30 updates: its table is in git history) had been seen):
 
-1. GRPO's runs are the same at every K (its credit depends on the outcome only), so they run once.
-2. The bottleneck stays the choice to edit a region at all, made at the tool-name token that no
-   diff covers (cover="call" aside), where every estimator gives A^E. So at every K the estimators
-   stay close: DiDPO (reference), (contrast) and cover="edit" within 15% of GRPO's median updates
-   per task.
-3. DiDPO (within) separates a right edit from its one-token mutation inside an anchor (the quick
-   run's diagnosis: AUC right > wrong inside edits near 1.0 against about 0.62 for GRPO), so it
-   is the fastest DiDPO variant: about 0.8x GRPO's median updates at every K. With cover="call" the
-   tool name `str_replace` also gets the edit's A^D, which should help the edit-or-view choice a
-   little: DiDPO (within, cover=call) about 0.75x.
-4. K barely moves DiDPO (its anchors are per hunk whatever the packing); GiGPO loses its step term
-   at K = all (one step before submit) and becomes GRPO there.
-5. The goal (90% success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant; the
-   closest is DiDPO (within, cover=call).
-6. Tiny LM: with 3 seeds and a small budget, no method is distinguishable from GRPO; few runs, if
-   any, reach 90% success."""
+1. GRPO's runs are the same at every K (its credit depends on the outcome only), so they run once;
+   GiGPO at K = all is GRPO exactly (one step before submit, no step term).
+2. On all six multi-region tasks, 5 seeds and 40 updates, every DiDPO variant stays within about
+   0.85-1.35x GRPO's median updates per task at every K: the bottleneck is the edit-or-view choice
+   at the tool-name token, where every estimator but cover="call" gives A^E, and the reduced run's
+   diagnosis (AUC 0.567 there for all) does not change with more seeds.
+3. DiDPO (within) is the fastest DiDPO variant at K = 1 and 2 (about 0.9-1.0x GRPO), DiDPO
+   (reference) and (contrast) the slowest (1.1-1.4x); at K = all the order among DiDPO variants is
+   inside the seed spread.
+4. K barely moves any DiDPO variant (anchors are per hunk whatever the packing): its median at
+   K = 2 and all within 2 updates of its K = 1 median.
+5. The goal (90% success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant."""
 SCALE = """Advantage scale, one rule for every method: each estimator computes its advantages with its
 own defaults (GRPO (r - mean) / std; GiGPO its episode and step terms; DiDPO A^E (r - mean) plus
 lambda A^D on covered tokens), and then, per task and update, the advantages at the branch tokens are
@@ -78,74 +74,121 @@ advantages divided by their std, then Adam). So every method takes steps of the 
 differs only in where it puts credit and with which sign. Why: DiDPO's A^D adds magnitude, and the
 earlier sensitivity run (below) showed that the sign of the DiDPO-GRPO gap flips with the scale; in
 LLM training Adam's step normalisation plays this part."""
-ANALYSIS = """What was run (a reduced configuration: the machine's load average was about 15, seven
-other helpers sharing its 2 cores, and a full-size training run took 5 minutes): 3 of the 6
-multi-region tasks (the three with the most wrong variants), 2 seeds instead of 5, at most 30
-updates instead of 40, K = 1, 2 and all (K = 2 run separately afterwards, same seeds and budget,
-`--regions-per-step 2`, merged into one table). The diagnosis below covers all six tasks at K = 1,
-2 and all. The first attempt at the full configuration (6 tasks, 5 seeds) was stopped after its
-diagnosis and one training run.
+ANALYSIS = """What was run (written after measuring; what fitted the session, on a machine whose load
+average was 10-15 with other helpers' jobs, where a training run of the six tasks took 3-6 min):
+the six multi-region tasks, K = 2 and all (the goal's K >= 2; K = 1 and the other methods were
+measured in the reduced run of issue 16, in git history), the three main methods (GRPO, DiDPO
+(reference), DiDPO (within)), **3 seeds of the 5 planned** (the run was stopped after its 15th of 25
+jobs, at the end of seed 2), at most 40 updates, G = 8, the advantage-scale rule above. GiGPO, DiDPO
+(contrast) and the cover modes were not trained in this run. The diagnosis covers all eight methods
+at K = 1, 2 and all; it comes from the first attempt at the full configuration (every method, K = 1,
+2, all, 5 seeds), stopped after its diagnosis and two training runs, to fit the time.
 
-**Result (written after measuring): DiDPO is not faster than GRPO at any K, and the goal (90%
-success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant.** At K = 2 the closest is
-DiDPO (within) at 0.94x GRPO's median updates per task (as at K = 1), at K = all DiDPO (reference)
-at 1.06x, while the within-anchor contrast is at 1.20x there; with two seeds, gaps under about 25%
-are inside the spread (the per-seed columns). GiGPO at K = all is GRPO exactly (same numbers, same seeds): with every
-region in one step its step term has nothing to compare.
+**Result: DiDPO is not faster than GRPO at K = 2 or K = all, and the goal (90% success in <= 0.6x
+GRPO's updates at K >= 2) is not met.** Median updates per task: GRPO 20; DiDPO (within) 20 at K = 2
+(1.00x) and 20 at K = all (0.97x); DiDPO (reference) 23 (1.15x) and 21 (1.05x). The spread across
+seeds and tasks (IQR 16-36) is far wider than any gap; DiDPO (within) leaves more tasks short of 0.9
+at K = all (13/18 against 15/18).
 
-Against the prediction: right that GRPO runs once, that GiGPO becomes GRPO at K = all, and that
-the goal is not met; wrong about the within-anchor contrast (predicted 0.8x, measured 0.94x at
-K = 1 and 2, 1.20x at K = all) and about the within + cover="call" combination (predicted the
-closest, 0.75x; measured 1.00-1.14x); DiDPO (reference) and (contrast) were slower at K = 1 than the
-predicted 15% (1.26x, 1.40x).
+Against the prediction: right that GRPO runs once, that every DiDPO variant stays within
+0.85-1.35x GRPO, that K barely moves DiDPO (K = 2 to all: 23 -> 21 for the reference baseline, 20 ->
+20 for within) and that the goal is not met; right that the reference baseline is the slower one;
+DiDPO (within) was predicted at 0.9-1.0x and is at 1.00x and 0.97x.
 
-Why, from the diagnosis table (it barely changes with K):
+Why, from the diagnosis (the same picture at every K):
 
-1. The bottleneck is still the choice to edit a region at all, made at the tool-name token. Every
-   estimator ranks right above wrong there at AUC 0.567 (A^E alone), except those with
-   cover="call", which are worse (0.535-0.564): the call's span gives the tool name the A^D of
-   whichever variant the rollout wrote, right or wrong, which is not the credit of editing at all.
-2. Inside edits, the within-anchor contrast does separate variants better than any other rule
-   (AUC 0.688 at K = 1 against 0.637 for GRPO and the reference baseline; mean gap right - wrong
-   +0.83 against +0.48; on one task with few variants, the quick run, 0.97-1.00). It is far from 1
-   on six tasks because each variant is made by 1-3 of the 8 rollouts and their outcomes also
-   depend on every other region.
-3. Under a common step size (whitening per task), the sharper in-edit credit costs step size at the
-   tool name: mean |A| there 0.57 for DiDPO (within) against 0.81 for GRPO, gap +0.19 against
-   +0.26. The tool-name decision is where the policy has most to learn, so the trade loses.
-4. Packing the regions does not hand DiDPO an advantage here, because no estimator in this
-   comparison except GiGPO used step-level credit to begin with: GRPO gives every token A^E at any
-   K, and DiDPO's anchors are per hunk whatever the packing. K only removes GiGPO's step term.
+1. The bottleneck is the choice to edit a region at all, made at the tool-name token. Every
+   estimator ranks right above wrong there at AUC about 0.57 (A^E alone), those with cover="call"
+   lower (0.54-0.55). No estimator in the comparison gives that token more than the outcome's
+   credit, so packing the regions (K >= 2) cannot help DiDPO there.
+2. Inside edits, the within-anchor contrast separates variants best (AUC 0.68 against 0.64 for GRPO
+   and the reference baseline at K = 2; gap right - wrong +0.80 against +0.48), but each variant is
+   made by 1-3 of the 8 rollouts and its outcome also depends on every other region, so it stays far
+   from 1.
+3. Under one step size (whitening per task), the sharper in-edit credit costs step at the tool name:
+   mean |A| there 0.56 for DiDPO (within) against 0.82 for GRPO at K = 2. The tool-name decision is
+   where the policy has most to learn, so the trade roughly cancels.
+4. K only changes how the regions are packed into responses; DiDPO's anchors are per hunk at any K
+   and GRPO's credit is per episode at any K, so neither gains from packing.
 
-What would help, by the diagnosis: credit for the edit-or-view choice itself. A view writes no
-diff, so DiDPO never measures "edited this region vs left it": an occurrence for an untouched region
-(the reference's lines left as they were) would let the contrast reach the tool-name token with
-the effect of editing at all. Second, keep A^D from shrinking A^E's step: normalise A^E alone and add
-A^D at a fixed fraction of its scale (lambda < 1), or normalise the two separately. Third, larger
-groups per task, so that each variant inside an anchor is made by enough rollouts for its mean to
-mean something."""
-TINY_ANALYSIS = """What was run (reduced for the machine's load, about 15 on 2 cores; a tiny-LM run took
-9-10 minutes): one task, K = all only (every region in one response of about 165 tokens), GRPO and
-DiDPO (within), 3 seeds, 150 warm-start steps, then 4
-updates of G = 8 (`--tiny-updates 4 --tiny-sft-steps 150 --tiny-regions-per-step 0`). The other
-methods and K = 1, 2 were not run on the tiny LM.
+What would help, by the diagnosis: credit for the edit-or-view choice itself (an occurrence for a
+region left untouched, so that the contrast reaches the tool-name token with the effect of editing
+at all); normalising A^E and A^D separately (or adding A^D at a fixed fraction of A^E's scale) so
+that the diff term does not shrink the step at the tool name; and larger groups per task, so that
+each variant inside an anchor is made by enough rollouts for its mean to mean something."""
+TINY_PREDICTION = """Prediction for the tiny-LM run (written at 17:45 UTC, before it; after the short
+experiments below, all on this task at K = 1, GRPO, seed 0):
 
-**Result (written after measuring): the tiny LM runs end to end on the real environment and tests,
-but within this budget it does not learn, so it cannot tell the estimators apart; no run reaches
-90% success.** After the warm start (per-token loss 6.6 -> 0.03-0.04) an eighth to a quarter of the
-first batch's responses are exactly a candidate text and, in one seed, 1 rollout of 8 resolves.
-Within 2-3 updates the share of exact candidates falls to 0 under both estimators: the RL step
-(Adam 5e-4, two epochs per batch, clip 0.2, whitened advantages) moves the model off the candidate
-texts faster than the rare successes pull it towards the right one. An earlier attempt with 40
-warm-start steps (loss down to 0.19-0.59 per token, 4 runs of 6 updates, both estimators) never
-sampled a candidate exactly and never resolved: at 0.2 nats a token a 165-token response is almost
-surely off somewhere.
+1. With the new RL settings (warm start 400 steps, Adam 1e-4, one epoch per batch, KL 1.0 to the
+   warm-start model) the share of sampled responses that are exactly a candidate text stays at
+   0.75-0.95 over the run under every method (it fell to 0 within 2-3 updates before).
+2. P(reference response) moves by random walk more than it climbs: in at most half of the GRPO
+   runs is it higher after the last update than after the warm start; no run reaches 0.9.
+3. DiDPO (within) and DiDPO (reference) are not distinguishable from GRPO with 3 seeds and 12
+   updates, at K = 1 or all."""
+TINY_ANALYSIS = """What was run (written after measuring): the configuration started at 17:45 UTC, all 18 runs (GRPO,
+DiDPO (reference) and DiDPO (within); K = 1 and all; 3 seeds; 12 updates of G = 8 after a 400-step
+warm start shared by the methods of a seed and K; Adam 1e-4, one epoch, KL 1.0), 39 min with two
+workers on a machine whose load average was 8-15 for most of it. K = 2 and the other methods were not
+run on the tiny LM, for time; the budget (12 updates) is far below the branch policy's 40.
 
-Prediction 6 (no method distinguishable, few runs if any at 90%) held, for a duller reason than
-predicted: the policy collapses before credit can matter. What would make this comparison
-informative: a smaller RL step (Adam 1e-4, one epoch) or a KL term to the warm-start model, a
-longer warm start, K = 1 (responses of 40-80 tokens), and 20+ updates per run, which needs
-about an hour of an idle 2-core machine for 3 seeds of two methods."""
+**Result: the collapse is fixed; learning is weak and not robust.** With the longer warm start and
+the KL term, the share of sampled responses that are exactly a candidate text stays at 0.75-1.0 at
+K = 1 for the whole run (before: 0 within 2-3 updates); at K = all (165-token responses) it stays at
+0.5-1.0 in 7 of 9 runs, but fell to 0.38 in DiDPO (reference) seed 1 and to 0.00 at the last update of
+DiDPO (within) seed 1, so KL 1.0 does not fully hold the longer responses. P(reference response)
+rises in some runs and not others, and no run comes near 0.9. GRPO at K = 1: ends higher than after
+the warm start in 2 of 3 seeds (0.051 -> 0.124, 0.051 -> 0.164, with batch success rates of
+0.25-0.38 in the last 5 updates of seed 2) and lower in one (0.050 -> 0.19 at update 3 -> 0.038).
+GRPO at K = all (one 165-token response): barely moves (0.022 -> 0.038, 0.029 -> 0.022, 0.029 ->
+0.025). DiDPO (within) at K = 1 gives the highest value of any run (seed 1: 0.051 -> 0.277) but
+falls in the other two seeds; DiDPO (reference) is between. At K = all the two DiDPO baselines are
+within 0.001 of each other in seeds 0 and 2, with the same samples (one step: the within-anchor
+contrast changed little there; not examined further).
+So by the brief's test (the success rate rises over updates in most seeds, for GRPO at least) the
+tiny LM learns at K = 1 in 2 of 3 seeds, slowly and with large swings, and not at K = all within 12
+updates; the methods cannot be told apart with 3 seeds.
+
+Against the prediction (17:45): right at K = 1 that the exact share stays high (predicted 0.75-0.95),
+wrong at K = all for two runs (above), right that P(reference) wanders more than it climbs in
+about half of the GRPO runs (3 of 6 end lower than they started) and that no run reaches 0.9, right
+that the methods are not distinguishable.
+
+Why, from the per-step probabilities of the short runs below (G2): the choice among candidates
+moves in steps whose direction flips between updates. With G = 8 and an outcome that needs all
+three regions, a region's choice is only weakly correlated with the episode's reward (partial test
+credit rewards some wrong combinations), so each update's credit for it is mostly noise, and the
+step sizes that keep the model on the candidate texts (Adam 1e-4) are too small to average it out in
+12 updates; a larger step (3e-4) made it worse, not faster. The model also barely tells the steps
+apart: the reference probabilities of steps 0 and 2 (same file, different lines) move together, so
+credit for one region's choice moves the other's. At K = all the response is 165 tokens and the
+decisions are 3 of them, so the token-mean loss dilutes their gradient further. What would help:
+larger groups (G >= 32) so that the per-update credit means something, 50+ updates (a run
+of 12 updates took 18 s-5 min here with the warm start cached, depending on the load, so this fits
+an hour on a quiet machine), prompts that
+make the regions distinct to the model, and then the comparison of credit rules at the decision
+tokens, which is where DiDPO (within) differs.
+
+How the RL settings were chosen: short runs on this task at K = 1, GRPO, seed 0, G = 8, before the
+run above (the first two, A and B, were run to measure, without a written prediction; each later
+one had its prediction written first, with the time, in the list after the table):
+
+| run | warm start (steps, loss) | RL step | share of exact candidate texts per update | P(reference response) | batch success |
+|---|---|---|---|---|---|
+| A (old defaults) | 60, 0.078 | Adam 5e-4, 2 epochs | 0.08 0.04 0.00 | - | 0 0 0 |
+| B | 200, 0.026 | Adam 1e-4, 1 epoch | 0.83 0.96 ... 0.58 0.67 (12 updates) | - | 0-0.25, no trend |
+| C | 200, 0.026 | Adam 1e-4, 1 epoch, KL 0.1 | as B (0.38-0.67 from update 7) | - | 0-0.25, no trend |
+| D | 200, 0.026 | Adam 1e-4, 1 epoch, 20 updates | 0.54-0.83 from update 7 | 0.031 -> 0.055 (update 2) -> 0.017 (update 20) | no trend |
+| E | 200, 0.026 | Adam 3e-4, 1 epoch, KL 1.0 | 0.46-0.79 | 0.031 -> 0.004-0.020 | 0.38 once, else 0 |
+| F | 200, 0.026 | Adam 3e-4, 1 epoch, KL 0.2 | 0.08-0.42 from update 6 | 0.031 -> 0.000 | 0.25 once, else 0 |
+| G2 | 200, 0.026 | Adam 1e-4, 1 epoch, KL 1.0, 16 updates | candidate mass per step constant (0.82 / 0.73 / 0.82) | 0.031 -> 0.062 (update 3) -> 0.011 (update 12) -> 0.017 | 0-0.12 |
+| G1 | 400, 0.023 | Adam 1e-4, 1 epoch (stopped after 2 updates, for time) | candidate mass per step 0.96 / 0.92 / 0.96 | 0.047 -> 0.070 -> 0.087 | 0, 0.12 |
+
+Predictions and outcomes of the short runs (times UTC):
+- 17:19, before C: the exact share stays >= 0.75 (KL 0.1) and success rises to >= 0.25 by update 12. Wrong: KL 0.1 is too weak against unit-std advantages; the exact share fell as in B.
+- 17:23, before D (and E): D's P(reference) rises from about 0.05 to about 0.15 by update 20 while the exact share falls. Wrong: P(reference) rose for 2 updates, then fell below its start.
+- 17:28, before E and F: E's P(reference) reaches >= 0.2 with the exact share >= 0.75; F rises faster at first and loses the exact share. F's half right (it lost the candidate texts); E wrong: a larger step made P(reference) fall faster, although KL 1.0 held the exact share.
+- 17:35, before G1 and G2 (per-step probabilities of each candidate): the reference choice rises at step 1 while the candidate mass leaks away. Wrong on both: with KL 1.0 the candidate mass stays constant; the choices do not climb, they wander. In G2 the reference probabilities of steps 0 and 2 move together (0.41 -> 0.58 at update 2 -> 0.29 at update 12, the same at both steps), and at step 1 the mass moved to a wrong variant (0.18 -> 0.37) and back."""
 _CACHE: GradeCache | None = None
 
 
@@ -339,7 +382,8 @@ def summarise(data: dict) -> tuple[list[str], list[list[str]]]:
             suite = [max(v if v is not None else budget + 1 for v in r["reach"].values()) for r in runs]
             q1, med, q3 = np.percentile(per_task, [25, 50, 75])
             ratio = f"{med / medians['GRPO']:.2f}" if "GRPO" in medians else "-"
-            shared = " (K=1 run)" if method in data.get("outcome_only", ()) and k != data["regions_per_step"][0] else ""
+            first = data["regions_per_step"][0]
+            shared = f" (K={k_label(first)} run)" if method in data.get("outcome_only", ()) and k != first else ""
             rows.append([method + shared, k_label(k), f"{reached}/{len(per_task)}", f"{med:.0f} [{q1:.0f}-{q3:.0f}]",
                          ratio, " ".join(str(x) if x <= budget else f">{budget}" for x in suite),
                          f"{np.mean([r['episodes'] for r in runs]):.0f}"])
@@ -405,7 +449,7 @@ def report(data: dict, analysis: str, image: str = "img/learning_efficiency.png"
             f"Columns: a task's updates are those until P(resolve) >= {data['threshold']} (censored at "
             f"{data['updates'] + 1} when never reached, which also counts in the median); \"all tasks\" is, "
             f"per seed, the update at which the last task got there. GRPO's credit depends on the outcome only, so "
-            f"its K = 1 runs stand for every K (same seeds, same samples). The curves are the mean over the tasks of "
+            f"its K = {k_label(data['regions_per_step'][0])} runs stand for every K (same seeds, same samples). The curves are the mean over the tasks of "
             f"P(resolve); a task stops training once it gets there, so they level off below 1.\n\n"
             f"![learning curves]({image})\n\n"
             + (f"Where the credit lands ({len(data.get('diagnosis_tasks', data['tasks']))} tasks: "
@@ -433,37 +477,45 @@ def run_tiny(job: dict) -> dict:
     torch.set_num_threads(1)
     config = TinyLMConfig(estimator=job["estimator"], options=job["options"], updates=job["updates"],
                           group_size=job["group_size"], seed=job["seed"], regions_per_step=job["regions_per_step"],
-                          verify=False, **({"sft_steps": job["sft_steps"]} if job.get("sft_steps") else {}))
+                          verify=False, **job.get("config", {}))
     started = time.monotonic()
     trainer = TinyLMTrainer(job["task"], config, grade_cache=_CACHE, decisions=job["decisions"])
+    # one warm start per (task, K, seed, warm-start settings), shared by the methods (they differ in RL only)
+    warm = job.get("warm_cache")
+    if warm:
+        key = "-".join(str(x) for x in (job["task"].id, job["regions_per_step"], job["seed"], config.sft_steps,
+                                        config.sft_lr, config.sft_batch, config.n_layer, config.n_embd, config.vocab_size))
+        warm = Path(warm) / f"{key}.pt"
     try:
-        history = trainer.run(until=job["threshold"])
+        history = trainer.run(until=job["threshold"], warm_cache=warm)
     finally:
         trainer.close()
-    reached = next((s.update for s in history if s.update and s.success_rate >= job["threshold"]), None)
+    reached = next((s.update for s in history if s.update and s.p_reference >= job["threshold"]), None)
     return {"kind": "train", "method": job["method"], "regions_per_step": job["regions_per_step"], "seed": job["seed"],
             "reach": {job["task"].id: reached}, "episodes": trainer.episodes, "seconds": time.monotonic() - started,
             "parameters": trainer.parameters, "sft_loss": [trainer.sft_losses[0], trainer.sft_losses[-1]],
-            "curve": [[s.update, s.success_rate if s.update else float("nan")] for s in history],
-            "parsed": [s.parsed for s in history[1:]]}
+            "curve": [[s.update, s.p_reference] for s in history],
+            "success": [s.success_rate for s in history[1:]], "parsed": [s.parsed for s in history[1:]]}
 
 
 def measure_tiny(methods: dict, seeds: int, updates: int, group_size: int, threshold: float, workers: int,
                  regions_per_step: list[int], task_id: str = TINY_TASK, json_path: Path | None = None,
-                 sft_steps: int | None = None) -> dict:
+                 config: dict | None = None, warm_cache: Path | None = None) -> dict:
     """Every (method, K, seed) tiny-LM run on one task; results saved after each run."""
     tasks, decisions, dropped = verified_candidates([task_id])
     task = tasks[0]
     every_k = list(regions_per_step)
     jobs = [{"method": label, "estimator": name, "options": options, "seed": seed, "task": task,
              "decisions": decisions[task.id], "updates": updates, "group_size": group_size, "threshold": threshold,
-             "regions_per_step": k, "sft_steps": sft_steps}
-            for seed in range(seeds) for k in every_k for label, (name, options) in methods.items()]
+             "regions_per_step": k, "config": dict(config or {}), "warm_cache": str(warm_cache) if warm_cache else None}
+            # K innermost: with a worker per K, a seed's warm starts are made once each, in parallel
+            for seed in range(seeds) for label, (name, options) in methods.items() for k in every_k]
     started = time.monotonic()
     data = {"tasks": [task.id], "regions": {task.id: [d.labels for d in decisions[task.id]]}, "dropped": dropped,
             "seeds": seeds, "updates": updates, "group_size": group_size, "threshold": threshold, "workers": workers,
             "seconds": 0.0, "methods": list(methods), "outcome_only": [], "regions_per_step": every_k, "runs": [],
-            "jobs": len(jobs), "curve_label": "batch success rate"}
+            "jobs": len(jobs), "config": dict(config or {}),
+            "curve_label": "P(sample the reference response)"}
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         for n, out in enumerate(pool.imap_unordered(run_tiny, jobs), 1):
             print(f"[{n}/{len(jobs)}] tiny LM {out['method']} K={k_label(out['regions_per_step'])} seed {out['seed']}: "
@@ -474,25 +526,30 @@ def measure_tiny(methods: dict, seeds: int, updates: int, group_size: int, thres
     return data
 
 
-def tiny_report(data: dict, analysis: str) -> str:
+def tiny_report(data: dict, prediction: str, analysis: str) -> str:
     header, rows = summarise(data)
     runs = data["runs"]
     params = runs[0]["parameters"] if runs else 0
     sft = np.array([r["sft_loss"] for r in runs]) if runs else np.zeros((0, 2))
     parsed = np.mean([p for r in runs for p in r["parsed"]]) if runs else float("nan")
-    return (f"Tiny LM (`code_gym.apps.tiny_lm`, {params / 1e6:.2f} M parameters, byte-level BPE trained on the task's "
+    config = ", ".join(f"{k} {v}" for k, v in sorted(data.get("config", {}).items()))
+    return (prediction + "\n\n"
+            f"Tiny LM (`code_gym.apps.tiny_lm`, {params / 1e6:.2f} M parameters, byte-level BPE trained on the task's "
             f"texts) on {data['tasks'][0]} ({'/'.join(str(len(x)) for x in data['regions'][data['tasks'][0]])} "
             f"candidates per region): {data['seeds']} seeds, K = {', '.join(k_label(k) for k in data['regions_per_step'])}, "
-            f"G = {data['group_size']}, at most {data['updates']} updates after the warm start; {len(runs)} runs of "
-            f"{data['jobs']}, {data['seconds'] / 60:.1f} min. Success: the first update whose batch of G rollouts "
-            f"resolves at a rate >= {data['threshold']} (censored at {data['updates'] + 1}). Warm-start loss "
-            f"(mean over runs) {sft[:, 0].mean():.2f} -> {sft[:, 1].mean():.2f}; {parsed:.0%} of the sampled responses "
-            f"were exactly one of the candidate texts.\n\n{markdown_table(header, rows)}\n\n"
-            f"Per run (success rate and share of responses that were exactly a candidate text, per update):\n\n"
-            + markdown_table(["method", "K", "seed", "warm-start loss", "success rate per update", "exact candidates per update"],
+            f"G = {data['group_size']}, at most {data['updates']} updates after the warm start"
+            f"{' (' + config + ')' if config else ''}; {len(runs)} runs of "
+            f"{data['jobs']}, {data['seconds'] / 60:.1f} min. Success: the first update after which the model's "
+            f"probability of sampling the reference response at every step (P(resolve) of the branch policy, computed "
+            f"from the model's token probabilities) is >= {data['threshold']} (censored at {data['updates'] + 1}). "
+            f"Warm-start loss (mean over runs) {sft[:, 0].mean():.2f} -> {sft[:, 1].mean():.3f}; {parsed:.0%} of the "
+            f"sampled responses were exactly one of the candidate texts.\n\n{markdown_table(header, rows)}\n\n"
+            f"Per run: P(reference response) after the warm start and after each update; the batch success rate "
+            f"(resolved rollouts of G) and the share of responses that were exactly a candidate text, per update:\n\n"
+            + markdown_table(["method", "K", "seed", "P(reference) per update", "batch success rate", "exact candidates"],
                              [[r["method"], k_label(r["regions_per_step"]), str(r["seed"]),
-                               f"{r['sft_loss'][0]:.2f} -> {r['sft_loss'][1]:.2f}",
-                               " ".join(f"{c[1]:.2f}" for c in r["curve"][1:]), " ".join(f"{p:.2f}" for p in r["parsed"])]
+                               " ".join(f"{c[1]:.2f}" for c in r["curve"]),
+                               " ".join(f"{x:.2f}" for x in r.get("success", [])), " ".join(f"{p:.2f}" for p in r["parsed"])]
                               for r in sorted(runs, key=lambda r: (r["method"], r["regions_per_step"], r["seed"]))])
             + "\n\n"
             "![tiny LM learning curves](img/learning_efficiency_tiny_lm.png)\n\n" + analysis)
@@ -532,6 +589,9 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="LABEL")
     parser.add_argument("--tiny-regions-per-step", type=int, nargs="+", default=[1, 2, 0], metavar="K")
     parser.add_argument("--tiny-sft-steps", type=int, help="warm-start steps (default: TinyLMConfig's)")
+    parser.add_argument("--tiny-lr", type=float, help="Adam's step in the RL phase (default: TinyLMConfig's)")
+    parser.add_argument("--tiny-epochs", type=int, help="passes over each batch (default: TinyLMConfig's)")
+    parser.add_argument("--tiny-kl", type=float, help="KL weight to the warm-start model (default: TinyLMConfig's)")
     parser.add_argument("--tiny-from-json", help="re-render the tiny-LM section from saved results")
     parser.add_argument("--tiny-analysis", help="a file with the tiny-LM analysis for the docs")
     args = parser.parse_args(argv)
@@ -561,20 +621,22 @@ def main(argv: list[str] | None = None) -> int:
             write_section("learning efficiency", PREDICTION + "\n\n" + SCALE + "\n\n" + report(data, analysis))
     if args.part in ("tiny-lm", "both"):
         json_path = out / ("learning_efficiency_tiny_lm_quick.json" if args.quick else "learning_efficiency_tiny_lm.json")
+        tiny_config = {key: value for key, value in (("sft_steps", args.tiny_sft_steps), ("lr", args.tiny_lr),
+                                                    ("epochs", args.tiny_epochs), ("kl", args.tiny_kl)) if value is not None}
         if args.tiny_from_json:
             data = json.loads(Path(args.tiny_from_json).read_text())
         else:
             every = {**METHODS, **EXTRA_METHODS}
             data = measure_tiny({m: every[m] for m in args.tiny_methods}, args.tiny_seeds, args.tiny_updates,
                                 args.group_size, args.threshold, args.workers, args.tiny_regions_per_step,
-                                args.tiny_task, json_path=json_path, sft_steps=args.tiny_sft_steps)
+                                args.tiny_task, json_path=json_path, config=tiny_config, warm_cache=out / "tiny_lm_warm")
         header, rows = summarise(data)
         print(markdown_table(header, rows))
         plot(data, json_path.with_suffix(".png"), title="tiny LM")
         if not args.no_docs:
             plot(data, ROOT / "docs" / "img" / "learning_efficiency_tiny_lm.png", title="tiny LM")
             analysis = Path(args.tiny_analysis).read_text() if args.tiny_analysis else TINY_ANALYSIS
-            write_section("learning efficiency: tiny LM", tiny_report(data, analysis))
+            write_section("learning efficiency: tiny LM", tiny_report(data, TINY_PREDICTION, analysis))
     return 0
 
 

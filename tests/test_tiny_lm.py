@@ -14,6 +14,7 @@ pytest.importorskip("transformers")
 from code_gym.apps.cli import main  # noqa: E402
 from code_gym.apps.policy import REFERENCE, UNTOUCHED  # noqa: E402
 from code_gym.apps.tiny_lm import TinyLMConfig, TinyLMTrainer, token_offsets  # noqa: E402
+from code_gym.apps.train import SEPARATOR  # noqa: E402
 from code_gym.task import bundled_tasks  # noqa: E402
 
 TASK = "report-avg-aggregation"
@@ -107,3 +108,68 @@ def test_cli_trains_the_tiny_lm_and_writes_its_outputs(tmp_path):
     assert (folder / "config.json").exists() and (folder / "tokenizer.json").exists()
     samples = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 2 and all(len(s["responses"]) == 1 for s in samples)
+
+
+def test_warm_start_cache_gives_the_same_run_and_the_kl_reference_stays(tmp_path):
+    """Two trainers with one config: the second loads the first's warm start from the cache file
+    (model, losses and random states), so it samples what the first samples. An update with the KL
+    term moves the policy and leaves the warm-start reference as it was."""
+    import torch
+
+    torch.set_num_threads(1)
+    task = next(t for t in bundled_tasks() if t.id == TASK)
+    config = TinyLMConfig(updates=1, group_size=2, sft_steps=4, seed=3, n_layer=1, n_embd=32, n_head=2, kl=0.5,
+                          regions_per_step=0)
+    cache = tmp_path / "warm.pt"
+    first = TinyLMTrainer(task, config)
+    second = TinyLMTrainer(task, config, grade_cache=first.grade_cache, decisions=first.decisions)
+    try:
+        first.warm_start(cache)
+        assert cache.exists()
+        sampled = first.sample(0, 2)  # moves torch's generator on; the cache holds its state before
+        second.warm_start(cache)
+        assert second.sft_losses == first.sft_losses and len(first.sft_losses) == 4
+        for a, b in zip(first.model.parameters(), second.model.parameters()):
+            assert torch.equal(a, b)
+        assert second.sample(0, 2) == sampled
+        before = [p.detach().clone() for p in second.reference.parameters()]
+        stats = second.update(1)
+        assert 0.0 <= stats.p_reference <= 1.0  # 4 warm-start steps: about 0 for a 165-token response
+        assert all(torch.equal(a, b) for a, b in zip(before, second.reference.parameters()))
+        with torch.no_grad():  # the reference is a copy, not the policy's tensors
+            next(second.model.parameters()).add_(1.0)
+        assert torch.equal(next(second.reference.parameters()), before[0])
+    finally:
+        first.close()
+        second.close()
+
+
+def test_reference_probability_is_that_of_the_reference_texts(trainer):
+    """Supervised steps on the reference response alone raise `p_reference` (its log); steps on another
+    candidate's response (same prompts) lower it."""
+    import copy
+
+    import torch
+
+    state = copy.deepcopy(trainer.model.state_dict())
+    wrong = [trainer.tokenizer.encode(SEPARATOR.join(trainer.decisions[d].candidates[1].action for d in regions)).ids
+             + [trainer.eos] for regions in trainer.steps]  # candidates[0] is the reference
+
+    def fit(targets) -> float:
+        trainer.model.load_state_dict(state)
+        optimizer = torch.optim.Adam(trainer.model.parameters(), lr=1e-3)
+        trainer.model.train()
+        for _ in range(5):
+            ids, attention, response = trainer._rows(list(zip(trainer.prompt_ids, targets)))
+            loss = -(trainer._token_logprobs(ids, attention) * response).sum() / response.sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        return trainer.reference_logprob()
+
+    try:
+        start = trainer.reference_logprob()
+        assert start < 0.0 and trainer.reference_probability() == pytest.approx(np.exp(start), rel=1e-6, abs=0)
+        assert fit(trainer.reference_ids) > start > fit(wrong)
+    finally:
+        trainer.model.load_state_dict(state)
