@@ -114,7 +114,7 @@ def _train_tiny_lm(args) -> int:
         for name in args.estimator:
             config = TinyLMConfig(estimator=name, options=options, updates=args.updates, group_size=args.group_size,
                                   lr=lr, variants=args.variants, seed=args.seed, regions_per_step=args.regions_per_step,
-                                  sft_steps=args.warm_start_steps)
+                                  **({} if args.warm_start_steps is None else {"sft_steps": args.warm_start_steps}))
             trainer = TinyLMTrainer(task, config, grade_cache=cache, isolation=args.isolation)
             label = f"{name}-{task.id}" if len(tasks) > 1 else name
             try:
@@ -362,9 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--policy", choices=["branch", "tiny-lm"], default="branch",
                        help="branch: the built-in softmax over candidate edits (default); tiny-lm: a small GPT-2-style "
                        "transformer that samples every token, trained with a clipped policy gradient (one model per task; "
-                       "--lr is then Adam's, default 5e-4)")
-    train.add_argument("--warm-start-steps", type=int, default=60,
-                       help="tiny-lm: supervised steps on the candidate responses before RL (default 60)")
+                       "--lr is then Adam's, default TinyLMConfig.lr, 1e-4)")
+    train.add_argument("--warm-start-steps", type=int, default=None,
+                       help="tiny-lm: supervised steps on the candidate responses before RL (default "
+                       "TinyLMConfig.sft_steps, 400)")
     train.add_argument("--out", default="out/train", help="folder for curves.csv, curves.png, policy-*.json")
     train.set_defaults(func=cmd_train)
     roll = sub.add_parser("rollout", help="roll out a model served by an OpenAI-compatible server (e.g. vllm serve); "
