@@ -221,3 +221,24 @@ def test_built_reference_solutions_pass_the_audit(built):
     _, report = built
     assert report.tasks
     assert {t.id: audit(reference_changes(t), t) for t in report.tasks if audit(reference_changes(t), t)} == {}
+
+
+def test_cli_environment_options_reach_the_builder(tmp_path, monkeypatch):
+    # only the CLI's wiring is under test here: the builder itself is replaced by a recorder
+    import code_gym.builder as builder
+
+    seen = []
+
+    import code_gym.builder.batch as batch
+
+    def record(source, out, options, **kwargs):
+        seen.append(options.environment)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(builder, "build_tasks", record)
+    monkeypatch.setattr(batch, "build_many", record)
+    project = write_project(tmp_path / "shop")
+    for extra, want in (([], (False, "uv")), (["--sdists", "--installer", "pip"], (True, "pip"))):
+        with pytest.raises(SystemExit):
+            main(["tasks", "build", str(project), "--out", str(tmp_path / "out"), *extra])
+        assert (seen[-1].sdists, seen[-1].installer) == want

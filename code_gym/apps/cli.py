@@ -243,11 +243,13 @@ def cmd_tasks_validate(args) -> int:
 def cmd_tasks_build(args) -> int:
     from code_gym.builder import BuildOptions, build_tasks
     from code_gym.builder.batch import build_many, expand_sources
+    from code_gym.builder.project import EnvOptions
 
     options = BuildOptions(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
                            remove_bodies=not args.no_remove_body, max_candidates=args.max_candidates,
                            seed=args.seed, workers=args.workers, isolation=args.isolation,
-                           multi_ratio=args.multi_ratio)
+                           multi_ratio=args.multi_ratio,
+                           environment=EnvOptions(installer=args.installer, sdists=args.sdists))
     sources = expand_sources(args.source)
     if args.projects is not None:
         sources = sources[: args.projects]
@@ -436,6 +438,11 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--out", required=True, help="folder for the task folders and manifest.json (with several "
                        "sources also build-state.json: run the same command again to resume)")
     build.add_argument("--timeout", type=float, default=60.0, help="the tasks' test timeout in seconds (default 60)")
+    build.add_argument("--installer", default="uv", choices=["uv", "pip"],
+                       help="what builds each project's environment (default: %(default)s)")
+    build.add_argument("--sdists", action="store_true", help="build a project's requirements that have no wheel, "
+                       "inside a bubblewrap sandbox with the network (default: such a project is rejected, "
+                       "naming the requirement)")
     build.add_argument("--reruns", type=int, default=3, help="runs of the original FAIL_TO_PASS must pass (default 3)")
     build.add_argument("--mutations", type=int, default=2, help="bug-injection tasks tried per function (default 2)")
     build.add_argument("--no-remove-body", action="store_true", help="make no body-removal tasks")
