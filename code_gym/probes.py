@@ -8,7 +8,10 @@ each scenario is perturbed (numbers shifted, some strings and flags changed) int
 shows. The perturbed scenarios are replayed three times on the reference copy (twice in a
 sandboxed process of their own with hash seeds 0 and 1, once as grading runs them); a probe whose
 results differ is dropped as nondeterministic. A probe that differs from the untouched
-repository only where it repeats a test's call and answer is dropped too. What is kept
+repository only where it repeats a test's call and answer is dropped too. The set that is left is
+replayed on the reference once more, alone and in grading's order (`_confirmed`): a probe whose
+answer depended on a dropped probe run before it (state the package keeps between calls) is
+dropped, until the set answers as recorded. What is kept
 (steps + the reference's results) is a `ProbeSet`, stored in the task folder (`probes.json`,
 written by `code-gym tasks validate --record`) or cached under `hostfs.cache_root()`.
 
@@ -394,7 +397,42 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
                            f"test shows (steps {', '.join(map(str, differs))})")
         elif sum(p.test == probe.test for p in probes) < VARIANTS:
             probes.append(replace(probe, untouched_passes=not differs))
-    return ProbeSet(tuple(_spread(probes, MAX_PROBES)), tuple(dropped), names)
+    final, unstable = _confirmed(task, changes, _spread(probes, MAX_PROBES), isolation)
+    return ProbeSet(tuple(final), tuple(dropped + unstable), names)
+
+
+def _confirmed(task: Task, changes, probes: list[Probe], isolation, rounds: int = 3) -> tuple[list[Probe], list[str]]:
+    """The kept probes replayed once more on the reference, as one set and in the order grading
+    replays them (the candidates were checked together with the ones dropped since): a probe whose
+    answer depends on the probes run before it (state the package keeps between calls, such as a
+    registry that an earlier, dropped probe filled) would fail the reference itself. Such probes are
+    dropped and the rest replayed again, for at most `rounds` rounds; what still differs then is
+    dropped whole."""
+    dropped: list[str] = []
+    for _ in range(rounds):
+        if not probes:
+            break
+        copy = Workspace(task.repo, strategy="copy")
+        try:
+            apply_changes(task, copy.root, changes)
+            lay_hidden_tests(task, copy.root)
+            got = _in_test_run(task, copy.root, {"probes": [{"steps": _replayed(p.steps)} for p in probes]},
+                               isolation).get("results")
+        except ChildFailed as exc:
+            return [], dropped + [f"the reference's confirming probe run failed: {exc}"]
+        finally:
+            copy.close()
+        if not isinstance(got, list) or len(got) != len(probes):
+            return [], dropped + ["the reference's confirming probe run returned the wrong number of results"]
+        bad = {i: problem for i, (p, r) in enumerate(zip(probes, got)) if (problem := _probe_mismatch(p, r))}
+        if not bad:
+            return probes, dropped
+        dropped += [f"{probes[i].id}: depends on the probes replayed before it (the reference's answer changed "
+                    f"when run with the kept set: {problem})" for i, problem in bad.items()]
+        probes = [p for i, p in enumerate(probes) if i not in bad]
+    if probes:
+        dropped += [f"{p.id}: dropped with the rest of an unstable set" for p in probes]
+    return [], dropped
 
 
 def _seen(probe: Probe, index: int) -> bool:

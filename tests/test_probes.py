@@ -298,3 +298,60 @@ def test_the_encoding_goes_by_exact_type_and_the_comparison_by_type_and_value():
     assert probes.mismatch(encode(KeyError("x")), encode(ValueError("x")))
     assert "malformed" in probes.mismatch(encode([1]), {"t": "list", "v": None, "n": 1})
     assert probes.mismatch(encode(5), "forged") and probes.mismatch(encode(5), {"t": "int"})
+
+
+# -- probes that lean on state an earlier probe left -----------------------------------------------
+
+REGISTRY_MANIFEST = '''\
+id = "registry"
+statement = """`remove` should take a name out of the registry."""
+visible_tests = []
+hidden_tests = ["tests/test_registry.py"]
+reference_patch = "solution.patch"
+'''
+
+REGISTRY_SOLUTION = """\
+diff --git a/registry.py b/registry.py
+--- a/registry.py
++++ b/registry.py
+@@ -6,4 +6,4 @@ def add(name, value):
+ 
+ 
+ def remove(name):
+-    return None
++    del _ITEMS[name]
+"""
+
+
+def _call(name, *args):
+    return {"kind": "call", "module": "registry", "qualname": name, "kwargs": [],
+            "args": [{"t": "str", "v": a} if isinstance(a, str) else {"t": "int", "v": str(a)} for a in args]}
+
+
+def test_a_probe_whose_answer_needs_an_earlier_probes_state_is_dropped_when_that_one_is(tmp_path):
+    # six's registry of moves: a probe that removes a name another probe added passes on the
+    # reference only while that probe runs before it; once the other is dropped it would fail the
+    # reference itself (2 of 30 re-validated six tasks did), so the kept set is confirmed as a set
+    folder = tmp_path / "registry"
+    files = {
+        "repo/registry.py": "_ITEMS = {}\n\n\ndef add(name, value):\n    _ITEMS[name] = value\n\n\n"
+                            "def remove(name):\n    return None\n",
+        "hidden/tests/test_registry.py": "import registry\n\n\ndef test_remove():\n    registry.add('spam', 1)\n"
+                                         "    registry.remove('spam')\n    assert 'spam' not in registry._ITEMS\n",
+        "task.toml": REGISTRY_MANIFEST, "solution.patch": REGISTRY_SOLUTION,
+    }
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    task = load_task(folder)
+    adds = probes.Probe("t#0", "t", (_call("add", "eggs", 2),), ({"t": "none"},), changed=(0,))
+    removes = probes.Probe("t#1", "t", (_call("remove", "eggs"),), ({"t": "none"},), changed=(0,))
+    changes = reference_changes(task)
+    kept, dropped = probes._confirmed(task, changes, [adds, removes], "auto")
+    assert kept == [adds, removes] and dropped == []  # together, in this order, they answer as recorded
+    kept, dropped = probes._confirmed(task, changes, [removes], "auto")  # alone: KeyError, not None
+    assert kept == [] and len(dropped) == 1 and "depends on the probes replayed before it" in dropped[0]
+    assert "KeyError" in dropped[0]
+    # and what make_probes keeps, the reference passes when graded
+    result = grade(task, changes)
+    assert result.resolved and (result.probes.ok or not result.probes.total), result.probes.failures
