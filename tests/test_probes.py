@@ -3,6 +3,7 @@ every reference passes them; the untouched repository fails them; a test-source 
 always-equal object pass the tests but not the probes (each attack graded with the probes off
 and on); nondeterministic probes are dropped with a reason; a hanging probe process is bounded."""
 import dataclasses
+import json
 import textwrap
 
 import pytest
@@ -211,13 +212,13 @@ def test_attacks_that_pass_the_tests_fail_the_probes(attack):
 
 # -- what cannot be made is dropped with a reason ------------------------------------------------
 
-SHUFFLE_MANIFEST = '''\
-id = "tokens"
-statement = """Fix `scale` and keep `draw` working."""
-visible_tests = ["tests/test_tokens.py"]
-hidden_tests = ["tests/test_hidden_tokens.py"]
-reference_patch = "solution.patch"
-'''
+def _manifest(task_id, statement, visible, hidden):
+    return (f'id = "{task_id}"\nstatement = """{statement}"""\nvisible_tests = {json.dumps(visible)}\n'
+            f'hidden_tests = {json.dumps(hidden)}\nreference_patch = "solution.patch"\n')
+
+
+SHUFFLE_MANIFEST = _manifest("tokens", "Fix `scale` and keep `draw` working.", ["tests/test_tokens.py"],
+                             ["tests/test_hidden_tokens.py"])
 
 SHUFFLE_SOLUTION = """\
 diff --git a/tokens.py b/tokens.py
@@ -237,6 +238,14 @@ diff --git a/tokens.py b/tokens.py
 """
 
 
+def _task_folder(folder, files):
+    """A task folder from {relative path: text}, loaded."""
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    return load_task(folder)
+
+
 def test_a_nondeterministic_function_has_its_probes_dropped_with_a_reason(tmp_path):
     folder = tmp_path / "tokens"
     files = {
@@ -247,10 +256,7 @@ def test_a_nondeterministic_function_has_its_probes_dropped_with_a_reason(tmp_pa
                                                "    assert scale(2, 3) == 6\n",
         "task.toml": SHUFFLE_MANIFEST, "solution.patch": SHUFFLE_SOLUTION,
     }
-    for rel, text in files.items():
-        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        (folder / rel).write_text(text)
-    task = load_task(folder)
+    task = _task_folder(folder, files)
     made = probes.probe_set(task)
     dropped = [d for d in made.dropped if d.startswith("tests/test_tokens.py::test_draw#")]
     assert dropped and all("nondeterministic" in d for d in dropped), made.dropped
@@ -302,13 +308,8 @@ def test_the_encoding_goes_by_exact_type_and_the_comparison_by_type_and_value():
 
 # -- probes that lean on state an earlier probe left -----------------------------------------------
 
-REGISTRY_MANIFEST = '''\
-id = "registry"
-statement = """`remove` should take a name out of the registry."""
-visible_tests = []
-hidden_tests = ["tests/test_registry.py"]
-reference_patch = "solution.patch"
-'''
+REGISTRY_MANIFEST = _manifest("registry", "`remove` should take a name out of the registry.", [],
+                              ["tests/test_registry.py"])
 
 REGISTRY_SOLUTION = """\
 diff --git a/registry.py b/registry.py
@@ -340,10 +341,7 @@ def test_a_probe_whose_answer_needs_an_earlier_probes_state_is_dropped_when_that
                                          "    registry.remove('spam')\n    assert 'spam' not in registry._ITEMS\n",
         "task.toml": REGISTRY_MANIFEST, "solution.patch": REGISTRY_SOLUTION,
     }
-    for rel, text in files.items():
-        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        (folder / rel).write_text(text)
-    task = load_task(folder)
+    task = _task_folder(folder, files)
     adds = probes.Probe("t#0", "t", (_call("add", "eggs", 2),), ({"t": "none"},), changed=(0,))
     removes = probes.Probe("t#1", "t", (_call("remove", "eggs"),), ({"t": "none"},), changed=(0,))
     changes = reference_changes(task)
