@@ -80,3 +80,16 @@ def test_leftovers_of_a_killed_process_are_reaped_by_the_next_one(kind, tmp_path
         crashing.wait()
     subprocess.run([sys.executable, "-c", NEXT, kind], env=env, check=True, timeout=120)
     assert _left_by(crashing.pid) == {"temp dirs": [], "mounts": [], "cgroups": [], "containers": []}
+
+
+def test_every_temp_folder_code_gym_makes_names_its_process():
+    # the reaper removes a folder only when its name says which process made it (owned_prefix);
+    # builder runs and environment builds made `code-gym-build-XXXX` folders that outlived a killed
+    # process forever
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "code_gym"
+    unowned = [f"{path.relative_to(root)}:{n}" for path in root.rglob("*.py")
+               for n, line in enumerate(path.read_text().splitlines(), 1)
+               if re.search(r"mkdtemp\(prefix=(TEMP_PREFIX|[\"']code-gym-)", line)]
+    assert unowned == [], unowned

@@ -14,7 +14,7 @@ from code_gym.grading import RESULTS_DIR, parse_junit
 from code_gym.environments import task_runtime
 from code_gym.sandbox import Limits, PythonEnv, make_sandbox
 from code_gym.task import Task
-from code_gym.hostfs import TEMP_PREFIX
+from code_gym.hostfs import owned_prefix
 from code_gym.workspace import Workspace
 
 PLUGIN = "_code_gym_coverage"
@@ -95,7 +95,7 @@ def run_tests(root: Path, test_command: str, selected: list[str] | tuple[str, ..
     row in the same folder (a test that leaves state behind fails its rerun), with the project's
     environment `python_env` (None: code-gym's own Python). With `coverage`, also returns which
     test ran which line; the plugin file is written into `root`."""
-    results = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "build-"))
+    results = Path(tempfile.mkdtemp(prefix=owned_prefix("build")))
     try:
         sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), python_env=python_env)
         binds = {results: RESULTS_DIR}

@@ -31,7 +31,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from code_gym.environments.requirements import Requirements, project_requirements
-from code_gym.hostfs import TEMP_PREFIX, cache_root
+from code_gym.hostfs import cache_root, owned_prefix
 from code_gym.sandbox.base import PythonEnv
 from code_gym.task import BASE_REQUIREMENTS, EnvSpec, Task, TaskError
 
@@ -124,7 +124,7 @@ def _sandboxed(command: list[str], prefix: Path, cache: Path, timeout: float) ->
     from code_gym.sandbox import Limits, LocalSandbox
 
     cache.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "envbuild-"))
+    scratch = Path(tempfile.mkdtemp(prefix=owned_prefix("envbuild")))
     try:
         limits = Limits(timeout=timeout, memory_bytes=8 << 30, file_size_bytes=4 << 30, max_output=1 << 20, processes=512)
         sandbox = LocalSandbox(scratch, "bwrap", limits, network=True)

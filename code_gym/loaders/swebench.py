@@ -30,7 +30,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from code_gym.environments import EnvironmentBuildError, project_environment
-from code_gym.hostfs import cache_root
+from code_gym.hostfs import cache_root, owned_prefix
 from code_gym.loaders.folder import task_id, write_task
 from code_gym.task import MANIFEST, Task, TaskError, Timeouts, load_task
 
@@ -161,7 +161,7 @@ def patched_contents(repo: Path, patch: str, where: str) -> dict[str, bytes]:
     files = [f for f in _patched_files(patch, where) if not f.is_removed_file]
     if not files:
         raise TaskError(f"{where}: changes no file (the hidden tests come from it)")
-    scratch = Path(tempfile.mkdtemp(prefix="code-gym-testpatch-"))
+    scratch = Path(tempfile.mkdtemp(prefix=owned_prefix("testpatch")))
     try:
         for f in files:
             if not f.is_added_file and (repo / f.path).is_file():
@@ -199,7 +199,7 @@ def instance_environment(instance: Instance, clone: Path, exported: Path, python
     plus the instance's own."""
     where = f"instance {instance.instance_id}"
     setup = instance.environment_setup_commit
-    folder = exported if setup in (None, instance.base_commit) else Path(tempfile.mkdtemp(prefix="code-gym-envsetup-"))
+    folder = exported if setup in (None, instance.base_commit) else Path(tempfile.mkdtemp(prefix=owned_prefix("envsetup")))
     try:
         if folder != exported:
             export_commit(clone, setup, folder)

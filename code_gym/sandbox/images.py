@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from code_gym.hostfs import owned_prefix
+
 DEFAULT_IMAGE = "code-gym-python:bookworm"
 LABEL = "code-gym"  # every image, container and volume code-gym creates carries this label
 PACKAGES = ("python3", "python-is-python3", "python3-pytest", "git")
@@ -62,7 +64,7 @@ def build_image(tag: str = DEFAULT_IMAGE, suite: str = "bookworm", mirror: str |
         raise RuntimeError("debootstrap is missing: apt-get install debootstrap")
     mirror = mirror or apt_mirror(suite=suite)
     started = time.monotonic()
-    root = Path(tempfile.mkdtemp(prefix="code-gym-rootfs-"))
+    root = Path(tempfile.mkdtemp(prefix=owned_prefix("rootfs")))
     try:
         log(f"debootstrap {suite} from {mirror} (about 1-2 minutes)")
         subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", suite,
