@@ -43,11 +43,13 @@ METHODS = {  # label -> (estimator name in credit.ESTIMATORS, options)
     "DiDPO (cover=edit)": ("didpo", {"cover": "edit"}),
     "DiDPO (cover=call)": ("didpo", {"cover": "call"}),
     "DiDPO (within, cover=call)": ("didpo", {"baseline": "within", "cover": "call"}),
+    "DiDPO (nested, cover=call)": ("didpo", {"baseline": "nested", "cover": "call"}),
 }
 # an estimator whose advantages depend only on the outcome gives every K the same run (same seeds,
 # same choices): it runs once, at the first K, and its result stands for the others
 OUTCOME_ONLY = ("grpo", "dr_grpo", "rloo")
 EXTRA_METHODS = {  # for --methods
+    "DiDPO (contrast, cover=call)": ("didpo-contrast", {"cover": "call"}),
     "DiDPO (contrast, exact groups)": ("didpo-contrast", {"similarity": 1.0}),
     "DiDPO (reference, std-normalised)": ("didpo", {"mode": "mean_std_norm"}),
 }

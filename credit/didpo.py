@@ -24,6 +24,12 @@ what the edit changed.
 `baseline="within"` (ours) contrasts each exact variant against the other members of its anchor
 (`credit.baselines.within_anchor_contrast`), so near-duplicates merged into one anchor (a right
 edit and its one-token mutation) get different values; an anchor of one variant gets Delta.
+
+`baseline="nested"` (ours) gives each choice its own contrast, as a policy gradient does each
+token: the tokens of the call that made an occurrence, outside its changed lines (the tool name,
+the command, the path: the choice to edit the region at all), get the anchor's Delta; its changed
+lines (the choice among the ways to edit it) get the within-anchor W. Only cover="call" or
+"edit" reach tokens outside the lines; with cover="lines" it is "within".
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from credit.split import ADDED, LEVELS, DiffBatch, DiffError, split_diffs
 from credit.split import check_options as check_split_options
 from credit.types import Anchor, Result
 
-BASELINES = ("reference", "contrast", "within")
+BASELINES = ("reference", "contrast", "within", "nested")
 COVERS = ("lines", "edit", "call")
 
 
@@ -85,7 +91,10 @@ def didpo(
       gamma: discount of the step returns.
       lambda_: weight of A^D on covered tokens.
       baseline: "reference" (A^D = G - mean G over the anchor), "contrast" (Delta above) or
-        "within" (each exact variant against the anchor's other members; Delta for one variant).
+        "within" (each exact variant against the anchor's other members; Delta for one variant) or
+        "nested" (Delta on the covered tokens outside the changed lines, W on the lines; with
+        cover="call" Delta reaches the tool name that chose to edit). Anchor.advantage holds the
+        lines' values.
       count: how an anchor's group size n in psi counts members: "steps" (reference: step rows) or
         "trajectories" (distinct trajectories). A^E always counts each trajectory once (GRPO's
         group over the task's trajectories, as GiGPO's episode normalisation de-duplicates).
@@ -150,17 +159,20 @@ def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, 
         s0=s0, g0=g0, phi_form=phi_form, psi_form=psi_form)
     clock.lap("anchors")
 
+    outside = None  # values for the covered tokens outside the changed lines (None: the same)
     if baseline == "reference":
         advantages = _reference_advantage(selection.members, units.row, returns, mode, eps)
     elif baseline == "contrast":
         advantages = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
     else:
+        if baseline == "nested":
+            outside = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
         advantages = within_anchor_contrast(selection.members, table.traj[units.row], clusters.exact,
                                             table.outcome, table.task, eps, contrast_std)
     anchors = _anchors(selection, advantages, units, table)
     clock.lap("advantage")
 
-    extra, coverage = _project(table, units, selection, advantages, lambda_, cover)
+    extra, coverage = _project(table, units, selection, advantages, lambda_, cover, outside)
     token_values = tokens(table, episode_adv[table.traj], extra)
     clock.lap("project")
 
@@ -349,11 +361,14 @@ def _anchors(selection, advantages, units: _Units, table: StepTable) -> list[Anc
     return out
 
 
-def _project(table: StepTable, units: _Units, selection, advantages, lambda_: float, cover: str):
-    """Per-row extra token values (lambda * A^D of the best covering occurrence) and coverage stats."""
+def _project(table: StepTable, units: _Units, selection, advantages, lambda_: float, cover: str, outside=None):
+    """Per-row extra token values (lambda * A^D of the best covering occurrence) and coverage stats.
+    `outside`: per anchor, the occurrences' values for the tokens the cover adds around their lines
+    (the edit argument or call holding them); None: `advantages` there too."""
     members = np.concatenate(selection.members) if selection.members else np.zeros(0, np.int64)
     anchor = np.repeat(np.arange(len(selection.members)), [m.shape[0] for m in selection.members])
     value = lambda_ * (np.concatenate(advantages) if advantages else np.zeros(0))
+    value_outside = value if outside is None else lambda_ * (np.concatenate(outside) if outside else np.zeros(0))
     token_offsets = [s.token_offsets for s in table.steps]
     with_tokens = np.array([o is not None for o in token_offsets], bool)
     occ = np.flatnonzero(with_tokens[units.row[members]])
@@ -391,7 +406,9 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     # below every span of a line's own text: an edit argument or call credits the tokens no line holds
     priority -= level * (priority.max(initial=0.0) + 1.0)
     windows = _token_windows(table, rows, [token_offsets[r] for r in rows.tolist()], spans, span_step)
-    token_extra, covered = project_steps([w[1] for w in windows], spans, span_step, value[occ[owner]], priority)
+    # level 2 is the cover around a placed line (levels 0 and 1 stand for the line's own text)
+    span_value = np.where(level == 2, value_outside[occ[owner]], value[occ[owner]])
+    token_extra, covered = project_steps([w[1] for w in windows], spans, span_step, span_value, priority)
     n_read = np.fromiter((w[1].shape[0] for w in windows), np.int64, len(windows))
     # each read token's place in its row (tokens outside the windows are covered by no span)
     index = [np.arange(w[1].shape[0]) if w[0] is None else w[0] for w in windows]
