@@ -1,6 +1,7 @@
 """Learning efficiency of the built-in policy under each credit estimator.
 
-DiDPO (reference baseline), DiDPO (contrast baseline), GRPO and GiGPO train the built-in policy
+GRPO, GiGPO and DiDPO (its reference baseline, our contrast, within-anchor and nested baselines,
+and its cover modes: `METHODS`) train the built-in policy
 (`code_gym.apps.policy`, `code_gym.apps.train`) on the multi-region tasks of the bundled suite (three or more
 regions to get right in one episode), 5 seeds each, with the same rollout budget (G episodes per
 task per update, at most U updates). Measured: the updates a task needs until the policy resolves
@@ -53,21 +54,21 @@ EXTRA_METHODS = {  # for --methods
     "DiDPO (contrast, exact groups)": ("didpo-contrast", {"similarity": 1.0}),
     "DiDPO (reference, std-normalised)": ("didpo", {"mode": "mean_std_norm"}),
 }
-PREDICTION = """Prediction for the full run (written at 17:12 UTC, before it started; the reduced run of
-issue 16 (3 tasks, 2 seeds, 30 updates: its table is in git history) had been seen):
+PREDICTION = """Prediction for the nested-baseline run (written at 20:22 UTC on 2026-12-01, before it started; the
+diagnosis of 6 batches per K of the untrained policy had been seen: at the tool name AUC 0.631
+(K = 2) / 0.635 (K = all) for DiDPO (nested, cover=call) against 0.573 for GRPO, inside edits
+0.696 / 0.687 against 0.650):
 
-1. GRPO's runs are the same at every K (its credit depends on the outcome only), so they run once;
-   GiGPO at K = all is GRPO exactly (one step before submit, no step term).
-2. On all six multi-region tasks, 5 seeds and 40 updates, every DiDPO variant stays within about
-   0.85-1.35x GRPO's median updates per task at every K: the bottleneck is the edit-or-view choice
-   at the tool-name token, where every estimator but cover="call" gives A^E, and the reduced run's
-   diagnosis (AUC 0.567 there for all) does not change with more seeds.
-3. DiDPO (within) is the fastest DiDPO variant at K = 1 and 2 (about 0.9-1.0x GRPO), DiDPO
-   (reference) and (contrast) the slowest (1.1-1.4x); at K = all the order among DiDPO variants is
-   inside the seed spread.
-4. K barely moves any DiDPO variant (anchors are per hunk whatever the packing): its median at
-   K = 2 and all within 2 updates of its K = 1 median.
-5. The goal (90% success in <= 0.6x GRPO's updates at K >= 2) is not met by any variant."""
+1. GRPO's runs are as in the earlier run (median ~20 updates per task; its credit is outcome-only,
+   so it runs once for every K). GiGPO stays within 0.9-1.1x GRPO at K = 2 and equals it at K = all.
+2. DiDPO (nested, cover=call) is the fastest method at K = 2 and at K = all: 0.75-0.9x GRPO's
+   median updates per task. It is the only estimator whose credit at the tool-name token (the
+   choice to edit a region at all, the bottleneck in the earlier diagnosis) is better than the
+   outcome's, and it keeps the within-anchor contrast on the edits' lines.
+3. DiDPO (reference), (contrast) and (within) stay within 0.85-1.2x GRPO, as before.
+4. The goal (90% success in <= 0.6x GRPO's updates at K >= 2) is not met: with G = 8 the tool-name
+   AUC rises only from 0.57 to 0.63, and whitening per task shrinks the tool-name step (mean |A|
+   0.64-0.67 against GRPO's 0.81) while it sharpens the in-edit steps."""
 SCALE = """Advantage scale, one rule for every method: each estimator computes its advantages with its
 own defaults (GRPO (r - mean) / std; GiGPO its episode and step terms; DiDPO A^E (r - mean) plus
 lambda A^D on covered tokens), and then, per task and update, the advantages at the branch tokens are
@@ -76,48 +77,52 @@ advantages divided by their std, then Adam). So every method takes steps of the 
 differs only in where it puts credit and with which sign. Why: DiDPO's A^D adds magnitude, and the
 earlier sensitivity run (below) showed that the sign of the DiDPO-GRPO gap flips with the scale; in
 LLM training Adam's step normalisation plays this part."""
-ANALYSIS = """What was run (written after measuring; what fitted the session, on a machine whose load
-average was 10-15 with other helpers' jobs, where a training run of the six tasks took 3-6 min):
-the six multi-region tasks, K = 2 and all (the goal's K >= 2; K = 1 and the other methods were
-measured in the reduced run of issue 16, in git history), the three main methods (GRPO, DiDPO
-(reference), DiDPO (within)), **3 seeds of the 5 planned** (the run was stopped after its 15th of 25
-jobs, at the end of seed 2), at most 40 updates, G = 8, the advantage-scale rule above. GiGPO, DiDPO
-(contrast) and the cover modes were not trained in this run. The diagnosis covers all eight methods
-at K = 1, 2 and all; it comes from the first attempt at the full configuration (every method, K = 1,
-2, all, 5 seeds), stopped after its diagnosis and two training runs, to fit the time.
+ANALYSIS = """What was run (written after measuring): the configuration above in full, all 57 jobs (the
+diagnosis at K = 2 and all, then 55 training runs: six methods, K = 2 and all, 5 seeds, GRPO once
+per seed), 28 min with two workers, under `nice` beside the task-supply benchmark. K = 1 and the
+cover modes without a nested baseline were not trained in this run; the previous run's K = 1
+diagnosis and its reduced K = 1 training are in git history (same picture: every method within
+the seed spread of GRPO).
 
-**Result: DiDPO is not faster than GRPO at K = 2 or K = all, and the goal (90% success in <= 0.6x
-GRPO's updates at K >= 2) is not met.** Median updates per task: GRPO 20; DiDPO (within) 20 at K = 2
-(1.00x) and 20 at K = all (0.97x); DiDPO (reference) 23 (1.15x) and 21 (1.05x). The spread across
-seeds and tasks (IQR 16-36) is far wider than any gap; DiDPO (within) leaves more tasks short of 0.9
-at K = all (13/18 against 15/18).
+**Result: no DiDPO variant is faster than GRPO at K = 2 or K = all, and the goal (90% success in
+<= 0.6x GRPO's updates at K >= 2) is not met.** Median updates per task: GRPO 18 [14-24]; GiGPO 18
+at both K (0.97x, 1.00x); DiDPO (within) 18 (0.97x) and 20 (1.05x); DiDPO (reference) 20 (1.11x at
+both); DiDPO (contrast) 21 and 20 (1.14x, 1.11x); DiDPO (nested, cover=call) 20 (1.11x at both).
+Every gap is inside the spread across seeds and tasks (IQRs of 10-25 updates).
 
-Against the prediction: right that GRPO runs once, that every DiDPO variant stays within
-0.85-1.35x GRPO, that K barely moves DiDPO (K = 2 to all: 23 -> 21 for the reference baseline, 20 ->
-20 for within) and that the goal is not met; right that the reference baseline is the slower one;
-DiDPO (within) was predicted at 0.9-1.0x and is at 1.00x and 0.97x.
+Against the prediction: right that GRPO is as before (18 against 20 there), that GiGPO stays
+within 0.9-1.1x, that the reference, contrast and within baselines stay within 0.85-1.2x and that
+the goal is not met; **wrong about the nested baseline**: it was predicted the fastest method
+(0.75-0.9x) and is among the slowest (1.11x), with the most task-seeds that never reach 0.9 (7/30
+at K = 2 and 9/30 at K = all, against GRPO's 5/30).
 
-Why, from the diagnosis (the same picture at every K):
+Why, from the runs themselves (written after looking at them): nested is the fastest method on
+the task-seeds where it gets there (units-temperature in 9-12 updates in 4 of its 10 runs, where
+GRPO's best are 10, 13, 13; report-avg-aggregation 9, 9, 11 at both K against GRPO's 10, 10, 13),
+and it gets stuck more often. A rerun of
+its K = 2 seed 0 run shows where it stuck: at update 40 the policy puts 0.99 on *not* editing the
+first region of units-temperature and 0.93 on a `partial` edit of the second; on
+mdtable-column-alignment 0.80-0.97 on a wrong variant of each region (GRPO gets stuck on
+mdtable-column-alignment in 3 of its 5 seeds too). The rewards of all 16 choices of
+units-temperature (the env's own test-fraction reward, from -1 to 1) say why: the regions interact.
+(`--rewards units-temperature` prints them.) Fixing region 3 without region 2 takes the passing tests from 4/8 to 0/8 (reward 0 -> -1); fixing
+region 1 changes nothing unless regions 2 and 3 are both right (0.25 -> 1.0). Under the untrained
+policy, where the other regions are mostly wrong, the marginal effect of the right edit of region
+3 is negative and that of region 1 zero, so the per-region contrasts (Delta, W) that nested puts
+on those choices push them away from the reference: they are lower-variance estimates of the
+factorised policy's true gradient, and that gradient leads into the local optimum. GRPO's noisier
+estimate of the same gradient walks out of it more often. The diagnosis, measured at the untrained
+policy and averaged over the ways, did not show this: nested ranks right above wrong best at the
+tool name (AUC 0.62 against 0.57) and inside edits (0.68 against 0.64).
 
-1. The bottleneck is the choice to edit a region at all, made at the tool-name token. Every
-   estimator ranks right above wrong there at AUC about 0.57 (A^E alone), those with cover="call"
-   lower (0.54-0.55). No estimator in the comparison gives that token more than the outcome's
-   credit, so packing the regions (K >= 2) cannot help DiDPO there.
-2. Inside edits, the within-anchor contrast separates variants best (AUC 0.68 against 0.64 for GRPO
-   and the reference baseline at K = 2; gap right - wrong +0.80 against +0.48), but each variant is
-   made by 1-3 of the 8 rollouts and its outcome also depends on every other region, so it stays far
-   from 1.
-3. Under one step size (whitening per task), the sharper in-edit credit costs step at the tool name:
-   mean |A| there 0.56 for DiDPO (within) against 0.82 for GRPO at K = 2. The tool-name decision is
-   where the policy has most to learn, so the trade roughly cancels.
-4. K only changes how the regions are packed into responses; DiDPO's anchors are per hunk at any K
-   and GRPO's credit is per episode at any K, so neither gains from packing.
-
-What would help, by the diagnosis: credit for the edit-or-view choice itself (an occurrence for a
-region left untouched, so that the contrast reaches the tool-name token with the effect of editing
-at all); normalising A^E and A^D separately (or adding A^D at a fixed fraction of A^E's scale) so
-that the diff term does not shrink the step at the tool name; and larger groups per task, so that
-each variant inside an anchor is made by enough rollouts for its mean to mean something."""
+So the premise of the benchmark holds only in part: several regions per step do pose DiDPO's
+problem (step-level credit cannot tell which change mattered), but in these six tasks the changes
+do not matter one by one; what a region's edit is worth depends on the others. What would let
+credit per region help: tasks whose regions each fix their own failing tests (additive rewards,
+as in the task builder's multi-region tasks, combined from single-region changes that each fail
+tests of their own), credit that compares rollouts sharing the other regions' choices (a contrast conditioned on
+the rest, which needs G >= 32 to have members), or exploration that outlasts an early wrong
+push (a smaller step or an entropy bonus than lr 2.0 on the logits with whitened advantages)."""
 TINY_PREDICTION = """Prediction for the tiny-LM run (written at 17:45 UTC, before it; after the short
 experiments below, all on this task at K = 1, GRPO, seed 0):
 
@@ -228,6 +233,27 @@ def run_one(job: dict) -> dict:
             "seed": job["seed"], "reach": reach, "episodes": trainer.episodes,
             "seconds": time.monotonic() - started,
             "curve": [[s.update, s.success_probability] for s in history]}
+
+
+def choice_rewards(task_id: str, regions_per_step: int = 2) -> str:
+    """Every combination of one task's candidates played once through the env: its reward, tests
+    passed and resolution (how the regions interact: what an edit is worth given the others)."""
+    import itertools
+
+    from code_gym.apps.train import make_env, play
+
+    tasks, decisions, _ = verified_candidates([task_id])
+    (task,) = tasks
+    env = make_env(tasks, _CACHE, max_steps=30)
+    rows = []
+    try:
+        for combo in itertools.product(*[range(len(d.labels)) for d in decisions[task_id]]):
+            e = play(env, task, decisions[task_id], combo, regions_per_step)
+            rows.append([" / ".join(d.labels[c] for d, c in zip(decisions[task_id], combo)), f"{e.reward:+.2f}",
+                         f"{e.tests_passed}/{e.tests_total}", "yes" if e.resolved else "no"])
+    finally:
+        env.close()
+    return markdown_table(["choice per region", "reward", "tests passed", "resolved"], rows)
 
 
 def verified_candidates(task_ids: list[str] | None = None):
@@ -584,6 +610,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-json", help="re-render the docs from saved results instead of measuring")
     parser.add_argument("--analysis", help="a file with the analysis paragraph for the docs")
     parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--rewards", metavar="TASK", help="print the reward of every combination of TASK's "
+                        "candidates (how its regions interact) and stop")
     parser.add_argument("--tiny-task", default=TINY_TASK)
     parser.add_argument("--tiny-seeds", type=int, default=3)
     parser.add_argument("--tiny-updates", type=int, default=20)
@@ -598,6 +626,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny-analysis", help="a file with the tiny-LM analysis for the docs")
     args = parser.parse_args(argv)
     out = Path(args.out)
+    if args.rewards:
+        print(choice_rewards(args.rewards))
+        return 0
     if args.quick:
         args.seeds, args.updates, args.diagnosis_batches, args.tasks = 2, 10, 2, [QUICK_TASK]
         args.regions_per_step = [1, 0]
