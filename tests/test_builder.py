@@ -242,3 +242,42 @@ def test_cli_environment_options_reach_the_builder(tmp_path, monkeypatch):
         with pytest.raises(SystemExit):
             main(["tasks", "build", str(project), "--out", str(tmp_path / "out"), *extra])
         assert (seen[-1].sdists, seen[-1].installer) == want
+
+
+# Tests that call every function and check nothing: no change of the code fails a test, so every
+# candidate is rejected by the "fails" gate, whichever is checked first.
+UNCHECKED = {
+    "calc/__init__.py": "",
+    "calc/ops.py": "".join(f'''
+def op{i}(a, b):
+    """Operation {i}."""
+    if a > b:
+        return a - b + {i}
+    return b - a + {i}
+''' for i in range(8)),
+    "tests/test_ops.py": "from calc import ops\n\n\ndef test_calls():\n" +
+                         "".join(f"    ops.op{i}(3, 1)\n    ops.op{i}(1, 3)\n" for i in range(8)),
+}
+
+
+def test_a_project_whose_candidates_all_fail_the_gates_is_given_up(tmp_path):
+    from code_gym.builder.batch import build_many
+
+    project = tmp_path / "calc"
+    for rel, text in UNCHECKED.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(text)
+    options = BuildOptions(mutations_per_function=2, remove_bodies=False, progress=False, workers=2, give_up_after=4)
+    report = build_many([str(project)], tmp_path / "out", options)
+    (result,) = report.projects.values()
+    assert result.status == "rejected" and not result.tasks
+    # the fourth result stops it: the candidates then running (one per worker) are checked too
+    assert 4 <= result.candidates <= 4 + options.workers and result.gates["fails"] == result.candidates
+    assert f"none of the first {result.candidates} candidates passed the gates" in result.reason
+    # with the rule off, every candidate is checked, and every one is rejected the same way
+    full = build_tasks(project, tmp_path / "full", BuildOptions(mutations_per_function=2, remove_bodies=False, progress=False,
+                                                                give_up_after=0))
+    assert not full.tasks and full.manifest["candidates"] >= 12 and full.manifest["given_up"] == 0
+    assert len(full.rejected("fails")) == full.manifest["candidates"]
+    (manifest,) = (tmp_path / "out" / "projects").glob("*/manifest.json")
+    assert json.loads(manifest.read_text())["given_up"] == full.manifest["candidates"] - result.candidates

@@ -249,6 +249,7 @@ def cmd_tasks_build(args) -> int:
                            remove_bodies=not args.no_remove_body, max_candidates=args.max_candidates,
                            seed=args.seed, workers=args.workers, isolation=args.isolation,
                            multi_ratio=args.multi_ratio,
+                           **({} if args.give_up_after is None else {"give_up_after": args.give_up_after}),
                            environment=EnvOptions(installer=args.installer, sdists=args.sdists))
     sources = expand_sources(args.source)
     if args.projects is not None:
@@ -448,6 +449,9 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--no-remove-body", action="store_true", help="make no body-removal tasks")
     build.add_argument("--max-candidates", type=int, help="check at most this many one-region candidates per project "
                        "(spread over functions)")
+    build.add_argument("--give-up-after", type=int,
+                       help="stop a project once this many one-region candidates were checked and none passed "
+                       "(default: BuildOptions.give_up_after, 12; 0: check every candidate)")
     build.add_argument("--multi-ratio", type=float, default=0.6, help="multi-region candidates per accepted "
                        "one-region task (default 0.6; 0: none)")
     build.add_argument("--seed", type=int, default=0, help="which mutation sites are drawn (default 0)")

@@ -129,12 +129,19 @@ class _State:
             os.replace(tmp, self.path)
 
 
+def _rejected_reason(manifest: dict) -> str:
+    if manifest.get("given_up"):
+        return (f"none of the first {manifest['candidates']} candidates passed the gates; the other "
+                f"{manifest['given_up']} were not checked (BuildOptions.give_up_after)")
+    return "every candidate was rejected by a gate"
+
+
 def _result_of(source: str, manifest: dict, duration: float) -> ProjectResult:
     env = manifest.get("environment") or {}
     return ProjectResult(source, "built" if manifest["accepted"] else "rejected", [t["id"] for t in manifest["tasks"]],
                          manifest.get("multi_region", 0), manifest["candidates"],
                          {g: v["rejected"] for g, v in manifest["gates"].items()},
-                         "" if manifest["accepted"] else "every candidate was rejected by a gate", duration,
+                         "" if manifest["accepted"] else _rejected_reason(manifest), duration,
                          manifest["baseline"]["duration"],
                          ("cached" if env.get("cached") else "built") if env else "",
                          0.0 if env.get("cached") else float(env.get("build_seconds") or 0.0))
