@@ -256,12 +256,39 @@ def choice_rewards(task_id: str, regions_per_step: int = 2) -> str:
     return markdown_table(["choice per region", "reward", "tests passed", "resolved"], rows)
 
 
-def verified_candidates(task_ids: list[str] | None = None):
-    """The multi-region tasks (or those named) and their verified decisions (warming this process's
-    grade cache)."""
+def built_multi_region_tasks(folder: str | Path, limit: int) -> list:
+    """Up to `limit` multi-region tasks of a folder the builder made (`code-gym tasks build`), one
+    project after another (round robin over `[source] project`), each with two or more decisions.
+    Their regions come from single-region changes that each fail tests of their own."""
+    from code_gym.apps.policy import build_decisions
+    from code_gym.task import TaskError, load_task_dir
+
+    import tomllib
+
+    by_project: dict[str, list] = {}
+    for task in load_task_dir(folder):
+        source = tomllib.loads((task.root / "task.toml").read_text()).get("source", {})
+        if int(source.get("regions", 1)) >= 2:
+            by_project.setdefault(str(source.get("project", "")), []).append(task)
+    chosen = []
+    while len(chosen) < limit and any(by_project.values()):
+        for project in sorted(by_project):
+            if by_project[project] and len(chosen) < limit:
+                task = by_project[project].pop(0)
+                try:
+                    if len(build_decisions(task)) >= 2:
+                        chosen.append(task)
+                except TaskError:
+                    pass
+    return chosen
+
+
+def verified_candidates(task_ids: list[str] | None = None, task_dir: str | None = None, max_tasks: int = 8):
+    """The multi-region tasks (or those named; with `task_dir`, built tasks from that folder) and
+    their verified decisions (warming this process's grade cache)."""
     global _CACHE
     _CACHE = GradeCache()
-    tasks = multi_region_tasks()
+    tasks = built_multi_region_tasks(task_dir, max_tasks) if task_dir else multi_region_tasks()
     if task_ids:
         tasks = [t for t in tasks if t.id in task_ids]
     print(f"tasks: {', '.join(t.id for t in tasks)}; verifying candidates ...", file=sys.stderr, flush=True)
@@ -276,10 +303,11 @@ def k_label(regions_per_step: int) -> str:
 
 def measure(methods: dict, seeds: int, updates: int, group_size: int, lr: float, threshold: float,
             workers: int, whiten: bool = True, regions_per_step: list[int] = (1,), task_ids: list[str] | None = None,
-            diagnosis_batches: int = 12, json_path: Path | None = None) -> dict:
+            diagnosis_batches: int = 12, json_path: Path | None = None, task_dir: str | None = None,
+            max_tasks: int = 8) -> dict:
     """Every (method, K, seed) run and a diagnosis per K, in a pool of `workers` processes. With
     `json_path`, the results so far are saved after each job (a cut-short run can be rendered)."""
-    tasks, decisions, dropped = verified_candidates(task_ids)
+    tasks, decisions, dropped = verified_candidates(task_ids, task_dir, max_tasks)
     every_k = list(regions_per_step)
     estimators = [(label, name, options) for label, (name, options) in methods.items()]
     jobs = [{"kind": "diagnose", "tasks": tasks, "decisions": decisions, "estimators": estimators,
@@ -606,6 +634,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="decisions packed into one response, one run per K (0: every region in one step)")
     parser.add_argument("--diagnosis-batches", type=int, default=12, help="batches per K for the diagnosis (0: none)")
     parser.add_argument("--tasks", nargs="+", help="task ids (default: every multi-region task)")
+    parser.add_argument("--task-dir", help="train on multi-region tasks the builder made in this folder "
+                        "(`code-gym tasks build`) instead of the bundled ones")
+    parser.add_argument("--max-tasks", type=int, default=8, help="with --task-dir: at most this many, one "
+                        "project after another (default 8)")
+    parser.add_argument("--section", default="learning efficiency",
+                        help="docs/benchmarks.md section to write (its plot: img/<section, dashed>.png)")
+    parser.add_argument("--prediction", help="a file with the prediction for the docs (default: PREDICTION)")
     parser.add_argument("--out", default=str(ROOT / "out" / "benchmarks"), help="folder for the raw results and plots")
     parser.add_argument("--from-json", help="re-render the docs from saved results instead of measuring")
     parser.add_argument("--analysis", help="a file with the analysis paragraph for the docs")
@@ -644,14 +679,17 @@ def main(argv: list[str] | None = None) -> int:
             data = measure({m: every[m] for m in args.methods}, args.seeds, args.updates, args.group_size, args.lr,
                            args.threshold, args.workers, whiten=not args.no_whiten,
                            regions_per_step=args.regions_per_step, task_ids=args.tasks,
-                           diagnosis_batches=args.diagnosis_batches, json_path=json_path)
+                           diagnosis_batches=args.diagnosis_batches, json_path=json_path,
+                           task_dir=args.task_dir, max_tasks=args.max_tasks)
         header, rows = summarise(data)
         print(markdown_table(header, rows))
         plot(data, json_path.with_suffix(".png"))
         if not args.no_docs:
-            plot(data, ROOT / "docs" / "img" / "learning_efficiency.png")
+            image = "img/" + args.section.replace(" ", "_").replace(":", "").replace("-", "_") + ".png"
+            plot(data, ROOT / "docs" / image)
             analysis = Path(args.analysis).read_text() if args.analysis else ANALYSIS
-            write_section("learning efficiency", PREDICTION + "\n\n" + SCALE + "\n\n" + report(data, analysis))
+            prediction = Path(args.prediction).read_text().strip() if args.prediction else PREDICTION
+            write_section(args.section, prediction + "\n\n" + SCALE + "\n\n" + report(data, analysis, image))
     if args.part in ("tiny-lm", "both"):
         json_path = out / ("learning_efficiency_tiny_lm_quick.json" if args.quick else "learning_efficiency_tiny_lm.json")
         tiny_config = {key: value for key, value in (("sft_steps", args.tiny_sft_steps), ("lr", args.tiny_lr),

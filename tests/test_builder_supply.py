@@ -133,6 +133,18 @@ def test_symptoms_show_printed_values_where_the_test_names_a_variable():
     assert describe(Symptom("t", "d['k']", ("KeyError: 'k'",))) == "`d['k']` raises `KeyError: 'k'`"
 
 
+def test_a_symptom_seen_the_same_way_in_several_classes_is_told_once():
+    from code_gym.builder.statement import Symptom, pick_symptoms
+
+    text = "def h(x):\n    return x > 1\n"
+    fn = next(iter(mutation_sites(next(iter(functions("m.py", text))), text)))  # a change of h, named by no symptom
+    same = Symptom("t", "assert f(1) == 2", ("assert 1 == 2",))
+    ids = [f"tests/test_m.py::{cls}::test_f" for cls in ("TestDict", "TestOrdered", "TestDefault")]
+    chosen, _ = pick_symptoms(fn, ids + ["tests/test_m.py::test_g"],
+                              {**dict.fromkeys(ids, same), "tests/test_m.py::test_g": Symptom("t", "g()", ("KeyError: 'k'",))})
+    assert chosen == [("test_f", "`f(1)` gives `1` instead of `2`"), ("test_g", "`g()` raises `KeyError: 'k'`")]
+
+
 def _projects(root: Path, names):
     for name in names:
         write_project(root / name)

@@ -135,7 +135,9 @@ def _mentions(text: str, names: set[str]) -> bool:
 def pick_symptoms(change: Change, failing_tests, symptoms: dict[str, Symptom]) -> tuple[list[tuple[str, str]], bool]:
     """Up to MAX_SYMPTOMS (test name, sentence) pairs, and whether they name the changed function:
     sentences that do not name it are preferred; when every one does, those are used."""
-    described = [(t.split("::")[-1], describe(symptoms[t])) for t in sorted(failing_tests) if t in symptoms]
+    # one bullet per (name, sentence): a test inherited by several classes fails the same way in each
+    described = list(dict.fromkeys((t.split("::")[-1], describe(symptoms[t]))
+                                   for t in sorted(failing_tests) if t in symptoms))
     names = _names(change)
     silent = [d for d in described if not _mentions(d[1], names)]
     chosen = silent or described
