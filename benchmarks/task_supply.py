@@ -328,7 +328,8 @@ def main(argv=None) -> int:
                  f"{sum(p.environment_seconds for p in with_env):.0f} s in all; the rest with code-gym's interpreter"
                  if with_env else "every built project ran with code-gym's own interpreter (no environment needed)")
     lines = [
-        f"Run: `nice python benchmarks/task_supply.py {' '.join(argv or sys.argv[1:])}`: {len(chosen)} of the "
+        f"Run: `python benchmarks/task_supply.py {' '.join(argv or sys.argv[1:])}` (niceness {os.nice(0)}): "
+        f"{len(chosen)} of the "
         f"{len(PROJECTS)} listed projects, `--workers {args.workers}`, load average (1/5/15 min) "
         f"{load_before} at the start and {load_after} at the end (the 2-core machine shared with other jobs).",
         "",
