@@ -210,13 +210,13 @@ def _perturb(arg: dict, rng: random.Random) -> dict:
             return arg
     if t == "bool" and rng.random() < 0.3:
         return dict(arg, v=not arg["v"])
-    if t == "str" and arg["v"] and (rng.random() < 0.25 or any(c.isdigit() for c in arg["v"])):
+    if t == "str" and arg["v"] and (rng.random() < 0.25 or any(c.isdecimal() for c in arg["v"])):
         return dict(arg, v=_perturb_text(arg["v"], rng))
     return arg
 
 
 def _perturb_text(text: str, rng: random.Random) -> str:
-    digits = [i for i, c in enumerate(text) if c.isdigit()]
+    digits = [i for i, c in enumerate(text) if c.isdecimal()]  # not isdigit: int("²") fails
     if digits:
         i = rng.choice(digits)
         return text[:i] + str((int(text[i]) + rng.randrange(1, 10)) % 10) + text[i + 1:]

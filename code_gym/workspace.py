@@ -37,7 +37,7 @@ def default_disk_quota() -> int:
     value = os.environ.get("CODE_GYM_DISK_QUOTA")
     if value is None:
         return DEFAULT_DISK_QUOTA
-    if not value.isdigit():
+    if not value.isdecimal():
         raise ValueError(f"CODE_GYM_DISK_QUOTA must be a number of bytes (0: no quota), got {value!r}")
     return int(value)
 

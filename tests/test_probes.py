@@ -353,3 +353,14 @@ def test_a_probe_whose_answer_needs_an_earlier_probes_state_is_dropped_when_that
     # and what make_probes keeps, the reference passes when graded
     result = grade(task, changes)
     assert result.resolved and (result.probes.ok or not result.probes.total), result.probes.failures
+
+
+def test_perturbing_text_with_non_decimal_digits_does_not_crash():
+    # '²' is a digit to str.isdigit but not a number to int(): a probe argument holding it crashed
+    # the grader's probe making in the task-supply re-validation
+    import random
+
+    for seed in range(50):
+        [step] = probes.perturb([{"args": [{"t": "str", "v": "x² + ³√8 = ٣"}], "kwargs": []}], random.Random(seed))
+        text = step["args"][0]["v"]
+        assert "²" in text and "³" in text  # superscripts are left as they are; the Arabic-Indic digit may change

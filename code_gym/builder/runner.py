@@ -84,7 +84,7 @@ def _read_coverage(path: Path) -> Coverage:
     for file, lines in raw.items() if isinstance(raw, dict) else ():
         if isinstance(lines, dict):
             coverage[file] = {int(n): {t for t in ids if isinstance(t, str)}
-                              for n, ids in lines.items() if str(n).isdigit() and isinstance(ids, list)}
+                              for n, ids in lines.items() if str(n).isdecimal() and isinstance(ids, list)}
     return coverage
 
 
