@@ -91,5 +91,5 @@ def test_every_temp_folder_code_gym_makes_names_its_process():
     root = Path(__file__).resolve().parents[1] / "code_gym"
     unowned = [f"{path.relative_to(root)}:{n}" for path in root.rglob("*.py")
                for n, line in enumerate(path.read_text().splitlines(), 1)
-               if re.search(r"mkdtemp\(prefix=(TEMP_PREFIX|[\"']code-gym-)", line)]
+               if re.search(r"(mkdtemp|TemporaryDirectory)\(prefix=(TEMP_PREFIX|[\"']code-gym-)", line)]
     assert unowned == [], unowned

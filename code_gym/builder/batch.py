@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from code_gym.builder.pipeline import GATES, MANIFEST_NAME, BuildOptions, build_tasks
 from code_gym.builder.project import SDIST_SUFFIXES, BuildError
-from code_gym.hostfs import TEMP_PREFIX
+from code_gym.hostfs import owned_prefix
 from code_gym.loaders.folder import task_id
 from code_gym.table import format_table
 from code_gym.task import TaskError
@@ -171,7 +171,7 @@ def _unpack(data: bytes, folder: Path) -> None:
 def _build_remote(name: str, archive: bytes, options: BuildOptions) -> tuple[bytes | None, str]:
     """On a Ray worker: build the project shipped as `archive` (an sdist's bytes or a packed
     folder); returns the packed output folder, or None and the error."""
-    with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX + "ray-build-") as work:
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("ray-build")) as work:
         work = Path(work)
         if name.endswith(SDIST_SUFFIXES):
             source = work / name

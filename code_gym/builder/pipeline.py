@@ -44,7 +44,7 @@ from code_gym.table import format_table
 from code_gym.task import Task, load_task
 from code_gym.reference import reference_changes
 from code_gym.diffs import file_diff
-from code_gym.hostfs import TEMP_PREFIX
+from code_gym.hostfs import owned_prefix
 from code_gym.workspace import Workspace
 
 GATES = {
@@ -564,7 +564,7 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
     own_bar = bar is None
     if own_bar:
         bar = tqdm(total=0, desc="candidate tasks", unit="task", disable=not options.progress)
-    with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX + "builder-") as workdir:
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("builder")) as workdir:
         try:
             project = open_project(source, Path(workdir), options.environment)
             compiled = bytecode.compile_sources(project.root, sorted(p.relative_to(project.root).as_posix()
