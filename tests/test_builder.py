@@ -281,3 +281,129 @@ def test_a_project_whose_candidates_all_fail_the_gates_is_given_up(tmp_path):
     assert len(full.rejected("fails")) == full.manifest["candidates"]
     (manifest,) = (tmp_path / "out" / "projects").glob("*/manifest.json")
     assert json.loads(manifest.read_text())["given_up"] == full.manifest["candidates"] - result.candidates
+
+
+INHERITED = {
+    "words/__init__.py": "",
+    "words/core.py": '''\
+        """Word helpers."""
+
+
+        def slug(title):
+            """Lower-case words joined by dashes."""
+            return "-".join(title.lower().split())
+
+
+        def initials(name):
+            """The first letter of each word, upper-cased."""
+            return "".join(w[0].upper() for w in name.split())
+        ''',
+    "tests/__init__.py": "",
+    "tests/test_core.py": '''\
+        from words.core import initials, slug
+
+
+        class TestWords:
+            def test_slug(self):
+                assert slug("Green  Tea") == "green-tea"
+
+            def test_initials(self):
+                assert initials("ada lovelace") == "AL"
+        ''',
+    # a class of another file inherits the tests: pytest's node ids name this file and this class,
+    # while junit XML gives `file` = test_core.py, where the methods' code lives
+    "tests/test_more.py": '''\
+        from tests.test_core import TestWords
+
+
+        class TestMoreWords(TestWords):
+            def test_slug_of_one_word(self):
+                assert slug_of("Tea") == "tea"
+
+
+        def slug_of(word):
+            from words.core import slug
+            return slug(word)
+        ''',
+}
+
+
+def test_tests_inherited_from_another_files_class_keep_their_node_ids(tmp_path):
+    """The itsdangerous defect of the task-supply run: the build read node ids back from junit XML,
+    which names an inherited test after the file its code is in (tests/test_core.py::test_slug), an
+    id pytest does not have; the grader, reading pytest's own ids, then failed the reference."""
+    from code_gym.builder.revalidate import revalidate_task
+
+    project = tmp_path / "words"
+    for rel, text in INHERITED.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(textwrap.dedent(text))
+    report = build_tasks(project, tmp_path / "out", BuildOptions(mutations_per_function=1, remove_bodies=False,
+                                                                 progress=False, multi_ratio=0))
+    assert report.tasks
+    task = load_task_dir(tmp_path / "out")[0]
+    ids = set(task.fail_to_pass + task.pass_to_pass)
+    assert "tests/test_more.py::TestMoreWords::test_slug" in ids
+    assert "tests/test_core.py::TestWords::test_slug" in ids
+    assert not any(i.startswith("tests/test_core.py::test_") for i in ids)
+    assert revalidate_task(task, runs=1).gate is None
+
+
+def test_a_whole_test_set_over_half_the_timeout_is_refused_by_the_grader_check(tmp_path, monkeypatch):
+    """Each candidate's checks run only the tests that cover its change; the grader runs them all.
+    A slow test elsewhere in the suite (4 s here, against a 6 s test timeout) passes every
+    candidate check, and every task it makes then fails `tasks revalidate` (the mako task of the
+    supply run). The build's grader check runs the whole set once per project and refuses them."""
+    import code_gym.builder.pipeline as pipeline
+    from code_gym.builder.revalidate import revalidate_task
+
+    project = tmp_path / "words"
+    files = {k: v for k, v in INHERITED.items() if k != "tests/test_more.py"}
+    files["tests/test_slow.py"] = "import time\n\n\ndef test_slow():\n    time.sleep(4)\n"
+    for rel, text in files.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(textwrap.dedent(text))
+    options = BuildOptions(mutations_per_function=1, remove_bodies=False, progress=False, multi_ratio=0, timeout=6)
+    report = build_tasks(project, tmp_path / "out", options)
+    assert not report.tasks and report.rejected("runtime")
+    assert all("whole test set took" in r.reason for r in report.rejected("runtime"))
+    # the check off: the same build writes tasks, and the independent re-validation fails them
+    monkeypatch.setattr(pipeline, "_grader_check", lambda tasks, options, slots=None: {})
+    unchecked = build_tasks(project, tmp_path / "unchecked", options)
+    assert unchecked.tasks
+    assert revalidate_task(load_task_dir(tmp_path / "unchecked")[0], runs=1).gate == "runtime"
+
+
+def test_tests_that_write_into_their_own_folder_are_refused_by_the_grader_check(tmp_path, monkeypatch):
+    """mako's cache tests write .dbm files under test/templates/ while they run; the grader counts
+    any change to protected test paths during the run as tampering and scores nothing, so every
+    such task failed re-validation (`original`) after passing the build's own checks."""
+    import code_gym.builder.pipeline as pipeline
+    from code_gym.builder.revalidate import revalidate_task
+
+    project = tmp_path / "words"
+    files = {k: v for k, v in INHERITED.items() if k != "tests/test_more.py"}
+    files["tests/test_cache.py"] = textwrap.dedent('''\
+        from pathlib import Path
+
+        from words.core import slug
+
+
+        def test_cached_slug():
+            cache = Path(__file__).parent / "cache" / "slug.dat"
+            cache.parent.mkdir(exist_ok=True)
+            cache.write_text(slug("Green Tea"))
+            assert cache.read_text() == "green-tea"
+        ''')
+    for rel, text in files.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(textwrap.dedent(text))
+    options = BuildOptions(mutations_per_function=1, remove_bodies=False, progress=False, multi_ratio=0)
+    report = build_tasks(project, tmp_path / "out", options)
+    assert not report.tasks and report.rejected("original")
+    assert all("test files changed during the run" in r.reason for r in report.rejected("original"))
+    monkeypatch.setattr(pipeline, "_grader_check", lambda tasks, options, slots=None: {})
+    unchecked = build_tasks(project, tmp_path / "unchecked", options)
+    assert unchecked.tasks
+    # the untouched repo's run already changes the test folder: voided, so `fails` comes first
+    assert revalidate_task(load_task_dir(tmp_path / "unchecked")[0], runs=1).gate in ("fails", "original")

@@ -460,16 +460,48 @@ def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | 
     return _Outcome(cand, task, frozenset(fail_to_pass), symptoms)
 
 
-def _grader_voids(tasks: list[Task], options: BuildOptions) -> str | None:
-    """Why the grader voids the untouched repo's run of one of `tasks` (its canaries or its results
-    stream show a problem the builder's plain pytest runs do not: a conftest that runs only the
-    test modules it lists leaves the canaries out), or None. One grade per
-    project, without the behavioural probes (made on first use, tens of seconds a task;
-    `tasks revalidate` runs them)."""
-    result = grade(sorted(tasks, key=lambda t: t.id)[0], {}, isolation=options.isolation, probes=False, audit=False)
-    if result.run_ok:
-        return None
-    return f"the grader voids the untouched repo's test run of the project's tasks: {result.summary()}"[:500]
+def _grader_check(tasks: list[Task], options: BuildOptions, slots=None) -> dict[str, tuple[str, str]]:
+    """The grader on `tasks` (the whole test set, as `tasks revalidate` and training run it):
+    (gate, reason) by the id of each task it refuses. The candidates' own checks run only the
+    tests that cover each change; the grader also guards the test files through the run, plants
+    canaries and reads pytest's own node ids. Every task of a project has the original code as its
+    reference and the same tests, laid out by which files are hidden, so the reference is graded
+    once per hidden-file set: it must pass every test its task lists within half the test timeout.
+    The untouched repo is graded once per project: a run the grader voids there (a conftest that
+    runs only the test modules it lists leaves the canaries out) voids every task. Without the
+    behavioural probes (made on first use, tens of seconds a task; `tasks revalidate` runs them).
+    `slots` (a semaphore) bounds the grades running at once, as for the builder's other runs."""
+    slots = slots or threading.BoundedSemaphore(max(1, options.workers))
+
+    def graded(task: Task, changes: dict):
+        with slots:
+            return grade(task, changes, isolation=options.isolation, probes=False, audit=False)
+
+    tasks = sorted(tasks, key=lambda t: t.id)
+    result = graded(tasks[0], {})
+    if not result.run_ok:
+        reason = f"the grader voids the untouched repo's test run of the project's tasks: {result.summary()}"[:500]
+        return {t.id: ("original", reason) for t in tasks}
+    layouts: dict[tuple[str, ...], list[Task]] = {}
+    for task in tasks:
+        layouts.setdefault(tuple(task.hidden_tests), []).append(task)
+    refused = {}
+    firsts = [group[0] for group in layouts.values()]
+    with ThreadPoolExecutor(max(1, options.workers)) as pool:
+        results = list(pool.map(lambda t: graded(t, reference_changes(t)), firsts))
+    for group, result in zip(layouts.values(), results):
+        task = group[0]
+        verdict = None
+        if result.timed_out or result.duration > task.timeouts.tests / 2:
+            verdict = "runtime", (f"the grader's run of the whole test set took {result.duration:.1f}s, over half "
+                                  f"the {task.timeouts.tests:g}s test timeout (raise --timeout)")
+        elif not result.resolved:
+            failing = sorted(t for t, o in result.tests.items() if o != "passed")
+            verdict = "original", (f"the reference fails the grader's run of the whole test set: "
+                                   f"{result.summary()}; first failing: {', '.join(failing[:3])}")[:500]
+        if verdict:
+            refused.update((t.id, verdict) for t in group)
+    return refused
 
 
 def _combinations(project: Project, singles: list[_Outcome], options: BuildOptions) -> list[_Candidate]:
@@ -589,12 +621,12 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
             candidates += combined
             accepted = [o.result for o in outcomes if isinstance(o.result, Task)]
             rejections = [o.result for o in outcomes if isinstance(o.result, Rejection)]
-            void = _grader_voids(accepted, options) if accepted else None
-            if void:  # every task of the project shares its visible test files: the grader would void them all
-                for task in accepted:
+            refused = _grader_check(accepted, options, runs.slots) if accepted else {}
+            for task in accepted:
+                if task.id in refused:
                     shutil.rmtree(task.root, ignore_errors=True)
-                rejections += [Rejection(t.id, "original", void) for t in accepted]
-                accepted = []
+                    rejections.append(Rejection(task.id, *refused[task.id]))
+            accepted = [t for t in accepted if t.id not in refused]
             rejections.sort(key=lambda r: r.candidate)
             tasks = []
             for task in sorted(accepted, key=lambda t: t.id):

@@ -9,10 +9,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from code_gym import run_records
 from code_gym.file_policy import apply_changes, lay_hidden_tests
 from code_gym.grading import RESULTS_DIR, parse_junit
 from code_gym.environments import task_runtime
 from code_gym.sandbox import Limits, PythonEnv, make_sandbox
+from code_gym.sandbox.records import new_nonce
 from code_gym.task import Task
 from code_gym.hostfs import owned_prefix
 from code_gym.workspace import Workspace
@@ -88,6 +90,18 @@ def _read_coverage(path: Path) -> Coverage:
     return coverage
 
 
+def _outcomes(stream: bytes | None, nonce: str, junit: Path) -> dict[str, str]:
+    """Per-test outcomes by pytest's own node ids, as the grader reads them: from the records its
+    plugin streamed (code_gym.run_records). The junit XML only where no stream came: its node ids
+    are rebuilt from (file, classname, name), which misnames a test inherited from another file's
+    class (itsdangerous: test_timed.py's TestTimedSerializer(TestSerializer) reads as
+    test_serializer.py::test_x), so a task listing such ids fails the grader's run of its reference."""
+    records = run_records.read(stream or b"", nonce)
+    if records.started and records.outcomes:
+        return records.outcomes
+    return parse_junit(junit)
+
+
 def run_tests(root: Path, test_command: str, selected: list[str] | tuple[str, ...], timeout: float,
               isolation: str = "auto", repeat: int = 1, coverage: bool = False,
               python_env: PythonEnv | None = None) -> tuple[list[SuiteRun], Coverage]:
@@ -109,9 +123,10 @@ def run_tests(root: Path, test_command: str, selected: list[str] | tuple[str, ..
             junit = results / f"junit-{i}.xml"
             command = (f"{test_command} -p no:cacheprovider -q -o junit_family=xunit1 {extra}"
                        f"--junitxml={shlex.quote(f'{inside}/{junit.name}')} " + " ".join(shlex.quote(t) for t in selected))
-            run = sandbox.exec(command, timeout=timeout, binds=binds)
-            runs.append(SuiteRun({} if run.timed_out else parse_junit(junit), run.exit_code, run.timed_out,
-                                run.duration, run.output))
+            nonce = new_nonce()
+            run = sandbox.exec(command, timeout=timeout, binds=binds, records=nonce)
+            runs.append(SuiteRun({} if run.timed_out else _outcomes(run.records, nonce, junit), run.exit_code,
+                                run.timed_out, run.duration, run.output))
         return runs, _read_coverage(results / "coverage.json") if coverage else {}
     finally:
         shutil.rmtree(results, ignore_errors=True)
