@@ -407,3 +407,41 @@ def test_tests_that_write_into_their_own_folder_are_refused_by_the_grader_check(
     assert unchecked.tasks
     # the untouched repo's run already changes the test folder: voided, so `fails` comes first
     assert revalidate_task(load_task_dir(tmp_path / "unchecked")[0], runs=1).gate in ("fails", "original")
+
+
+def test_a_void_of_the_untouched_run_must_repeat_before_a_project_is_refused(tmp_path, monkeypatch):
+    """The grader check refuses a whole project when the grader voids its untouched repo's run. A
+    void that does not repeat (inflection's, once, on the loaded supply run; 10 of 10 grades of the
+    same task alone were fine) is graded again first. The voids here are made by wrapping the real
+    grader: the first untouched grade (or every one) comes back with a canary finding."""
+    import dataclasses
+
+    import code_gym.builder.pipeline as pipeline
+    from code_gym.integrity import Finding
+
+    project = tmp_path / "words"
+    files = {k: v for k, v in INHERITED.items() if k != "tests/test_more.py"}
+    for rel, text in files.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(textwrap.dedent(text))
+    real, untouched = pipeline.grade, []
+
+    def flaky_void(always):
+        def grade(task, changes, **kw):
+            result = real(task, changes, **kw)
+            if not changes:
+                untouched.append(task.id)
+                if always or len(untouched) == 1:
+                    return dataclasses.replace(result, canary=[Finding("", 0, "canary", "a canary test is missing")])
+            return result
+        return grade
+
+    options = BuildOptions(mutations_per_function=1, remove_bodies=False, progress=False, multi_ratio=0)
+    monkeypatch.setattr(pipeline, "grade", flaky_void(always=False))
+    once = build_tasks(project, tmp_path / "once", options)
+    assert once.tasks and len(untouched) == 2
+    untouched.clear()
+    monkeypatch.setattr(pipeline, "grade", flaky_void(always=True))
+    every = build_tasks(project, tmp_path / "every", options)
+    assert not every.tasks and len(untouched) == 2
+    assert all("voids the untouched repo's test run" in r.reason for r in every.rejected("original"))
