@@ -52,12 +52,16 @@ def remove_slot(slot: Path) -> None:
         return
     try:
         subs = sorted(p for p in slot.iterdir() if p.is_dir())
-    except PermissionError:
+    except (PermissionError, FileNotFoundError):
         subs = []
     for sub in subs:
         detach(sub, keep=0)
     detach(slot, keep=0)
-    for path in sorted(slot.glob("**/*"), reverse=True) + [slot]:
+    try:
+        paths = sorted(slot.glob("**/*"), reverse=True)
+    except OSError:  # another process's reaper removed part of it meanwhile (a Ray worker's, at its start)
+        paths = []
+    for path in paths + [slot]:
         try:
             path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
         except OSError:
