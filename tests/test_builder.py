@@ -124,12 +124,16 @@ SHOP = {
 }
 
 
-def write_project(root):
-    for rel, text in SHOP.items():
+def write_files(root, files):
+    for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
     return root
+
+
+def write_project(root):
+    return write_files(root, SHOP)
 
 
 @pytest.fixture(scope="module")
@@ -335,9 +339,7 @@ def test_tests_inherited_from_another_files_class_keep_their_node_ids(tmp_path):
     from code_gym.builder.revalidate import revalidate_task
 
     project = tmp_path / "words"
-    for rel, text in INHERITED.items():
-        (project / rel).parent.mkdir(parents=True, exist_ok=True)
-        (project / rel).write_text(textwrap.dedent(text))
+    write_files(project, INHERITED)
     report = build_tasks(project, tmp_path / "out", BuildOptions(mutations_per_function=1, remove_bodies=False,
                                                                  progress=False, multi_ratio=0))
     assert report.tasks
@@ -360,9 +362,7 @@ def test_a_whole_test_set_over_half_the_timeout_is_refused_by_the_grader_check(t
     project = tmp_path / "words"
     files = {k: v for k, v in INHERITED.items() if k != "tests/test_more.py"}
     files["tests/test_slow.py"] = "import time\n\n\ndef test_slow():\n    time.sleep(4)\n"
-    for rel, text in files.items():
-        (project / rel).parent.mkdir(parents=True, exist_ok=True)
-        (project / rel).write_text(textwrap.dedent(text))
+    write_files(project, files)
     options = BuildOptions(mutations_per_function=1, remove_bodies=False, progress=False, multi_ratio=0, timeout=6)
     report = build_tasks(project, tmp_path / "out", options)
     assert not report.tasks and report.rejected("runtime")
@@ -395,9 +395,7 @@ def test_tests_that_write_into_their_own_folder_are_refused_by_the_grader_check(
             cache.write_text(slug("Green Tea"))
             assert cache.read_text() == "green-tea"
         ''')
-    for rel, text in files.items():
-        (project / rel).parent.mkdir(parents=True, exist_ok=True)
-        (project / rel).write_text(textwrap.dedent(text))
+    write_files(project, files)
     options = BuildOptions(mutations_per_function=1, remove_bodies=False, progress=False, multi_ratio=0)
     report = build_tasks(project, tmp_path / "out", options)
     assert not report.tasks and report.rejected("original")
@@ -421,9 +419,7 @@ def test_a_void_of_the_untouched_run_must_repeat_before_a_project_is_refused(tmp
 
     project = tmp_path / "words"
     files = {k: v for k, v in INHERITED.items() if k != "tests/test_more.py"}
-    for rel, text in files.items():
-        (project / rel).parent.mkdir(parents=True, exist_ok=True)
-        (project / rel).write_text(textwrap.dedent(text))
+    write_files(project, files)
     real, untouched = pipeline.grade, []
 
     def flaky_void(always):
