@@ -37,6 +37,8 @@ class OffsetsError(ValueError):
 def checked_offsets(offsets: Any, action: str) -> Any:
     """`offsets` checked in full against `action` (see `credit.Step.token_offsets`): a numpy array
     or tensor is kept (numpy as int64), anything else becomes an (n, 2) int64 array."""
+    if type(offsets) is np.ndarray and offsets.dtype == np.int64 and _plainly_ordered(offsets, len(action)):
+        return offsets
     if isinstance(offsets, np.ndarray) or is_torch(offsets):
         kept = offsets
     else:
@@ -69,6 +71,18 @@ def checked_offsets(offsets: Any, action: str) -> Any:
     if isinstance(kept, np.ndarray) and kept.dtype != np.int64:
         kept = kept.astype(np.int64)
     return kept
+
+
+def _plainly_ordered(arr: np.ndarray, length: int) -> bool:
+    """Whether an int64 array passes every rule of `checked_offsets` the usual way, checked in
+    four numpy calls (the full checks take a dozen, ~28 us a step): shape (n, 2), n > 0, every
+    token of positive width, starts and ends non-decreasing, the first start >= 0 and the last end
+    <= length (so every token lies inside the action). False sends it to the full checks."""
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] != 2:
+        return False
+    starts, ends = arr[:, 0], arr[:, 1]
+    return bool(starts[0] >= 0 and ends[-1] <= length and (ends > starts).all()
+                and (starts[1:] >= starts[:-1]).all() and (ends[1:] >= ends[:-1]).all())
 
 
 def check_listed_offsets(offsets: Sequence[Any], action: str) -> None:

@@ -90,3 +90,43 @@ def test_a_list_that_is_not_in_order_where_searched_is_read_whole_and_reported()
     with pytest.raises(OffsetsError, match="not monotonic") as err:
         token_windows([tokens, shuffled], ["x" * 8] * 2, np.array([[1, 3], [1, 3]]), np.array([0, 1]))
     assert err.value.step == 1
+
+
+def _mutated(rng, pairs: np.ndarray, n_chars: int) -> np.ndarray:
+    """pairs with one rule of `checked_offsets` perhaps broken at a random token."""
+    out = pairs.copy()
+    k = int(rng.integers(0, out.shape[0]))
+    u = rng.random()
+    if u < 0.15:
+        out[k, 0] = -1
+    elif u < 0.3:
+        out[k, 1] = n_chars + 1
+    elif u < 0.45:
+        out[k] = out[k, ::-1]
+    elif u < 0.6:
+        out[[k, -1]] = out[[-1, k]]
+    elif u < 0.75:
+        out[k] = [0, 0]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_int64_arrays_are_accepted_exactly_when_the_full_checks_accept_them(seed):
+    """int64 arrays take a short check (`_plainly_ordered`); it must never accept what the full
+    rules (which int32 arrays still take) refuse, and whatever it refuses gets the full verdict."""
+    from credit.offsets import checked_offsets
+
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        n_chars = int(rng.integers(1, 60))
+        pairs = np.array(_odd_tokens(rng, n_chars) if rng.random() < 0.3 else
+                         [[i, i + 1] for i in range(n_chars)], np.int64)
+        pairs = _mutated(rng, pairs, n_chars)
+        verdicts = []
+        for dtype in (np.int64, np.int32):
+            try:
+                checked_offsets(pairs.astype(dtype), "x" * n_chars)
+                verdicts.append("ok")
+            except ValueError as err:
+                verdicts.append(str(err))
+        assert verdicts[0] == verdicts[1], pairs.tolist()
