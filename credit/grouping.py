@@ -37,6 +37,8 @@ from credit.text import MARKERS, MAX_COPIES, Contents, line_table
 _MIX_INDENT = np.uint64(0x9E3779B97F4A7C15)
 _MIX_LENGTH = np.uint64(0xC2B2AE3D27D4EB4F)
 _POWER = np.uint64(0x100000001B3)
+# classes whose near-duplicate pairs are searched together (whole buckets; ~a few tasks' units)
+_CHUNK_CLASSES = 4096
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,11 +179,34 @@ def _exact_classes(bucket, unit_ptr, content, indent, hashes):
 
 
 def _near_duplicate_clusters(order, first_unit, class_bucket, unit_ptr, content, contents, threshold):
-    """Representative-centred clusters of exact classes; returns (cluster of each class, pairs verified)."""
-    elements = _class_elements(first_unit, class_bucket, unit_ptr, content, contents)
-    a, b = _candidates(elements, threshold)
-    a, b = _verified(a, b, elements, threshold)
+    """Representative-centred clusters of exact classes; returns (cluster of each class, pairs verified).
+
+    Pairs never cross buckets, so they are found chunk by chunk of whole buckets (`_bucket_chunks`)
+    and the clusters formed over all of them at once: the same pairs (verification is exact), the
+    same clusters, with each chunk's arrays small enough to stay in the cache (one batch of 64 tasks
+    took 476 ms in one piece and 293 ms in chunks of a few tasks: docs/benchmarks.md)."""
+    pairs = []
+    for lo, hi in _bucket_chunks(class_bucket):
+        elements = _class_elements(first_unit[lo:hi], class_bucket[lo:hi], unit_ptr, content, contents)
+        a, b = _candidates(elements, threshold)
+        a, b = _verified(a, b, elements, threshold)
+        pairs.append((a + lo, b + lo))
+    a, b = (np.concatenate(x) for x in zip(*pairs))
     return _representative_clusters(order, a, b), int(a.shape[0])
+
+
+def _bucket_chunks(class_bucket: np.ndarray) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of the classes (sorted by bucket) that hold whole buckets, each closed once it
+    holds _CHUNK_CLASSES classes or more."""
+    n = class_bucket.shape[0]
+    bounds = np.flatnonzero(np.diff(class_bucket)) + 1  # where a bucket starts
+    out, lo = [], 0
+    for start in bounds.tolist():
+        if start - lo >= _CHUNK_CLASSES:
+            out.append((lo, start))
+            lo = start
+    out.append((lo, n))
+    return out
 
 
 def _representative_clusters(order: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -173,3 +173,22 @@ def test_sorted_keys_unique_ints_and_count_at_most_agree_with_numpy_on_both_path
 def test_ranges_skips_empty_and_reversed_ranges():
     assert ranges(np.array([3, 7, 0, 10]), np.array([5, 7, 2, 9])).tolist() == [3, 4, 0, 1]
     assert ranges(np.array([4]), np.array([4])).tolist() == []
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 40])
+def test_pairs_searched_by_chunks_of_buckets_give_the_same_clusters(chunk, monkeypatch):
+    """Near-duplicate pairs are searched a few buckets at a time (`_CHUNK_CLASSES`); every chunking
+    must give the clusters, representatives and pair count of one search over all buckets."""
+    import credit.grouping as grouping
+
+    rng = np.random.default_rng(chunk)
+    words = np.array([f"w{i}" for i in range(12)] + ["(", ")", "=", "self", "."])
+    texts = _family_texts(rng, 30, 5, words)
+    buckets = rng.integers(0, 12, len(texts))
+    whole = _clusters(texts, buckets, 0.7)
+    monkeypatch.setattr(grouping, "_CHUNK_CLASSES", chunk)
+    assert len(grouping._bucket_chunks(np.sort(buckets))) > 1
+    chunked = _clusters(texts, buckets, 0.7)
+    assert chunked.labels.tolist() == whole.labels.tolist()
+    assert chunked.representative.tolist() == whole.representative.tolist()
+    assert chunked.n_candidate_pairs == whole.n_candidate_pairs > 0
