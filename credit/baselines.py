@@ -101,7 +101,8 @@ def within_anchor_contrast(members: list[np.ndarray], unit_traj: np.ndarray, uni
                 others = np.setdiff1d(outside, in_anchor)
             if others.size:
                 value[variants == v] = outcome[makers].mean() - outcome[others].mean()
-        if use_std:
-            value = np.where(value == 0.0, 0.0, value / (outcome[in_task].std() + eps))
+        if use_std:  # eps = 0 with equal outcomes: every value is 0 and stays 0, without a warning
+            with np.errstate(divide="ignore", invalid="ignore"):
+                value = np.where(value == 0.0, 0.0, value / (outcome[in_task].std() + eps))
         out.append(value)
     return out

@@ -45,6 +45,10 @@ _PYTHON_BLOCKS = (
     "for_statement", "while_statement", "try_statement", "with_statement", "match_statement",
 )
 _CLOSERS = ("}", ")", "]", "end")
+# diffs split together: a batch's scans and unit passes are vectorized over all its diffs at once,
+# and past a few thousand diffs their arrays outgrow the cache (the refbench large batch, 13.8k
+# diffs: 660 ms in one piece, ~500 in pieces of 2,048; docs/benchmarks.md)
+_CHUNK_DIFFS = 2048
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,12 +188,46 @@ def split_diffs(
     """`split_diff` for many diffs at once (see the module docstring); raises DiffError."""
     check_options(levels, syntax)
     want = tuple(lv in levels for lv in LEVELS)
-    scanned, slow = _scan(list(diffs))
-    parts = [scanned] if scanned is not None else []
-    for d in slow:
-        parts.append(_parse_with_unidiff(d, diffs[d]))
-    lines = _merge(parts)
-    return _units(lines, len(diffs), want, syntax == "tree-sitter", min_syntax_lines)
+    diffs = list(diffs)
+    batches = []
+    for lo in range(0, max(len(diffs), 1), _CHUNK_DIFFS):
+        chunk = diffs[lo:lo + _CHUNK_DIFFS]
+        try:
+            scanned, slow = _scan(chunk)
+            parts = [scanned] if scanned is not None else []
+            for d in slow:
+                parts.append(_parse_with_unidiff(d, chunk[d]))
+        except DiffError as err:
+            raise DiffError(err.index + lo, str(err)) from None
+        batches.append(_units(_merge(parts), len(chunk), want, syntax == "tree-sitter", min_syntax_lines))
+    return batches[0] if len(batches) == 1 else _concat(batches)
+
+
+def _concat(batches: list[DiffBatch]) -> DiffBatch:
+    """The batches as one, in order (paths numbered by first appearance, as one batch would)."""
+    names = tuple(dict.fromkeys(p for b in batches for p in b.path_names))
+    name_id = {p: i for i, p in enumerate(names)}
+
+    def pointers(name: str) -> np.ndarray:
+        ptrs = [getattr(b, name) for b in batches]
+        base = segment_starts(np.asarray([int(p[-1]) for p in ptrs], np.int64)).tolist()
+        return np.concatenate([p[:-1] + b for p, b in zip(ptrs, base)] + [[sum(int(p[-1]) for p in ptrs)]])
+
+    def shifted(name: str, sizes: list[int]) -> np.ndarray:
+        base = segment_starts(np.asarray(sizes, np.int64)).tolist()
+        return np.concatenate([getattr(b, name) + s for b, s in zip(batches, base)])
+
+    return DiffBatch(
+        line_ptr=pointers("line_ptr"), path_names=names,
+        path_ids=np.concatenate([np.asarray([name_id[p] for p in b.path_names], np.int64)[b.path_ids]
+                                 for b in batches]),
+        kinds=np.concatenate([b.kinds for b in batches]),
+        line_numbers=np.concatenate([b.line_numbers for b in batches]),
+        source=list(itertools.chain.from_iterable(b.source for b in batches)),
+        line_source=shifted("line_source", [len(b.source) for b in batches]),
+        carriage_returns=any(b.carriage_returns for b in batches),
+        diff_units=pointers("diff_units"), unit_levels=np.concatenate([b.unit_levels for b in batches]),
+        unit_ptr=pointers("unit_ptr"), unit_lines=shifted("unit_lines", [b.kinds.shape[0] for b in batches]))
 
 
 def check_options(levels: Sequence[str], syntax: str) -> None:

@@ -243,3 +243,24 @@ def test_vectorized_indentation_blocks_match_the_stack_scan():
         got[g].append((f - base[g], l - base[g]))
     for group, spans in zip(groups, got):
         assert tuple(spans) == split_module._indent_spans(tuple(group), split_module.row_indents(group)), group
+
+
+@pytest.mark.parametrize("chunk", [7, 64])
+def test_a_batch_split_in_chunks_is_the_batch_split_at_once(chunk, monkeypatch):
+    """Diffs are split `_CHUNK_DIFFS` at a time and the pieces joined: each diff's units, the
+    paths' numbering and the index of a bad diff are those of one split over the whole batch."""
+    diffs = [d for d in _random_diffs(2, 200) if _parses(d)]
+    whole = split_diffs(diffs)
+    monkeypatch.setattr(split_module, "_CHUNK_DIFFS", chunk)
+    chunked = split_diffs(diffs)
+    assert len(diffs) > 2 * chunk
+    assert chunked.path_names == whole.path_names
+    assert chunked.texts == whole.texts
+    for name in ("line_ptr", "path_ids", "kinds", "line_numbers", "diff_units", "unit_levels", "unit_ptr",
+                 "unit_lines"):
+        assert getattr(chunked, name).tolist() == getattr(whole, name).tolist(), name
+    for d, diff in enumerate(diffs):
+        assert _same(chunked.sub(d), split_diff(diff))
+    with pytest.raises(split_module.DiffError, match="no file header") as err:
+        split_diffs(diffs + ["not a diff"])
+    assert err.value.index == len(diffs)
