@@ -13,7 +13,9 @@ the final files (deterministic given them), shared by the runs of one worker pro
 
 Run: python benchmarks/learning_efficiency.py [--workers 2] [--no-docs]
 Writes the "## learning efficiency" section of docs/benchmarks.md and docs/img/learning_efficiency.png;
-`--from-json FILE` re-renders them from a saved run.
+`--from-json FILE` re-renders them from a saved run. `--task-dir DIR --section TITLE` trains on the
+builder's multi-region tasks instead (`--rewards TASK --task-dir DIR` shows how their regions add up),
+and `--perfect-credit N` adds the sign-perfect credit at the same step size as a reference point.
 """
 from __future__ import annotations
 
@@ -235,14 +237,23 @@ def run_one(job: dict) -> dict:
             "curve": [[s.update, s.success_probability] for s in history]}
 
 
-def choice_rewards(task_id: str, regions_per_step: int = 2) -> str:
+def choice_rewards(task_id: str, regions_per_step: int = 2, task_dir: str | None = None) -> str:
     """Every combination of one task's candidates played once through the env: its reward, tests
-    passed and resolution (how the regions interact: what an edit is worth given the others)."""
+    passed and resolution (how the regions interact: what an edit is worth given the others).
+    With `task_dir`, the task is one of the builder's multi-region tasks in that folder."""
     import itertools
 
     from code_gym.apps.train import make_env, play
 
-    tasks, decisions, _ = verified_candidates([task_id])
+    if task_dir:
+        # any built multi-region task of the folder, not only the first --max-tasks
+        tasks = [t for t in built_multi_region_tasks(task_dir, 10**9) if t.id == task_id]
+        if not tasks:
+            raise SystemExit(f"{task_id}: no multi-region task of that id in {task_dir}")
+        task_id = tasks[0].id
+    elif task_id not in {t.id for t in multi_region_tasks()}:
+        raise SystemExit(f"{task_id}: not a bundled multi-region task (built tasks: add --task-dir DIR)")
+    tasks, decisions, _ = verified_candidates([task_id], task_dir, 10**9)
     (task,) = tasks
     env = make_env(tasks, _CACHE, max_steps=30)
     rows = []
@@ -324,7 +335,8 @@ def measure(methods: dict, seeds: int, updates: int, group_size: int, lr: float,
             "dropped": dropped, "seeds": seeds, "updates": updates, "group_size": group_size, "lr": lr,
             "threshold": threshold, "whiten": whiten, "workers": workers, "seconds": 0.0,
             "methods": list(methods), "outcome_only": [m for m, (n, _) in methods.items() if n in OUTCOME_ONLY],
-            "regions_per_step": every_k, "runs": [], "jobs": len(jobs)}
+            "regions_per_step": every_k, "runs": [], "jobs": len(jobs), "diagnosis_batches": diagnosis_batches,
+            "task_dir": str(task_dir) if task_dir else None}
     # fork: the workers inherit the warm grade cache of the verification episodes
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         for n, out in enumerate(pool.imap_unordered(run_one, jobs), 1):
@@ -391,8 +403,64 @@ def diagnose(tasks, decisions: dict, estimators: list, batches: int = 12, group_
                                 kind = "tool name" if n == 0 else "inside the edit"
                                 taken[kind].append((float(advantages[d][k, n]), 0 in branch.ways[way]))
         for kind, values in taken.items():
-            rows.append({"estimator": label, "branch": kind, **separation(values)})
+            if values:  # tasks whose regions have no wrong edit (edit or not) have no branch inside edits
+                rows.append({"estimator": label, "branch": kind, **separation(values)})
     return rows
+
+
+def perfect_credit(tasks, decisions: dict, seeds: int, updates: int, group_size: int, lr: float,
+                   threshold: float) -> dict:
+    """A reference point for credit at this step size: the same policy, sampling, whitening and step
+    as training, with sign-perfect credit (+1 on the branch token of every way that leads to
+    the reference, -1 on every way that leads away), and no environment (the credit needs no reward).
+    Returns {"seeds", "reach": {task id: [update reaching `threshold` per seed, None: never]}}."""
+    from code_gym.apps.policy import EditPolicy
+    from code_gym.apps.train import whiten
+
+    reach = {t.id: [] for t in tasks}
+    for seed in range(seeds):
+        policy, rng = EditPolicy(decisions, lr=lr), np.random.default_rng(seed)
+        got: dict[str, int | None] = {t.id: None for t in tasks}
+        for number in range(1, updates + 1):
+            active = [t.id for t in tasks if policy.success_probability(t.id) < threshold]
+            if not active:
+                break
+            for task_id in active:
+                choices = np.array([policy.sample(task_id, rng) for _ in range(group_size)])
+                advantages = []
+                for d, decision in enumerate(decisions[task_id]):
+                    a = np.full((group_size, len(decision.branches)), np.nan)
+                    for b in range(group_size):
+                        for n, branch in enumerate(decision.branches):
+                            way = branch.way(int(choices[b, d]))
+                            if way is not None:
+                                a[b, n] = 1.0 if 0 in branch.ways[way] else -1.0
+                    advantages.append(a)
+                policy.update(task_id, choices, [np.nan_to_num(a) for a in whiten(advantages)])
+                if policy.success_probability(task_id) >= threshold:
+                    got[task_id] = number
+        for task_id, value in got.items():
+            reach[task_id].append(value)
+    return {"seeds": seeds, "reach": reach}
+
+
+def perfect_line(data: dict) -> str:
+    """One sentence: the sign-perfect credit's updates per task against GRPO's, at the run's step size."""
+    perfect = data.get("perfect")
+    if not perfect:
+        return ""
+    budget = data["updates"] + 1
+    values = [v if v is not None else budget for per_seed in perfect["reach"].values() for v in per_seed]
+    q1, med, q3 = np.percentile(values, [25, 50, 75])
+    grpo = [v if v is not None else budget for r in runs_of(data, "GRPO", data["regions_per_step"][0])
+            for v in r["reach"].values()] if "GRPO" in data["methods"] else []
+    against = (f" (GRPO: median {np.median(grpo):.0f}, mean {np.mean(grpo):.2f}; ratio of the means "
+               f"{np.mean(values) / np.mean(grpo):.2f})" if grpo else "")
+    return (f"Sign-perfect credit at the same step size (`--perfect-credit {perfect['seeds']}`: the same policy, "
+            f"sampling, whitening and lr {data['lr']}, with +1 on every way that leads to the reference and -1 on "
+            f"every way that leads away, no environment; {perfect['seeds']} seeds): updates per task median "
+            f"{med:.0f} [{q1:.0f}-{q3:.0f}], mean {np.mean(values):.2f}{against}: what credit that never gets a "
+            f"sign wrong gains at this step size.\n\n")
 
 
 def separation(values: list[tuple[float, bool]]) -> dict:
@@ -501,15 +569,18 @@ def report(data: dict, analysis: str, image: str = "img/learning_efficiency.png"
             f"regions per step, G = {data['group_size']} episodes per task per update, at most {data['updates']} updates, "
             f"lr {data['lr']}, threshold {data['threshold']}, {data['workers']} worker processes; {trained} training runs "
             f"of {data.get('jobs', trained)} jobs, {data['seconds'] / 60:.1f} min on the shared 2-core machine (under `nice`).\n\n"
-            f"Tasks: {regions}. {dropped}\n\n{markdown_table(header, rows)}\n\n"
+            + (f"Tasks (built by `code-gym tasks build` into {data['task_dir']}, `--max-tasks {len(data['tasks'])}`): "
+               if data.get("task_dir") else "Tasks: ")
+            + f"{regions}. {dropped}\n\n{markdown_table(header, rows)}\n\n"
             f"Columns: a task's updates are those until P(resolve) >= {data['threshold']} (censored at "
             f"{data['updates'] + 1} when never reached, which also counts in the median); \"all tasks\" is, "
             f"per seed, the update at which the last task got there. GRPO's credit depends on the outcome only, so "
             f"its K = {k_label(data['regions_per_step'][0])} runs stand for every K (same seeds, same samples). The curves are the mean over the tasks of "
             f"P(resolve); a task stops training once it gets there, so they level off below 1.\n\n"
             f"![learning curves]({image})\n\n"
+            + perfect_line(data)
             + (f"Where the credit lands ({len(data.get('diagnosis_tasks', data['tasks']))} tasks: "
-               f"{', '.join(data.get('diagnosis_tasks', data['tasks']))}; 12 batches of the untrained policy played at each K, "
+               f"{', '.join(data.get('diagnosis_tasks', data['tasks']))}; {data.get('diagnosis_batches', 12)} batches of the untrained policy played at each K, "
                f"G = {data['group_size']}, "
                f"advantages whitened per task as in training; AUC: the chance that a way leading to the reference "
                f"gets a higher advantage than one leading away):\n\n{diagnosis}" if diagnosis else "")
@@ -645,8 +716,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-json", help="re-render the docs from saved results instead of measuring")
     parser.add_argument("--analysis", help="a file with the analysis paragraph for the docs")
     parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--perfect-credit", type=int, default=0, metavar="SEEDS",
+                        help="also train with sign-perfect credit (no env) for this many seeds: a reference point at this "
+                        "step size (0: not)")
     parser.add_argument("--rewards", metavar="TASK", help="print the reward of every combination of TASK's "
-                        "candidates (how its regions interact) and stop")
+                        "candidates (how its regions interact) and stop; with --task-dir, a built task of that folder")
     parser.add_argument("--tiny-task", default=TINY_TASK)
     parser.add_argument("--tiny-seeds", type=int, default=3)
     parser.add_argument("--tiny-updates", type=int, default=20)
@@ -662,7 +736,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.rewards:
-        print(choice_rewards(args.rewards))
+        print(choice_rewards(args.rewards, task_dir=args.task_dir))
         return 0
     if args.quick:
         args.seeds, args.updates, args.diagnosis_batches, args.tasks = 2, 10, 2, [QUICK_TASK]
@@ -681,8 +755,17 @@ def main(argv: list[str] | None = None) -> int:
                            regions_per_step=args.regions_per_step, task_ids=args.tasks,
                            diagnosis_batches=args.diagnosis_batches, json_path=json_path,
                            task_dir=args.task_dir, max_tasks=args.max_tasks)
+        if args.perfect_credit and data.get("perfect", {}).get("seeds") != args.perfect_credit:
+            tasks, decisions, _ = verified_candidates(data["tasks"], data.get("task_dir"), 10**9)
+            data["perfect"] = perfect_credit(tasks, decisions, args.perfect_credit, data["updates"],
+                                             data["group_size"], data["lr"], data["threshold"])
+            if not args.from_json:
+                _save(data, time.monotonic() - data["seconds"], json_path)
         header, rows = summarise(data)
         print(markdown_table(header, rows))
+        line = perfect_line(data)
+        if line:
+            print(line.strip())
         plot(data, json_path.with_suffix(".png"))
         if not args.no_docs:
             image = "img/" + args.section.replace(" ", "_").replace(":", "").replace("-", "_") + ".png"
