@@ -47,6 +47,7 @@ METHODS = {  # label -> (estimator name in credit.ESTIMATORS, options)
     "DiDPO (cover=call)": ("didpo", {"cover": "call"}),
     "DiDPO (within, cover=call)": ("didpo", {"baseline": "within", "cover": "call"}),
     "DiDPO (nested, cover=call)": ("didpo", {"baseline": "nested", "cover": "call"}),
+    "DiDPO (split, cover=call)": ("didpo", {"baseline": "split", "cover": "call"}),
 }
 # an estimator whose advantages depend only on the outcome gives every K the same run (same seeds,
 # same choices): it runs once, at the first K, and its result stands for the others

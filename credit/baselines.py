@@ -20,8 +20,10 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from credit._common import check_count, episode, result, row_returns, step_table, tokens
+from credit._util import segment_starts
 from credit.episode import SINGLETON_RULES
 from credit.types import Result
 
@@ -106,3 +108,78 @@ def within_anchor_contrast(members: list[np.ndarray], unit_traj: np.ndarray, uni
                 value = np.where(value == 0.0, 0.0, value / (outcome[in_task].std() + eps))
         out.append(value)
     return out
+
+
+def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcome: np.ndarray,
+                        task: np.ndarray, base: np.ndarray, ridge: float = 1e-6) -> tuple[list[np.ndarray], np.ndarray]:
+    r"""DiDPO's `baseline="split"` (ours): each anchor's effect on the outcome with the task's other
+    anchors held fixed, in units of its standard error, split between the trajectories that make
+    it and those that leave it out.
+
+    Per task q, x_{ja} = 1 when trajectory j makes anchor a (has an occurrence of it). Least squares
+    (a ridge of `ridge` for anchors that always come together) of r_j = b_0 + \sum_a beta_a x_{ja}
+    gives each anchor's effect beta_a and its standard error se_a (from the residual variance; from
+    the outcome's variance when the fit has no residual degree of freedom), and
+
+      u_a = clip(beta_a / se_a, -1, 1)      (+-1 for a clear effect, near 0 for noise)
+      share_a  = u_a (1 - xbar_a)           the value of making a, for its occurrences
+      rest_j   = - \sum_{a not made by j} u_a xbar_a     for trajectory j's other tokens
+
+    so the choice to make an edit and the choice to leave it out each get their side of the
+    anchor's effect (the tokens that left a region alone wrote no diff, but they are the rest of
+    the trajectory), free of the other anchors' noise, and every anchor's choice gets the same
+    scale whatever its weight in the outcome. Outcome differences no anchor explains get no
+    credit; a task without anchors keeps `base` (the episode advantage).
+
+    Args:
+      members: per anchor, the unit ids of its occurrences (every anchor lies in one task).
+      unit_traj: (U,) trajectory of every unit.
+      outcome, task: (N,) outcome and task code of every trajectory.
+      base: (N,) what a trajectory of a task without anchors gets (A^E).
+
+    Returns:
+      (per anchor, the share of each occurrence; (N,) rest of every trajectory).
+    """
+    rest = np.asarray(base, np.float64).copy()
+    if not members:
+        return [], rest
+    size = np.fromiter(map(len, members), np.int64, len(members))
+    occ_traj = unit_traj[np.concatenate(members)]
+    occ_anchor = np.repeat(np.arange(len(members)), size)
+    anchor_task = task[occ_traj[segment_starts(size)]]
+    share = np.zeros(len(members))
+    # one BLAS thread: OpenBLAS's threads for these small fits spin on after them and took the
+    # CPU from the rest of the call (a 114 ms DiDPO call took 190 ms; docs/benchmarks.md)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for q in np.unique(anchor_task).tolist():
+            share_q, rest_q, trajs, anchors = _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, ridge)
+            rest[trajs], share[anchors] = rest_q, share_q
+    return [np.full(n, v) for n, v in zip(size.tolist(), share.tolist())], rest
+
+
+def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, ridge):
+    """`anchor_effect_split` for task q: (shares of its anchors, rests of its trajectories, which)."""
+    trajs = np.flatnonzero(task == q)
+    anchors = np.flatnonzero(anchor_task == q)
+    at = np.flatnonzero(anchor_task[occ_anchor] == q)
+    makes = np.zeros((trajs.shape[0], anchors.shape[0]))
+    makes[np.searchsorted(trajs, occ_traj[at]), np.searchsorted(anchors, occ_anchor[at])] = 1.0
+    unit = _effect_units(makes, outcome[trajs], ridge)
+    mean = makes.mean(axis=0)
+    return unit * (1.0 - mean), -((1.0 - makes) @ (unit * mean)), trajs, anchors
+
+
+def _effect_units(makes: np.ndarray, outcome: np.ndarray, ridge: float) -> np.ndarray:
+    """clip(beta / se, -1, 1) of the least-squares effects of the columns of `makes` on `outcome`."""
+    n, p = makes.shape
+    x = makes - makes.mean(axis=0)
+    y = outcome - outcome.mean()
+    gram = x.T @ x + ridge * np.eye(p)
+    beta = np.linalg.solve(gram, x.T @ y)
+    dof = n - p - 1
+    residual = y - x @ beta
+    variance = residual @ residual / dof if dof > 0 else y @ y / max(n - 1, 1)
+    se = np.sqrt(np.maximum(np.diag(np.linalg.inv(gram)) * variance, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(beta == 0.0, 0.0, beta / se)
+    return np.clip(np.nan_to_num(t, nan=0.0), -1.0, 1.0)

@@ -30,6 +30,16 @@ token: the tokens of the call that made an occurrence, outside its changed lines
 the command, the path: the choice to edit the region at all), get the anchor's Delta; its changed
 lines (the choice among the ways to edit it) get the within-anchor W. Only cover="call" or
 "edit" reach tokens outside the lines; with cover="lines" it is "within".
+
+`baseline="split"` (ours) regresses the task's outcomes on which anchors each trajectory makes and
+splits each anchor's effect, in units of its standard error (`credit.baselines.anchor_effect_split`),
+between the choice to make the edit (its occurrences get u_a (1 - xbar_a)) and the choice to leave
+it out (the other tokens of a trajectory that does not make it get -u_a xbar_a, summed over the
+anchors it leaves out): A = rest + lambda (share - rest), which replaces A^E in tasks with anchors.
+For a policy that decides per region, the step of each region's choice is then its own effect,
+not the episode's outcome with every other region's choice in it (docs/benchmarks.md, "learning
+efficiency: built multi-region tasks"). With cover="lines" the call's tool name is not covered:
+use cover="call" for the choice to edit at all.
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ import numpy as np
 from credit._common import StepTable, episode, result, row_returns, step_table, tokens
 from credit._util import csr_pointers, gc_paused, ranges, segment_starts
 from credit.anchors import select_anchors
-from credit.baselines import within_anchor_contrast
+from credit.baselines import anchor_effect_split, within_anchor_contrast
 from credit.episode import check_mode
 from credit.offsets import OffsetsError, token_windows
 from credit.grouping import cluster_units
@@ -55,7 +65,7 @@ from credit.split import ADDED, LEVELS, DiffBatch, DiffError, split_diffs
 from credit.split import check_options as check_split_options
 from credit.types import Anchor, Result
 
-BASELINES = ("reference", "contrast", "within", "nested")
+BASELINES = ("reference", "contrast", "within", "nested", "split")
 COVERS = ("lines", "edit", "call")
 
 
@@ -93,8 +103,10 @@ def didpo(
       baseline: "reference" (A^D = G - mean G over the anchor), "contrast" (Delta above) or
         "within" (each exact variant against the anchor's other members; Delta for one variant) or
         "nested" (Delta on the covered tokens outside the changed lines, W on the lines; with
-        cover="call" Delta reaches the tool name that chose to edit). Anchor.advantage holds the
-        lines' values.
+        cover="call" Delta reaches the tool name that chose to edit) or "split" (each anchor's
+        effect, the others held fixed, split between its occurrences and the trajectories that
+        leave it out; see the module docstring). Anchor.advantage holds the lines' values (for
+        "split": share - rest).
       count: how an anchor's group size n in psi counts members: "steps" (reference: step rows) or
         "trajectories" (distinct trajectories). A^E always counts each trajectory once (GRPO's
         group over the task's trajectories, as GiGPO's episode normalisation de-duplicates).
@@ -160,10 +172,15 @@ def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, 
     clock.lap("anchors")
 
     outside = None  # values for the covered tokens outside the changed lines (None: the same)
+    base = episode_adv  # per trajectory, the value of the tokens no occurrence covers
     if baseline == "reference":
         advantages = _reference_advantage(selection.members, units.row, returns, mode, eps)
     elif baseline == "contrast":
         advantages = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
+    elif baseline == "split":
+        unit_traj = table.traj[units.row]
+        shares, base = anchor_effect_split(selection.members, unit_traj, table.outcome, table.task, episode_adv)
+        advantages = [s - base[unit_traj[m]] for s, m in zip(shares, selection.members)]
     else:
         if baseline == "nested":
             outside = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
@@ -173,7 +190,7 @@ def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, 
     clock.lap("advantage")
 
     extra, coverage = _project(table, units, selection, advantages, lambda_, cover, outside)
-    token_values = tokens(table, episode_adv[table.traj], extra)
+    token_values = tokens(table, base[table.traj], extra)
     clock.lap("project")
 
     diff = _occurrence_table(selection, advantages, units)

@@ -40,7 +40,7 @@ def build(spec):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(trajectory, min_size=1, max_size=8), st.sampled_from(["mean_norm", "mean_std_norm"]),
-       st.sampled_from(["reference", "contrast", "within", "nested"]), st.sampled_from(["steps", "trajectories"]),
+       st.sampled_from(["reference", "contrast", "within", "nested", "split"]), st.sampled_from(["steps", "trajectories"]),
        st.sampled_from(["tree-sitter", "indent"]), st.sampled_from([1e-6, 0.0]), st.booleans())
 def test_didpo_shapes_finiteness_and_zero_sum(spec, mode, baseline, count, syntax, eps, contrast_std):
     trajs = build(spec)
