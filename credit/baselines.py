@@ -116,7 +116,8 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
     anchors held fixed, in units of its standard error, split between the trajectories that make
     it and those that leave it out.
 
-    Per task q, x_{ja} = 1 when trajectory j makes anchor a (has an occurrence of it). Least squares
+    Per task q, x_{ja} = 1 when trajectory j makes anchor a (has an occurrence of it); anchors made by
+    the same trajectories (an edit's deleted and added sides) are one choice, one column. Least squares
     (a ridge of `ridge` for anchors that always come together) of r_j = b_0 + \sum_a beta_a x_{ja}
     gives each anchor's effect beta_a and its standard error se_a (from the residual variance; from
     the outcome's variance when the fit has no residual degree of freedom), and
@@ -164,9 +165,13 @@ def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, ridge):
     at = np.flatnonzero(anchor_task[occ_anchor] == q)
     makes = np.zeros((trajs.shape[0], anchors.shape[0]))
     makes[np.searchsorted(trajs, occ_traj[at]), np.searchsorted(anchors, occ_anchor[at])] = 1.0
-    unit = _effect_units(makes, outcome[trajs], ridge)
-    mean = makes.mean(axis=0)
-    return unit * (1.0 - mean), -((1.0 - makes) @ (unit * mean)), trajs, anchors
+    # anchors made by the same trajectories (an edit's deleted and added sides, always) are one
+    # choice: one column of the fit, counted once in what leaving it out costs
+    choices, choice_of = np.unique(makes.T, axis=0, return_inverse=True)
+    unit = _effect_units(choices.T, outcome[trajs], ridge)
+    mean = choices.mean(axis=1)
+    rest = -((1.0 - choices.T) @ (unit * mean))
+    return (unit * (1.0 - mean))[choice_of.reshape(-1)], rest, trajs, anchors
 
 
 def _effect_units(makes: np.ndarray, outcome: np.ndarray, ridge: float) -> np.ndarray:

@@ -99,3 +99,19 @@ def test_a_task_without_anchors_keeps_the_episode_advantage():
     episode = credit.didpo(trajs + alone).episode
     for i in (len(trajs), len(trajs) + 1):
         np.testing.assert_allclose(result.tokens[i][0], episode[i])
+
+
+def test_an_edits_deleted_and_added_sides_are_one_choice():
+    # a replacement gives two anchors made by the same trajectories (its old and new lines): one
+    # column of the fit, and leaving the edit out costs its share once, not twice
+    made = np.array(list(itertools.product([1, 0], repeat=2)) * 2)
+    outcome = made @ np.array([0.9, 0.1])
+    unit_traj = np.concatenate([np.arange(8)] * 3)
+    old, new, other = (np.flatnonzero(made[:, k]) + 8 * j for j, k in enumerate([0, 0, 1]))
+    shares, rest = anchor_effect_split([old, new, other], unit_traj, outcome, np.zeros(8, np.int64), np.zeros(8))
+    _, rest_alone = anchor_effect_split([old, other], unit_traj, outcome, np.zeros(8, np.int64),
+                                            np.zeros(8))
+    np.testing.assert_allclose(shares[0], 0.5)
+    np.testing.assert_allclose(shares[1], 0.5)
+    np.testing.assert_allclose(rest, rest_alone)
+    np.testing.assert_allclose(rest, -0.5 * (1 - made).sum(axis=1))
