@@ -27,6 +27,8 @@ from credit._util import segment_starts
 from credit.episode import SINGLETON_RULES
 from credit.types import Result
 
+_EPS = 1e-6  # added to the outcome std that scales the residuals
+
 
 def grpo(trajectories: Iterable[Any], *, eps: float = 1e-6, gamma: float = 0.95, count: str = "trajectories",
          singleton: str = "reward") -> Result:
@@ -123,14 +125,16 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
     the outcome's variance when the fit has no residual degree of freedom), and
 
       u_a = clip(beta_a / se_a, -1, 1)      (+-1 for a clear effect, near 0 for noise)
-      share_a  = u_a (1 - xbar_a)           the value of making a, for its occurrences
-      rest_j   = - \sum_{a not made by j} u_a xbar_a     for trajectory j's other tokens
+      share_a  = u_a (1 - xbar_a) + e_j / std_q r           for the occurrences of a in trajectory j
+      rest_j   = - \sum_{a not made by j} u_a xbar_a + e_j / std_q r     for trajectory j's other tokens
 
     so the choice to make an edit and the choice to leave it out each get their side of the
     anchor's effect (the tokens that left a region alone wrote no diff, but they are the rest of
     the trajectory), free of the other anchors' noise, and every anchor's choice gets the same
-    scale whatever its weight in the outcome. Outcome differences no anchor explains get no
-    credit; a task without anchors keeps `base` (the episode advantage).
+    scale whatever its weight in the outcome. What the fit does not explain, the residual e_j over
+    the task's outcome std (GRPO's scale), goes to every token of trajectory j on top: a choice no
+    anchor isolates (two regions merged into one near-duplicate anchor) still gets the outcome's
+    credit, as under GRPO. A task without anchors keeps `base` (the episode advantage).
 
     Args:
       members: per anchor, the unit ids of its occurrences (every anchor lies in one task).
@@ -149,17 +153,21 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
     occ_anchor = np.repeat(np.arange(len(members)), size)
     anchor_task = task[occ_traj[segment_starts(size)]]
     share = np.zeros(len(members))
+    unexplained = np.zeros(rest.shape[0])
     # one BLAS thread: OpenBLAS's threads for these small fits spin on after them and took the
     # CPU from the rest of the call (a 114 ms DiDPO call took 190 ms; docs/benchmarks.md)
     with threadpool_limits(limits=1, user_api="blas"):
         for q in np.unique(anchor_task).tolist():
-            share_q, rest_q, trajs, anchors = _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, ridge)
-            rest[trajs], share[anchors] = rest_q, share_q
-    return [np.full(n, v) for n, v in zip(size.tolist(), share.tolist())], rest
+            share_q, rest_q, residual, trajs, anchors = _task_split(q, task, anchor_task, occ_traj, occ_anchor,
+                                                                    outcome, ridge)
+            rest[trajs], share[anchors] = rest_q + residual, share_q
+            unexplained[trajs] = residual
+    return list(np.split(share[occ_anchor] + unexplained[occ_traj], np.cumsum(size)[:-1])), rest
 
 
 def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, ridge):
-    """`anchor_effect_split` for task q: (shares of its anchors, rests of its trajectories, which)."""
+    """`anchor_effect_split` for task q: (shares of its anchors, rests and residuals of its
+    trajectories, which trajectories, which anchors)."""
     trajs = np.flatnonzero(task == q)
     anchors = np.flatnonzero(anchor_task == q)
     at = np.flatnonzero(anchor_task[occ_anchor] == q)
@@ -168,14 +176,16 @@ def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, ridge):
     # anchors made by the same trajectories (an edit's deleted and added sides, always) are one
     # choice: one column of the fit, counted once in what leaving it out costs
     choices, choice_of = np.unique(makes.T, axis=0, return_inverse=True)
-    unit = _effect_units(choices.T, outcome[trajs], ridge)
+    r = outcome[trajs]
+    unit, residual = _effect_units(choices.T, r, ridge)
     mean = choices.mean(axis=1)
     rest = -((1.0 - choices.T) @ (unit * mean))
-    return (unit * (1.0 - mean))[choice_of.reshape(-1)], rest, trajs, anchors
+    return (unit * (1.0 - mean))[choice_of.reshape(-1)], rest, residual / (r.std() + _EPS), trajs, anchors
 
 
-def _effect_units(makes: np.ndarray, outcome: np.ndarray, ridge: float) -> np.ndarray:
-    """clip(beta / se, -1, 1) of the least-squares effects of the columns of `makes` on `outcome`."""
+def _effect_units(makes: np.ndarray, outcome: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:
+    """clip(beta / se, -1, 1) of the least-squares effects of the columns of `makes` on `outcome`,
+    and the fit's residuals."""
     n, p = makes.shape
     x = makes - makes.mean(axis=0)
     y = outcome - outcome.mean()
@@ -187,4 +197,4 @@ def _effect_units(makes: np.ndarray, outcome: np.ndarray, ridge: float) -> np.nd
     se = np.sqrt(np.maximum(np.diag(np.linalg.inv(gram)) * variance, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(beta == 0.0, 0.0, beta / se)
-    return np.clip(np.nan_to_num(t, nan=0.0), -1.0, 1.0)
+    return np.clip(np.nan_to_num(t, nan=0.0), -1.0, 1.0), residual

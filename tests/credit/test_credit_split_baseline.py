@@ -50,26 +50,36 @@ def test_split_arrays_on_additive_regions():
     members = [np.flatnonzero(made[:, 0]), 8 + np.flatnonzero(made[:, 1])]
     unit_traj = np.concatenate([np.arange(8), np.arange(8)])
     shares, rest = anchor_effect_split(members, unit_traj, outcome, np.zeros(8, np.int64), outcome - outcome.mean())
-    np.testing.assert_allclose(shares[0], 0.5)  # u (1 - xbar) = 1 * 0.5
-    np.testing.assert_allclose(shares[1], 0.5)
+    np.testing.assert_allclose(shares[0], 0.5, atol=1e-5)  # u (1 - xbar) = 1 * 0.5 (no residual)
+    np.testing.assert_allclose(shares[1], 0.5, atol=1e-5)
     # left out: -u xbar per anchor left out
-    np.testing.assert_allclose(rest, -0.5 * (1 - made).sum(axis=1))
+    np.testing.assert_allclose(rest, -0.5 * (1 - made).sum(axis=1), atol=1e-5)
     # GRPO's credit (r - mean) for leaving b out while fixing a is +0.4: the wrong sign for that choice
     a_only = (made[:, 0] == 1) & (made[:, 1] == 0)
     assert (outcome - outcome.mean())[a_only].min() > 0 > rest[a_only].max()
 
 
-def test_an_anchor_without_effect_gets_less_than_a_unit():
+def test_an_anchor_without_effect_gets_less_than_a_unit_and_the_unexplained_goes_to_all_tokens():
     rng = np.random.default_rng(0)
     made = rng.integers(0, 2, (32, 2)).astype(float)
     outcome = made[:, 0] + rng.normal(0, 0.3, 32)  # only anchor 0 matters; anchor 1 is noise
     members = [np.flatnonzero(made[:, k]) for k in range(2)]
     members[1] = members[1] + 32
     unit_traj = np.concatenate([np.arange(32), np.arange(32)])
-    shares, _ = anchor_effect_split(members, unit_traj, outcome, np.zeros(32, np.int64), np.zeros(32))
+    shares, rest = anchor_effect_split(members, unit_traj, outcome, np.zeros(32, np.int64), np.zeros(32))
     mean = made.mean(axis=0)
-    assert shares[0][0] == pytest.approx(1.0 - mean[0])  # a clear effect: one unit
-    assert abs(shares[1][0]) < 0.5 * (1.0 - mean[1])  # noise: a fraction of one
+    # every occurrence of trajectory j carries j's residual: their difference is the units' part
+    both = np.flatnonzero(made.all(axis=1))
+    diff = shares[0][np.searchsorted(members[0], both)] - shares[1][np.searchsorted(members[1] - 32, both)]
+    u1 = ((1.0 - mean[0]) - diff) / (1.0 - mean[1])  # anchor 0's effect is clear: u0 = 1
+    np.testing.assert_allclose(u1, u1[0])
+    assert abs(u1[0]) < 0.5  # noise: a fraction of one unit
+    # the residual (over the outcome std) is what no anchor explains: it sums to zero over the task
+    none = np.flatnonzero(~made.any(axis=1))
+    residual = rest[none] + (1.0 * mean[0] + u1[0] * mean[1])
+    fit = np.linalg.lstsq(np.c_[np.ones(32), made], outcome, rcond=None)[0]
+    expected = (outcome - np.c_[np.ones(32), made] @ fit) / outcome.std()
+    np.testing.assert_allclose(residual, expected[none], atol=1e-4)
 
 
 def test_didpo_split_credits_both_sides_of_each_region():
@@ -82,9 +92,9 @@ def test_didpo_split_credits_both_sides_of_each_region():
             (a, b), off = call_span(st.action), offsets(st.action)
             call = (off[:, 0] >= a) & (off[:, 1] <= b)
             if made[i, k]:  # the edit's call, tool name included: its share of the anchor's effect
-                np.testing.assert_allclose(values[call], 0.5)
+                np.testing.assert_allclose(values[call], 0.5, atol=1e-5)
             else:  # the step that left the region alone: -u xbar of each region left out
-                np.testing.assert_allclose(values, -0.5 * (1 - made[i]).sum())
+                np.testing.assert_allclose(values, -0.5 * (1 - made[i]).sum(), atol=1e-5)
     # under GRPO the step that left b alone in a trajectory that fixed a gets a positive advantage
     grpo = credit.get("grpo")(trajs)
     a_only = [i for i in range(len(trajs)) if made[i, 0] and not made[i, 1]]
@@ -111,7 +121,7 @@ def test_an_edits_deleted_and_added_sides_are_one_choice():
     shares, rest = anchor_effect_split([old, new, other], unit_traj, outcome, np.zeros(8, np.int64), np.zeros(8))
     _, rest_alone = anchor_effect_split([old, other], unit_traj, outcome, np.zeros(8, np.int64),
                                             np.zeros(8))
-    np.testing.assert_allclose(shares[0], 0.5)
-    np.testing.assert_allclose(shares[1], 0.5)
-    np.testing.assert_allclose(rest, rest_alone)
-    np.testing.assert_allclose(rest, -0.5 * (1 - made).sum(axis=1))
+    np.testing.assert_allclose(shares[0], 0.5, atol=1e-5)
+    np.testing.assert_allclose(shares[1], 0.5, atol=1e-5)
+    np.testing.assert_allclose(rest, rest_alone, atol=1e-5)
+    np.testing.assert_allclose(rest, -0.5 * (1 - made).sum(axis=1), atol=1e-5)
