@@ -27,8 +27,6 @@ from credit._util import segment_starts
 from credit.episode import SINGLETON_RULES
 from credit.types import Result
 
-_EPS = 1e-6  # added to the outcome std that scales the residuals
-
 
 def grpo(trajectories: Iterable[Any], *, eps: float = 1e-6, gamma: float = 0.95, count: str = "trajectories",
          singleton: str = "reward") -> Result:
@@ -113,7 +111,8 @@ def within_anchor_contrast(members: list[np.ndarray], unit_traj: np.ndarray, uni
 
 
 def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcome: np.ndarray,
-                        task: np.ndarray, base: np.ndarray, ridge: float = 1e-6) -> tuple[list[np.ndarray], np.ndarray]:
+                        task: np.ndarray, base: np.ndarray, eps: float = 1e-6,
+                        ridge: float = 1e-6) -> tuple[list[np.ndarray], np.ndarray]:
     r"""DiDPO's `baseline="split"` (ours): each anchor's effect on the outcome with the task's other
     anchors held fixed, in units of its standard error, split between the trajectories that make
     it and those that leave it out.
@@ -141,6 +140,8 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
       unit_traj: (U,) trajectory of every unit.
       outcome, task: (N,) outcome and task code of every trajectory.
       base: (N,) what a trajectory of a task without anchors gets (A^E).
+      eps: added to the outcome std that scales the residuals.
+      ridge: added to the fit's Gram matrix.
 
     Returns:
       (per anchor, the share of each occurrence; (N,) rest of every trajectory).
@@ -159,13 +160,13 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
     with threadpool_limits(limits=1, user_api="blas"):
         for q in np.unique(anchor_task).tolist():
             share_q, rest_q, residual, trajs, anchors = _task_split(q, task, anchor_task, occ_traj, occ_anchor,
-                                                                    outcome, ridge)
+                                                                    outcome, eps, ridge)
             rest[trajs], share[anchors] = rest_q + residual, share_q
             unexplained[trajs] = residual
     return list(np.split(share[occ_anchor] + unexplained[occ_traj], np.cumsum(size)[:-1])), rest
 
 
-def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, ridge):
+def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, eps, ridge):
     """`anchor_effect_split` for task q: (shares of its anchors, rests and residuals of its
     trajectories, which trajectories, which anchors)."""
     trajs = np.flatnonzero(task == q)
@@ -180,7 +181,9 @@ def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, ridge):
     unit, residual = _effect_units(choices.T, r, ridge)
     mean = choices.mean(axis=1)
     rest = -((1.0 - choices.T) @ (unit * mean))
-    return (unit * (1.0 - mean))[choice_of.reshape(-1)], rest, residual / (r.std() + _EPS), trajs, anchors
+    scale = r.std() + eps  # 0 only for equal outcomes with eps = 0, where every residual is 0
+    scaled = residual / scale if scale > 0 else np.zeros_like(residual)
+    return (unit * (1.0 - mean))[choice_of.reshape(-1)], rest, scaled, trajs, anchors
 
 
 def _effect_units(makes: np.ndarray, outcome: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:

@@ -179,7 +179,8 @@ def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, 
         advantages = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
     elif baseline == "split":
         unit_traj = table.traj[units.row]
-        shares, base = anchor_effect_split(selection.members, unit_traj, table.outcome, table.task, episode_adv)
+        shares, base = anchor_effect_split(selection.members, unit_traj, table.outcome, table.task, episode_adv,
+                                           eps)
         advantages = [s - base[unit_traj[m]] for s, m in zip(shares, selection.members)]
     else:
         if baseline == "nested":
