@@ -52,6 +52,11 @@ def csr_pointers(sizes: np.ndarray) -> np.ndarray:
     return ptr
 
 
+def pieces(x: np.ndarray, bounds: list[int]) -> list[np.ndarray]:
+    """Views x[bounds[k]:bounds[k + 1]] (np.split costs ten times more per piece)."""
+    return [x[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Concatenation of arange(s, e) for each pair, without a Python loop."""
     lengths = np.maximum(ends - starts, 0)

@@ -23,7 +23,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from credit._common import check_count, episode, result, row_returns, step_table, tokens
-from credit._util import segment_starts
+from credit._util import csr_pointers, pieces, segment_starts
 from credit.episode import SINGLETON_RULES
 from credit.types import Result
 
@@ -163,7 +163,7 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
                                                                     outcome, eps, ridge)
             rest[trajs], share[anchors] = rest_q + residual, share_q
             unexplained[trajs] = residual
-    return list(np.split(share[occ_anchor] + unexplained[occ_traj], np.cumsum(size)[:-1])), rest
+    return pieces(share[occ_anchor] + unexplained[occ_traj], csr_pointers(size).tolist()), rest
 
 
 def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, eps, ridge):
@@ -192,12 +192,12 @@ def _effect_units(makes: np.ndarray, outcome: np.ndarray, ridge: float) -> tuple
     n, p = makes.shape
     x = makes - makes.mean(axis=0)
     y = outcome - outcome.mean()
-    gram = x.T @ x + ridge * np.eye(p)
-    beta = np.linalg.solve(gram, x.T @ y)
+    inverse = np.linalg.inv(x.T @ x + ridge * np.eye(p))
+    beta = inverse @ (x.T @ y)
     dof = n - p - 1
     residual = y - x @ beta
     variance = residual @ residual / dof if dof > 0 else y @ y / max(n - 1, 1)
-    se = np.sqrt(np.maximum(np.diag(np.linalg.inv(gram)) * variance, 0.0))
+    se = np.sqrt(np.maximum(np.diag(inverse) * variance, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(beta == 0.0, 0.0, beta / se)
     return np.clip(np.nan_to_num(t, nan=0.0), -1.0, 1.0), residual

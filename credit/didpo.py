@@ -51,7 +51,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from credit._common import StepTable, episode, result, row_returns, step_table, tokens
-from credit._util import csr_pointers, gc_paused, ranges, segment_starts
+from credit._util import csr_pointers, gc_paused, pieces, ranges, segment_starts
 from credit.anchors import select_anchors
 from credit.baselines import anchor_effect_split, within_anchor_contrast
 from credit.episode import check_mode
@@ -322,12 +322,7 @@ def _reference_advantage(members: list[np.ndarray], unit_row: np.ndarray, return
         std = np.sqrt(np.add.reduceat(dev * dev, first) / size)
         with np.errstate(divide="ignore", invalid="ignore"):
             dev = np.where(dev == 0.0, 0.0, dev / np.repeat(std + eps, size))
-    return _pieces(dev, first.tolist() + [dev.shape[0]])
-
-
-def _pieces(x: np.ndarray, bounds: list[int]) -> list[np.ndarray]:
-    """Views x[bounds[k]:bounds[k + 1]] (np.split costs ten times more per piece)."""
-    return [x[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    return pieces(dev, first.tolist() + [dev.shape[0]])
 
 
 def _contrast_advantage(members: list[np.ndarray], unit_row: np.ndarray, table: StepTable, eps: float,
@@ -358,7 +353,7 @@ def _anchors(selection, advantages, units: _Units, table: StepTable) -> list[Anc
     n_members = np.fromiter(map(len, selection.members), np.int64, len(selection.members))
     rows_all = units.row[np.concatenate(selection.members)]
     bounds = np.concatenate([[0], np.cumsum(n_members)]).tolist()
-    rows_of, traj_of, steps_of = (_pieces(x, bounds) for x in (rows_all, table.traj[rows_all], table.index[rows_all]))
+    rows_of, traj_of, steps_of = (pieces(x, bounds) for x in (rows_all, table.traj[rows_all], table.index[rows_all]))
     u = batch.diff_units[units.diff_of_row[units.row[first]]] + units.local[first]  # the units in the batch
     lo, hi = batch.unit_ptr[u], batch.unit_ptr[u + 1]
     source = batch.source

@@ -183,8 +183,8 @@ def _near_duplicate_clusters(order, first_unit, class_bucket, unit_ptr, content,
 
     Pairs never cross buckets, so they are found chunk by chunk of whole buckets (`_bucket_chunks`)
     and the clusters formed over all of them at once: the same pairs (verification is exact), the
-    same clusters, with each chunk's arrays small enough to stay in the cache (one batch of 64 tasks
-    took 476 ms in one piece and 293 ms in chunks of a few tasks: docs/benchmarks.md)."""
+    same clusters, with each chunk's arrays small enough to stay in the cache (the refbench large
+    batch, 64 tasks: 626 ms in one piece, 308 ms in chunks; docs/benchmarks.md, "credit")."""
     pairs = []
     for lo, hi in _bucket_chunks(class_bucket):
         elements = _class_elements(first_unit[lo:hi], class_bucket[lo:hi], unit_ptr, content, contents)
