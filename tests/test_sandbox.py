@@ -89,3 +89,49 @@ def test_none_isolation_is_explicit_and_warns(tmp_path):
     assert box.exec("echo ok").output == "ok\n"
     with pytest.raises(ValueError, match="isolation must be"):
         make_sandbox("docker-ish", tmp_path)
+
+
+def _flaky_bwrap(tmp_path, first_call: str) -> str:
+    """A `bwrap` that misbehaves on its first call only (`first_call`: shell run then), then is the real one."""
+    real = __import__("shutil").which("bwrap")
+    script = tmp_path / "bwrap"
+    script.write_text(f"#!/bin/sh\nif [ ! -e {tmp_path}/called ]; then touch {tmp_path}/called; {first_call}; fi\n"
+                      f"exec {real} \"$@\"\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("first_call", ["sleep 3", "echo 'namespace: try again' >&2; exit 1"])
+def test_a_passing_hiccup_does_not_settle_auto_on_a_weaker_sandbox(first_call, tmp_path, monkeypatch):
+    """CI once got `unshare` from 'auto' in a Ray worker: bubblewrap's probe failed once under load
+    and the failure was remembered for the process. Before the fix both cases here pick 'unshare'."""
+    if "bwrap" not in KINDS:
+        pytest.skip("needs bubblewrap: apt-get install bubblewrap")
+    from code_gym.sandbox import local
+
+    monkeypatch.setattr(local, "_BWRAP", _flaky_bwrap(tmp_path, first_call))
+    monkeypatch.setattr(local, "_PROBES", {})
+    monkeypatch.setattr(local, "_PROBE_ERRORS", {})
+    monkeypatch.setattr(local, "_PROBE_TIMEOUTS", (1.0, 20.0))  # the first try runs out of time in 1 s
+    assert local.available_isolation()[0] == "bwrap"
+    assert (tmp_path / "called").exists()
+
+
+def test_a_bubblewrap_that_keeps_failing_is_named_when_auto_falls_back(tmp_path, monkeypatch):
+    if "unshare" not in KINDS:
+        pytest.skip("needs unshare and setpriv to fall back to")
+    from code_gym.sandbox import local
+
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(local, "_BWRAP", str(broken))
+    monkeypatch.setattr(local, "_PROBES", {})
+    monkeypatch.setattr(local, "_PROBE_ERRORS", {})
+    (tmp_path / "ws").mkdir()
+    with pytest.warns(UserWarning, match="bubblewrap is installed but failed its probe .*uid map: Permission denied"):
+        box = make_sandbox("auto", tmp_path / "ws", Limits(timeout=5))
+    try:
+        assert box.name == "unshare"
+    finally:
+        box.close()

@@ -60,16 +60,48 @@ def available_isolation() -> list[str]:
 
 
 _PROBES: dict[tuple[str, ...], bool] = {}
+# a probe that runs out of time is tried again with more: creating namespaces can stall for seconds
+# while the kernel tears down many network namespaces (a loaded test run), and a slow answer must not
+# settle `auto` on a weaker sandbox for the life of the process (CI once got `unshare` that way)
+_PROBE_TIMEOUTS = (10.0, 30.0, 60.0)
+
+
+_PROBE_ERRORS: dict[tuple[str, ...], str] = {}
 
 
 def _probe(cmd: list[str]) -> bool:
+    """Whether `cmd` exits 0. Only an answer is remembered, and a failure only once it repeats; a
+    probe that ran out of every timeout fails this call and is asked again by the next."""
     key = tuple(cmd)
-    if key not in _PROBES:
+    if key in _PROBES:
+        return _PROBES[key]
+    failures = 0
+    for timeout in _PROBE_TIMEOUTS:
         try:
-            _PROBES[key] = subprocess.run(cmd, capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
+            done = subprocess.run(cmd, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _PROBE_ERRORS[key] = f"no answer in {timeout:g} s"
+            continue
+        except OSError as e:
+            _PROBE_ERRORS[key] = str(e)
             _PROBES[key] = False
-    return _PROBES[key]
+            return False
+        if done.returncode == 0:
+            _PROBES[key] = True
+            return True
+        _PROBE_ERRORS[key] = done.stderr.decode(errors="replace").strip()[-300:] or f"exit {done.returncode}"
+        failures += 1
+        if failures == 2:
+            _PROBES[key] = False
+            return False
+        time.sleep(0.2)
+    return False
+
+
+def bwrap_problem() -> str | None:
+    """Why bubblewrap did not pass its probe on this machine (None: it passed, or was never probed)."""
+    return next((why for key, why in _PROBE_ERRORS.items() if key[0] == _BWRAP and not _PROBES.get(key, False)),
+                None)
 
 
 def _under(path: str, folder: str) -> bool:
@@ -107,6 +139,10 @@ class LocalSandbox:
                 raise RuntimeError(
                     "no sandbox is available: install bubblewrap (apt-get install bubblewrap) or allow "
                     "user namespaces; to run untrusted commands without isolation pass isolation='none'")
+            if isolation != "bwrap" and shutil.which("bwrap"):
+                warnings.warn(f"code-gym: bubblewrap is installed but failed its probe ({bwrap_problem()}); "
+                              f"using the weaker {isolation!r} sandbox. Pass isolation='bwrap' to refuse "
+                              "anything else.", stacklevel=2)
         elif isolation not in ("bwrap", "unshare", "none"):
             raise ValueError(f"isolation must be 'auto', 'bwrap', 'unshare' or 'none', got {isolation!r}")
         elif isolation not in kinds:
