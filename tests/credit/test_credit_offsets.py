@@ -1,5 +1,7 @@
 """List token offsets read where spans need them (`credit.offsets`): the same token advantages as
 offsets given as arrays, and bad entries where they are read reported with their step."""
+import os
+
 import numpy as np
 import pytest
 from credit_testlib import load_bench
@@ -130,3 +132,107 @@ def test_int64_arrays_are_accepted_exactly_when_the_full_checks_accept_them(seed
             except ValueError as err:
                 verdicts.append(str(err))
         assert verdicts[0] == verdicts[1], pairs.tolist()
+
+
+def _need_native(native) -> None:
+    """Skip (fail in CI, where make setup builds it) when credit._native was not built."""
+    if native is None:
+        why = "credit._native is not built (the install found no C compiler): reinstall with one, `make setup`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+
+
+def _odd_entry(rng, pair: list[int]):
+    """The pair as one of the entry types a caller may pass: most read natively, the rest
+    (numpy ints, bools, floats, a third item, a huge int) are left to the numpy reader."""
+    u = rng.random()
+    if u < 0.04:
+        return tuple(pair)
+    if u < 0.05:
+        return [np.int64(pair[0]), pair[1]]
+    if u < 0.055:
+        return [True, pair[1]]
+    if u < 0.06:
+        return [float(pair[0]), pair[1]]
+    if u < 0.065:
+        return pair + [0]
+    if u < 0.07:
+        return [pair[0], 2 ** 70]
+    return pair
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_c_reader_gives_what_the_numpy_reader_gives(seed, monkeypatch):
+    """credit._native reads list offsets whole; steps it cannot read or whose offsets fail a check
+    go to the numpy reader. Whatever the entries, the verdict (the same error, or none) and the
+    tokens under every span are those of the numpy reader alone."""
+    import credit.offsets as offsets_module
+    from credit.offsets import check_listed_offsets, checked_offsets
+
+    native_reader = offsets_module._native
+    _need_native(native_reader)
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        n_steps = int(rng.integers(1, 6))
+        steps, actions, spans, span_step = [], [], [], []
+        for s in range(n_steps):
+            n_chars = int(rng.integers(1, 200))
+            pairs = np.array(_odd_tokens(rng, n_chars) if rng.random() < 0.4 else
+                             [[i, i + 1] for i in range(n_chars)], np.int64)
+            if rng.random() < 0.3:
+                pairs = _mutated(rng, pairs, n_chars)
+            listed = pairs.tolist()
+            if rng.random() < 0.3:
+                listed = [_odd_entry(rng, p) for p in listed]
+            try:  # what token_windows is given has passed the input check of its ends
+                check_listed_offsets(listed, "x" * n_chars)
+            except ValueError:
+                listed = [[i, i + 1] for i in range(n_chars)]
+            steps.append(listed if rng.random() < 0.9 else tuple(listed))
+            actions.append("x" * n_chars)
+            for _ in range(int(rng.integers(1, 4))):
+                a = int(rng.integers(0, n_chars))
+                spans.append([a, min(n_chars, a + int(rng.integers(1, 30)))])
+                span_step.append(s)
+        spans, span_step = np.array(spans, np.int64), np.array(span_step, np.int64)
+        got = {}
+        for native in (native_reader, None):
+            monkeypatch.setattr(offsets_module, "_native", native)
+            try:
+                got[native is None] = token_windows(steps, actions, spans, span_step)
+            except (OffsetsError, ValueError) as err:
+                got[native is None] = (type(err), str(err), getattr(err, "step", None))
+        c, numpy_reader = got[False], got[True]
+        if isinstance(numpy_reader, tuple):
+            assert c == numpy_reader
+            continue
+        assert isinstance(c, list), c
+        for s, ((ci, cp), (ni, npairs)) in enumerate(zip(c, numpy_reader)):
+            if ci is not None or ni is None:  # the C reader left the step to the numpy reader
+                assert (ci is None) == (ni is None) and (ci is None or ci.tolist() == ni.tolist())
+                np.testing.assert_array_equal(cp, npairs)
+                continue
+            # read whole by C: only offsets that pass every check are, and they read as written
+            whole = checked_offsets([[int(x) for x in p] for p in steps[s]], actions[s])
+            np.testing.assert_array_equal(cp, whole)
+            np.testing.assert_array_equal(npairs, whole[ni])
+
+
+def test_the_c_reader_refuses_bounds_that_do_not_fit():
+    from credit.offsets import _native
+
+    _need_native(_native)
+    out = np.zeros(4, np.int64)
+    assert _native.read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 1, 2], np.int64), out) == []
+    assert out.tolist() == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="fewer than"):
+        _native.read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 1, 3], np.int64), out)
+    with pytest.raises(ValueError, match="int64"):
+        _native.read_pairs([[[1, 2]]], np.array([0, 1], np.int32), out)
+    out[:] = 7  # a step whose bounds do not match its length, or lie below zero, is left alone
+    assert _native.read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 2, 2], np.int64), out) == [0, 1]
+    assert _native.read_pairs([[[1, 2]], [[3, 4]]], np.array([0, -1, 1], np.int64), out) == [0, 1]
+    assert out.tolist() == [7, 7, 7, 7]
+    assert _native.read_pairs([[[1, 2]], [[3, 4.0]]], np.array([0, 1, 2], np.int64), out) == [1]
+    assert out.tolist() == [1, 2, 7, 7]
