@@ -1,10 +1,13 @@
-/* credit._native: reads token offsets given as Python lists of (start, end) pairs into int64.
+/* credit._native: reads token offsets given as Python lists of (start, end) pairs into int64, and
+runs the first search of each block of changed lines in the action texts (credit/project.py).
 
 numpy reads a list of 2-item lists at about 70 ns a pair however it is asked (np.array, np.fromiter
 over a chain: it goes through the generic sequence and number protocols for every item); the
 shared harness's paper batch holds 658k such pairs, 42 ms of a 140 ms credit.didpo call. Here each
 item is read with the list and int macros: about 14 ns a pair (docs/benchmarks.md, "credit",
-seventh round). Optional: credit/offsets.py falls back to its numpy reader when this is not built.
+seventh round). The block search is the same loop as the Python one in credit/project.py
+(`_search_blocks`' first try, `_find`, `_at_line_start`, `_at_line_end`), without the interpreter's
+cost per block. Optional: credit falls back to numpy and Python when this is not built.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -90,13 +93,168 @@ done:
     return failed;
 }
 
+
+/* --- the block search (credit/project.py: _find, _at_line_start, _at_line_end) --------------- */
+
+#define HEAD 48 /* characters of a long text found by str.find before comparing the rest */
+
+static int is_open(Py_UCS4 c) { return c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '`' || c == '>'; }
+static int is_close(Py_UCS4 c) { return c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '`' || c == '<'; }
+
+/* Whether a line may start at pos: the text's start, after an opening character, or after an
+   escaped line break (backslash then n or r). */
+static int at_line_start(int kind, const void *data, Py_ssize_t pos) {
+    if (pos == 0 || is_open(PyUnicode_READ(kind, data, pos - 1))) return 1;
+    if (pos >= 2) {
+        Py_UCS4 a = PyUnicode_READ(kind, data, pos - 2), b = PyUnicode_READ(kind, data, pos - 1);
+        return a == '\\' && (b == 'n' || b == 'r');
+    }
+    return 0;
+}
+
+/* Whether a line may end at pos, trailing spaces and tabs skipped: the end, a closing character, an
+   escaped line break, or one escaped twice (two backslashes then n or r). */
+static int at_line_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
+    while (pos < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, pos);
+        if (c != ' ' && c != '\t') break;
+        pos++;
+    }
+    if (pos == n) return 1;
+    Py_UCS4 c = PyUnicode_READ(kind, data, pos);
+    if (is_close(c)) return 1;
+    if (c != '\\' || pos + 1 >= n) return 0;
+    Py_UCS4 d = PyUnicode_READ(kind, data, pos + 1);
+    if (d == 'n' || d == 'r') return 1;
+    if (d != '\\' || pos + 2 >= n) return 0;
+    Py_UCS4 e = PyUnicode_READ(kind, data, pos + 2);
+    return e == 'n' || e == 'r';
+}
+
+/* The first position >= start where text stands in action whole before end, between line
+   boundaries; -1 if none, -2 on an error. */
+static Py_ssize_t find_line_text(PyObject *action, PyObject *text, Py_ssize_t start, Py_ssize_t end) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(action), m = PyUnicode_GET_LENGTH(text);
+    if (end > n) end = n;
+    if (start > end) return -1;
+    PyObject *head = m > HEAD ? PyUnicode_Substring(text, 0, HEAD) : (Py_INCREF(text), text);
+    if (head == NULL) return -2;
+    int kind = PyUnicode_KIND(action);
+    const void *data = PyUnicode_DATA(action);
+    Py_ssize_t pos = PyUnicode_Find(action, head, start, end, 1);
+    while (pos >= 0) {
+        if (pos + m <= end) {
+            int whole = m <= HEAD ? 1 : PyUnicode_Tailmatch(action, text, pos, pos + m, -1);
+            if (whole < 0) { pos = -2; break; }
+            if (whole && at_line_start(kind, data, pos) && at_line_end(kind, data, n, pos + m)) break;
+        }
+        if (pos + 1 > end) { pos = -1; break; }
+        pos = PyUnicode_Find(action, head, pos + 1, end, 1);
+    }
+    Py_DECREF(head);
+    return pos;
+}
+
+static int int64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t n, int writable, const char *name) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    if (view->itemsize != 8 || view->len / 8 != n) {
+        PyErr_Format(PyExc_ValueError, "first_tries: %s must be int64 of the blocks' count", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* first_tries(actions, joined, step, kind, c0, c1, w0, w1, begin, current, cursors, pos) -> stop
+
+   Blocks begin, begin + 1, ... (int64 buffers of one length: step, kind, c0, c1, w0, w1 with w1 < 0
+   for the action's end; pos is written): block b's text joined[c0[b]:c1[b]] is searched in
+   actions[step[b]] from max(cursor of its kind, w0[b]) to w1[b], as written. Found: pos[b] is where,
+   and the cursor of its kind moves past it. A new step starts with no cursors (`cursors`, a dict
+   kind -> cursor, holds the step `current`'s, and is cleared in place when the step changes).
+   Stops at the first block not found (its index, pos[b] = -1, the cursors as its search saw them),
+   or at the end (the blocks' count). */
+static PyObject *first_tries(PyObject *self, PyObject *args) {
+    PyObject *actions, *joined, *objs[7], *cursors;
+    Py_ssize_t begin, current;
+    if (!PyArg_ParseTuple(args, "O!UOOOOOOnnO!O", &PyList_Type, &actions, &joined, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5], &begin, &current, &PyDict_Type, &cursors, &objs[6]))
+        return NULL;
+    Py_buffer views[7];
+    Py_ssize_t n = PyObject_Length(objs[0]);
+    if (n < 0) return NULL;
+    const char *names[7] = {"step", "kind", "c0", "c1", "w0", "w1", "pos"};
+    int got = 0;
+    for (; got < 7; got++)
+        if (int64_buffer(objs[got], &views[got], n, got == 6, names[got]) < 0) break;
+    Py_ssize_t stop = -1;
+    if (got < 7) goto done;
+    const int64_t *step = views[0].buf, *kind = views[1].buf, *c0 = views[2].buf, *c1 = views[3].buf,
+                  *w0 = views[4].buf, *w1 = views[5].buf;
+    int64_t *pos = views[6].buf;
+    Py_ssize_t n_actions = PyList_GET_SIZE(actions), n_joined = PyUnicode_GET_LENGTH(joined);
+    for (Py_ssize_t b = begin < 0 ? 0 : begin; b < n; b++) {
+        if (step[b] < 0 || step[b] >= n_actions || c0[b] < 0 || c1[b] < c0[b] || c1[b] > n_joined) {
+            PyErr_SetString(PyExc_ValueError, "first_tries: a block's step or text bounds are out of range");
+            goto done;
+        }
+        PyObject *action = PyList_GET_ITEM(actions, step[b]);
+        if (!PyUnicode_Check(action)) {
+            PyErr_SetString(PyExc_TypeError, "first_tries: actions must be str");
+            goto done;
+        }
+        if (step[b] != current) {
+            PyDict_Clear(cursors);
+            current = step[b];
+        }
+        PyObject *key = PyLong_FromLongLong(kind[b]);
+        if (key == NULL) goto done;
+        PyObject *at = PyDict_GetItemWithError(cursors, key); /* borrowed */
+        Py_ssize_t cursor = 0;
+        if (at != NULL) {
+            cursor = PyLong_AsSsize_t(at);
+            if (cursor == -1 && PyErr_Occurred()) { Py_DECREF(key); goto done; }
+        } else if (PyErr_Occurred()) {
+            Py_DECREF(key);
+            goto done;
+        }
+        Py_ssize_t start = cursor > w0[b] ? cursor : (Py_ssize_t)w0[b];
+        Py_ssize_t end = w1[b] < 0 ? PyUnicode_GET_LENGTH(action) : (Py_ssize_t)w1[b];
+        PyObject *text = PyUnicode_Substring(joined, c0[b], c1[b]);
+        if (text == NULL) { Py_DECREF(key); goto done; }
+        Py_ssize_t found = find_line_text(action, text, start, end);
+        Py_DECREF(text);
+        if (found == -2) { Py_DECREF(key); goto done; }
+        pos[b] = found;
+        if (found < 0) {
+            Py_DECREF(key);
+            stop = b;
+            break;
+        }
+        PyObject *moved = PyLong_FromSsize_t(found + (c1[b] - c0[b]));
+        int bad = moved == NULL || PyDict_SetItem(cursors, key, moved) < 0;
+        Py_XDECREF(moved);
+        Py_DECREF(key);
+        if (bad) goto done;
+    }
+    if (stop < 0) stop = n;
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    if (PyErr_Occurred()) return NULL;
+    return Py_BuildValue("nn", stop, current);
+}
+
 static PyMethodDef methods[] = {
     {"read_pairs", read_pairs, METH_VARARGS,
      "read_pairs(steps, bounds, out) -> indices of the steps not read: each step's (start, end) pairs "
      "into out[2 * bounds[k]:2 * bounds[k + 1]] as int64."},
+    {"first_tries", first_tries, METH_VARARGS,
+     "first_tries(actions, joined, step, kind, c0, c1, w0, w1, begin, current, cursors, pos) -> (stop, current): "
+     "the first search of blocks begin.. as written (credit/project.py), up to the first not found."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "credit._native", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "credit._native", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -42,6 +42,11 @@ import numpy as np
 
 from credit._util import ranges, segment_starts
 
+try:  # the block search's first tries in C (credit/_native.c); without it, the loop below
+    from credit import _native
+except ImportError:  # not built: the install had no C compiler
+    _native = None
+
 _JSON = json.JSONEncoder(ensure_ascii=False).encode
 _JSON_ASCII = json.JSONEncoder().encode
 _GAP = re.compile(r"(?:\s|\\[nrt])*")
@@ -195,44 +200,40 @@ def _blocks(step: np.ndarray, new_block: np.ndarray, searched: np.ndarray,
 
 def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.ndarray, step: np.ndarray,
                    kind: np.ndarray, c0: np.ndarray, c1: np.ndarray, plain: np.ndarray, at: np.ndarray,
-                   kept: np.ndarray, bounds: Optional[np.ndarray] = None) -> tuple[list, list]:
+                   kept: np.ndarray, bounds: Optional[np.ndarray] = None) -> tuple[tuple, list]:
     """Search the blocks (lines lo..hi-1, text joined[c0:c1]) in order, each from the end of the
     previous match of its step and kind, then from the start (of its window `bounds`, when given);
-    line by line where the block is not found.
+    line by line where the block is not found. The first search of each block, the text as written
+    from the cursor, finds most blocks; `credit._native.first_tries` runs those in C where it is
+    built, and hands each block it does not find to the rest of the searches here.
 
     Returns:
-      (blocks found whole: lists lo, hi, position, escape index, and {block number: the lines'
+      (blocks found whole: arrays lo, hi, position, escape index, and {index among them: the lines'
       (sizes, kept sizes) in its escaped form} for forms that escape more than the line breaks;
       lines found alone: (line, start, end)).
     """
-    found_lo, found_hi, found_pos, found_escape, recounted = [], [], [], [], {}
-    alone = []
+    n_blocks = lo.shape[0]
+    pos, escape = np.full(n_blocks, -1, np.int64), np.zeros(n_blocks, np.int64)
+    recounted: dict[int, tuple[list[int], list[int]]] = {}
+    alone: list[tuple[int, int, int]] = []
     forms_of: dict[str, list[_Form]] = {}
-    cursors: dict[int, int] = {}
-    current = -1
-    windows = repeat((0, None)) if bounds is None else map(tuple, bounds.tolist())
-    for a, e, s, c, start, end, p, (w0, w1) in zip(lo.tolist(), hi.tolist(), step.tolist(), kind.tolist(),
-                                                   c0.tolist(), c1.tolist(), plain.tolist(), windows):
-        if s != current:
-            cursors, current = {}, s
-        action, text = actions[s], joined[start:end]
-        cursor = cursors.get(c, 0)
-        # _search's first try, the text as written from the cursor, alone (it finds most blocks)
-        pos = _find(action, text, max(cursor, w0), w1)
-        if pos >= 0:
-            cursors[c] = pos + len(text)
-            found_lo.append(a), found_hi.append(e), found_pos.append(pos), found_escape.append(0)
-            continue
-        forms = _forms(text, p)
-        pos, k = _search(action, forms, cursor, w0, w1)
-        if pos >= 0:
-            form, escape = forms[k]
-            cursors[c] = pos + len(form)
-            recount = escape > 0 and len(form) != len(text) + e - a - 1  # more escaped than the breaks
-            if recount:
-                recounted[len(found_lo)] = _escaped_sizes(text, form, _ESCAPES[escape])
-            found_lo.append(a), found_hi.append(e), found_pos.append(pos), found_escape.append(escape)
-            continue
+    lo_l, hi_l, step_l, kind_l, c0_l, c1_l, plain_l = (x.tolist() for x in (lo, hi, step, kind, c0, c1, plain))
+    w0_l, w1_l = ([0] * n_blocks, [None] * n_blocks) if bounds is None else (bounds[:, 0].tolist(),
+                                                                            bounds[:, 1].tolist())
+
+    def rest(b: int, cursors: dict[int, int]) -> None:
+        """The searches after the first: the escaped forms, then the lines one by one."""
+        a, e, c, w0, w1 = lo_l[b], hi_l[b], kind_l[b], w0_l[b], w1_l[b]
+        action, text = actions[step_l[b]], joined[c0_l[b]:c1_l[b]]
+        forms = _forms(text, plain_l[b])
+        found, k = _search(action, forms, cursors.get(c, 0), w0, w1)
+        if found >= 0:
+            form, escaped = forms[k]
+            cursors[c] = found + len(form)
+            if escaped > 0 and len(form) != len(text) + e - a - 1:  # more escaped than the breaks
+                recounted[b] = _escaped_sizes(text, form, _ESCAPES[escaped])
+            pos[b], escape[b] = found, escaped
+            return
         narrow = w1 is not None and (w0 > 0 or w1 < len(action))  # a window inside the action
         for j in range(a, e) if e - a > 1 or narrow else ():
             if kept[j]:
@@ -241,12 +242,39 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
                 tries = ([one] if e - a > 1 else []) + ([one.lstrip()] if narrow and one[:1].isspace() else [])
                 for t in tries:
                     forms = forms_of.get(t) or forms_of.setdefault(t, _forms(t))
-                    pos, k = _search(action, forms, cursors.get(c, 0), w0, w1)
-                    if pos >= 0:
-                        cursors[c] = pos + len(forms[k][0])
-                        alone.append((j, pos, cursors[c]))
+                    found, k = _search(action, forms, cursors.get(c, 0), w0, w1)
+                    if found >= 0:
+                        cursors[c] = found + len(forms[k][0])
+                        alone.append((j, found, cursors[c]))
                         break
-    return (found_lo, found_hi, found_pos, found_escape, recounted), alone
+
+    cursors: dict[int, int] = {}
+    current = -1
+    if _native is not None and (bounds is None or (bounds[:, 1] >= 0).all()):
+        w0 = np.zeros(n_blocks, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 0], np.int64)
+        w1 = np.full(n_blocks, -1, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 1], np.int64)
+        listed = actions if isinstance(actions, list) else list(actions)
+        arrays = [np.ascontiguousarray(x, np.int64) for x in (step, kind, c0, c1)]
+        b = 0
+        while b < n_blocks:
+            b, current = _native.first_tries(listed, joined, *arrays, w0, w1, b, current, cursors, pos)
+            if b < n_blocks:
+                rest(b, cursors)
+                b += 1
+    else:
+        for b in range(n_blocks):
+            s, c = step_l[b], kind_l[b]
+            if s != current:
+                cursors, current = {}, s
+            text = joined[c0_l[b]:c1_l[b]]
+            found = _find(actions[s], text, max(cursors.get(c, 0), w0_l[b]), w1_l[b])
+            if found >= 0:
+                cursors[c], pos[b] = found + len(text), found
+            else:
+                rest(b, cursors)
+    whole = np.flatnonzero(pos >= 0)
+    index = np.cumsum(pos >= 0) - 1
+    return (lo[whole], hi[whole], pos[whole], escape[whole], {int(index[b]): v for b, v in recounted.items()}), alone
 
 
 def _forms(text: str, plain: bool = False) -> list[_Form]:
@@ -317,7 +345,7 @@ def _place_blocks(out: np.ndarray, found: tuple, size: np.ndarray, kept: np.ndar
     `locate_blocks`); return each line's block id where nothing but line breaks was escaped in it,
     else -1."""
     block_of = np.full(out.shape[0], -1, np.int64)
-    if not found[0]:
+    if not len(found[0]):
         return block_of
     lo, hi, pos, escape = (np.array(x, np.int64) for x in found[:4])
     form_size, form_kept, recount = size.copy(), kept.copy(), np.zeros(lo.shape[0], bool)

@@ -55,3 +55,16 @@ def load_bench():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def need_native(native) -> None:
+    """Skip (fail in CI, where make setup builds it) when credit._native was not built."""
+    import os
+
+    import pytest
+
+    if native is None:
+        why = "credit._native is not built (the install found no C compiler): reinstall with one, `make setup`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)

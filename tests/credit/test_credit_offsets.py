@@ -1,10 +1,8 @@
 """List token offsets read where spans need them (`credit.offsets`): the same token advantages as
 offsets given as arrays, and bad entries where they are read reported with their step."""
-import os
-
 import numpy as np
 import pytest
-from credit_testlib import load_bench
+from credit_testlib import load_bench, need_native
 
 import credit
 from credit.offsets import OffsetsError, token_windows
@@ -134,15 +132,6 @@ def test_int64_arrays_are_accepted_exactly_when_the_full_checks_accept_them(seed
         assert verdicts[0] == verdicts[1], pairs.tolist()
 
 
-def _need_native(native) -> None:
-    """Skip (fail in CI, where make setup builds it) when credit._native was not built."""
-    if native is None:
-        why = "credit._native is not built (the install found no C compiler): reinstall with one, `make setup`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
-
-
 def _odd_entry(rng, pair: list[int]):
     """The pair as one of the entry types a caller may pass: most read natively, the rest
     (numpy ints, bools, floats, a third item, a huge int) are left to the numpy reader."""
@@ -171,7 +160,7 @@ def test_the_c_reader_gives_what_the_numpy_reader_gives(seed, monkeypatch):
     from credit.offsets import check_listed_offsets, checked_offsets
 
     native_reader = offsets_module._native
-    _need_native(native_reader)
+    need_native(native_reader)
     rng = np.random.default_rng(seed)
     for _ in range(60):
         n_steps = int(rng.integers(1, 6))
@@ -222,7 +211,7 @@ def test_the_c_reader_gives_what_the_numpy_reader_gives(seed, monkeypatch):
 def test_the_c_reader_refuses_bounds_that_do_not_fit():
     from credit.offsets import _native
 
-    _need_native(_native)
+    need_native(_native)
     out = np.zeros(4, np.int64)
     assert _native.read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 1, 2], np.int64), out) == []
     assert out.tolist() == [1, 2, 3, 4]

@@ -2,9 +2,24 @@ import json
 import re
 
 import numpy as np
+import pytest
+from credit_testlib import need_native
 
+import credit.project as project_module
 from credit.project import (locate_blocks, locate_lines, merge_spans, occurrence_spans, project_steps,
                             project_tokens, provenance_spans)
+
+_C_SEARCH = project_module._native
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def block_search(request, monkeypatch):
+    """Every test here runs with the block search's first tries in C (credit._native) and in Python."""
+    if request.param == "python":
+        monkeypatch.setattr(project_module, "_native", None)
+    else:
+        need_native(_C_SEARCH)
+    return request.param
 
 
 def test_locate_raw_lines_in_order():
@@ -205,3 +220,4 @@ def test_a_line_ends_before_a_twice_escaped_break():
     action = '{"command": "s.replace(\'    for x:\\\\n        y\')"}'
     spans = locate_lines(action, ["    for x:", "        y"])
     assert [action[s:e] for s, e in spans.tolist()] == ["    for x:", "        y"]
+

@@ -6,7 +6,6 @@ outcome (GRPO's credit) gives it only on average."""
 import itertools
 
 import numpy as np
-import pytest
 from credit_testlib import added_hunk, file_diff, insert_call, offsets
 
 import credit
