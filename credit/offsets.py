@@ -25,9 +25,9 @@ from credit._tensor import is_torch, to_numpy
 from credit._util import ranges
 
 try:  # the C reader of list offsets (credit/_native.c); without it, windows read by numpy
-    from credit import _native
+    from credit._native import read_pairs as c_read_pairs
 except ImportError:  # not built: the install had no C compiler
-    _native = None
+    c_read_pairs = None
 
 # spans of one step closer than this (in characters) are read as one window: a binary search in
 # a list costs about as much as reading 40 tokens
@@ -157,7 +157,7 @@ def token_windows(offsets: Sequence[Any], actions: Sequence[str], spans: np.ndar
             listed.append(s)
         else:
             out[s] = (None, to_numpy(step_offsets, np.int64).reshape(-1, 2))
-    if listed and _native is not None:
+    if listed and c_read_pairs is not None:
         listed = _read_listed(offsets, actions, listed, out)
     if not listed:
         return out
@@ -180,7 +180,7 @@ def _read_listed(offsets: Sequence[Any], actions: Sequence[str], listed: list[in
     bounds = np.zeros(len(steps) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, steps), np.int64, len(steps)), out=bounds[1:])
     flat = np.empty(2 * int(bounds[-1]), np.int64)
-    not_read = _native.read_pairs(steps, bounds, flat)
+    not_read = c_read_pairs(steps, bounds, flat)
     pairs = flat.reshape(-1, 2)
     if not_read:  # their part of `flat` was never written: check zeros instead
         for k in not_read:

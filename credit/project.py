@@ -43,9 +43,9 @@ import numpy as np
 from credit._util import ranges, segment_starts
 
 try:  # the block search's first tries in C (credit/_native.c); without it, the loop below
-    from credit import _native
+    from credit._native import first_tries as c_first_tries
 except ImportError:  # not built: the install had no C compiler
-    _native = None
+    c_first_tries = None
 
 _JSON = json.JSONEncoder(ensure_ascii=False).encode
 _JSON_ASCII = json.JSONEncoder().encode
@@ -250,14 +250,14 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
 
     cursors: dict[int, int] = {}
     current = -1
-    if _native is not None and (bounds is None or (bounds[:, 1] >= 0).all()):
+    if c_first_tries is not None and (bounds is None or (bounds[:, 1] >= 0).all()):
         w0 = np.zeros(n_blocks, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 0], np.int64)
         w1 = np.full(n_blocks, -1, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 1], np.int64)
         listed = actions if isinstance(actions, list) else list(actions)
         arrays = [np.ascontiguousarray(x, np.int64) for x in (step, kind, c0, c1)]
         b = 0
         while b < n_blocks:
-            b, current = _native.first_tries(listed, joined, *arrays, w0, w1, b, current, cursors, pos)
+            b, current = c_first_tries(listed, joined, *arrays, w0, w1, b, current, cursors, pos)
             if b < n_blocks:
                 rest(b, cursors)
                 b += 1

@@ -159,7 +159,7 @@ def test_the_c_reader_gives_what_the_numpy_reader_gives(seed, monkeypatch):
     import credit.offsets as offsets_module
     from credit.offsets import check_listed_offsets, checked_offsets
 
-    native_reader = offsets_module._native
+    native_reader = offsets_module.c_read_pairs
     need_native(native_reader)
     rng = np.random.default_rng(seed)
     for _ in range(60):
@@ -187,7 +187,7 @@ def test_the_c_reader_gives_what_the_numpy_reader_gives(seed, monkeypatch):
         spans, span_step = np.array(spans, np.int64), np.array(span_step, np.int64)
         got = {}
         for native in (native_reader, None):
-            monkeypatch.setattr(offsets_module, "_native", native)
+            monkeypatch.setattr(offsets_module, "c_read_pairs", native)
             try:
                 got[native is None] = token_windows(steps, actions, spans, span_step)
             except (OffsetsError, ValueError) as err:
@@ -209,19 +209,19 @@ def test_the_c_reader_gives_what_the_numpy_reader_gives(seed, monkeypatch):
 
 
 def test_the_c_reader_refuses_bounds_that_do_not_fit():
-    from credit.offsets import _native
+    from credit.offsets import c_read_pairs
 
-    need_native(_native)
+    need_native(c_read_pairs)
     out = np.zeros(4, np.int64)
-    assert _native.read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 1, 2], np.int64), out) == []
+    assert c_read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 1, 2], np.int64), out) == []
     assert out.tolist() == [1, 2, 3, 4]
     with pytest.raises(ValueError, match="fewer than"):
-        _native.read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 1, 3], np.int64), out)
+        c_read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 1, 3], np.int64), out)
     with pytest.raises(ValueError, match="int64"):
-        _native.read_pairs([[[1, 2]]], np.array([0, 1], np.int32), out)
+        c_read_pairs([[[1, 2]]], np.array([0, 1], np.int32), out)
     out[:] = 7  # a step whose bounds do not match its length, or lie below zero, is left alone
-    assert _native.read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 2, 2], np.int64), out) == [0, 1]
-    assert _native.read_pairs([[[1, 2]], [[3, 4]]], np.array([0, -1, 1], np.int64), out) == [0, 1]
+    assert c_read_pairs([[[1, 2]], [[3, 4]]], np.array([0, 2, 2], np.int64), out) == [0, 1]
+    assert c_read_pairs([[[1, 2]], [[3, 4]]], np.array([0, -1, 1], np.int64), out) == [0, 1]
     assert out.tolist() == [7, 7, 7, 7]
-    assert _native.read_pairs([[[1, 2]], [[3, 4.0]]], np.array([0, 1, 2], np.int64), out) == [1]
+    assert c_read_pairs([[[1, 2]], [[3, 4.0]]], np.array([0, 1, 2], np.int64), out) == [1]
     assert out.tolist() == [1, 2, 7, 7]

@@ -11,7 +11,7 @@ import credit
 import credit.project as project_module
 from credit.project import locate_blocks
 
-_C_SEARCH = project_module._native
+_C_SEARCH = project_module.c_first_tries
 
 
 def _random_action(rng, lines: list[str]) -> str:
@@ -62,7 +62,7 @@ def test_the_c_first_tries_find_what_the_python_loop_finds(seed, monkeypatch):
             window = np.stack([a, b], axis=1)
         got = []
         for native in (_C_SEARCH, None):
-            monkeypatch.setattr(project_module, "_native", native)
+            monkeypatch.setattr(project_module, "c_first_tries", native)
             got.append(locate_blocks(actions, texts, line, step, new_block, skip=1, kind=kind, window=window))
         for c, py in zip(*got):
             np.testing.assert_array_equal(c, py)
@@ -73,7 +73,7 @@ def test_didpo_gives_the_same_tokens_with_the_c_search(monkeypatch):
     bench = load_bench()
     batch = [t.to_dict() for t in bench.rollouts(3, 8, 4, seed=5)]
     with_c = credit.didpo(batch)
-    monkeypatch.setattr(project_module, "_native", None)
+    monkeypatch.setattr(project_module, "c_first_tries", None)
     without = credit.didpo(batch)
     assert with_c.stats["coverage"] == without.stats["coverage"] and with_c.stats["coverage"]["lines"] > 0.3
     for a, b in zip(with_c.tokens, without.tokens):
