@@ -63,3 +63,31 @@ def test_episode_resolves_through_ray(backend, tiny_task):
         assert terminated and reward == 1.0 and info["resolved"]
     finally:
         env.close()
+
+
+def test_a_node_whose_bubblewrap_fails_says_so_on_the_driver(backend, tmp_path):
+    """A worker's own warnings stay in its log (log_to_driver=False here, and on most clusters no
+    one reads them): a node that falls back from bubblewrap to a weaker sandbox must say so where
+    the episode is made. The worker here finds a `bwrap` that fails, first on its PATH."""
+    import os
+
+    from code_gym.sandbox.ray import RayBackend
+
+    require("unshare")
+    broken = tmp_path / "bin"
+    broken.mkdir()
+    (broken / "bwrap").write_text("#!/bin/sh\necho 'bwrap: Creating new namespace failed: No space left on device' >&2\n"
+                                  "exit 1\n")
+    (broken / "bwrap").chmod(0o755)
+    (tmp_path / "ws").mkdir()
+    nodes = RayBackend(num_cpus=0.5)
+    nodes.actor_class = nodes.actor_class.options(
+        runtime_env={"env_vars": {"PATH": f"{broken}:{os.environ['PATH']}"}})
+    with pytest.warns(UserWarning, match=r"on Ray node .*bubblewrap is installed but failed its probe "
+                                         r"\(bwrap: Creating new namespace failed"):
+        box = make_sandbox(nodes, tmp_path / "ws", Limits(timeout=20))
+    try:
+        assert box.name == "ray:unshare"
+        assert box.exec("echo ok").output == "ok\n"
+    finally:
+        box.close()

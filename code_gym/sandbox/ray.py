@@ -16,6 +16,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import warnings
 from pathlib import Path
 
 from code_gym.sandbox.base import ExecResult, Limits
@@ -67,12 +68,17 @@ class SandboxHost:
         self.root.mkdir()
         unpack(self.root, archive, [])
         self.known = manifest(self.root)
-        self.sandbox = make_sandbox(kind, self.root, limits, image=image, python_env=python_env)
+        # what making the sandbox warned of (a fall back from bubblewrap, say) goes to the driver:
+        # a worker's own warnings stay in its log
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.sandbox = make_sandbox(kind, self.root, limits, image=image, python_env=python_env)
+        self.warnings = [str(w.message) for w in caught]
 
-    def describe(self) -> tuple[str, str, str]:
+    def describe(self) -> tuple[str, str, str, list[str]]:
         import socket
 
-        return self.sandbox.name, self.sandbox.workdir, socket.gethostname()
+        return self.sandbox.name, self.sandbox.workdir, socket.gethostname(), self.warnings
 
     def inside(self, index: int, insides: list[str]) -> str:
         binds = {self.base / f"bind{i}": inside for i, inside in enumerate(insides)}
@@ -133,7 +139,9 @@ class RaySandbox:
         self.known = manifest(self.root)
         self.actor = backend.actor_class.remote(backend.kind, pack(self.root, list(self.known)), limits, 0, image,
                                                 python_env)
-        kind, self.workdir, self.node = ray.get(self.actor.describe.remote())
+        kind, self.workdir, self.node, said = ray.get(self.actor.describe.remote())
+        for message in said:
+            warnings.warn(f"code-gym: the sandbox on Ray node {self.node}: {message}", stacklevel=3)
         self.name = f"ray:{kind}"
 
     def inside(self, host_path: Path, binds: dict[Path, str]) -> str:
