@@ -60,13 +60,11 @@ def available_isolation() -> list[str]:
 
 
 _PROBES: dict[tuple[str, ...], bool] = {}
+_PROBE_ERRORS: dict[tuple[str, ...], str] = {}  # the last failure of each probe, for the warning
 # a probe that runs out of time is tried again with more: creating namespaces can stall for seconds
 # while the kernel tears down many network namespaces (a loaded test run), and a slow answer must not
 # settle `auto` on a weaker sandbox for the life of the process (CI once got `unshare` that way)
 _PROBE_TIMEOUTS = (10.0, 30.0, 60.0)
-
-
-_PROBE_ERRORS: dict[tuple[str, ...], str] = {}
 
 
 def _probe(cmd: list[str]) -> bool:
