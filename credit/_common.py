@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
 from credit._tensor import is_torch
-from credit._util import csr_pointers, group_codes
+from credit._util import csr_pointers, group_codes, pieces
 from credit.anchors import COUNTS
 from credit.episode import episode_advantage, step_returns
 from credit.types import Anchor, Result, Step, StepCredit, Trajectory, as_trajectories
@@ -77,33 +78,31 @@ def tokens(table: StepTable, base: np.ndarray, extra: Optional[Callable[[np.ndar
     """Per-trajectory lists of per-step token arrays: base[row], plus values at some tokens.
 
     One flat array holds every token of the batch; each step gets its slice of it. `extra`, given
-    the (S + 1,) start of each step's tokens in that array, returns (positions, values) to add.
+    the (S + 1,) start of each step's tokens in that array, returns (positions, values) to add;
+    positions: indices into the flat array, or a boolean mask over it (one value per True).
     """
     steps = table.steps
-    sizes = np.fromiter((0 if s.token_offsets is None else len(s.token_offsets) for s in steps), np.int64, len(steps))
+    offsets = [s.token_offsets for s in steps]
+    sizes = np.fromiter((0 if o is None else len(o) for o in offsets), np.int64, len(steps))
     flat = np.repeat(np.asarray(base, np.float64), sizes)
     starts = csr_pointers(sizes)
     if extra is not None:
         at, values = extra(starts)
         flat[at] += values
-    bounds = starts.tolist()
-    out: list[list[Any]] = []
-    for i, traj in enumerate(table.trajectories):
-        row0 = int(table.first_row[i])
-        per_step = []
-        for t, step in enumerate(traj.steps):
-            offsets = step.token_offsets
-            if offsets is None:
-                per_step.append(None)
-                continue
-            values = flat[bounds[row0 + t]:bounds[row0 + t + 1]]
-            if is_torch(offsets):
-                import torch
+    views = pieces(flat, starts.tolist())
+    first = table.first_row.tolist()
+    ends = (table.first_row + table.n_steps).tolist()
+    torch_given = any(map(is_torch, offsets)) if "torch" in sys.modules else False
+    if not torch_given and all(o is not None for o in offsets):  # usual: each step a view of `flat`
+        return [views[a:b] for a, b in zip(first, ends)]
+    for r, o in enumerate(offsets):
+        if o is None:
+            views[r] = None
+        elif torch_given and is_torch(o):
+            import torch
 
-                values = torch.from_numpy(values.copy()).to(offsets.device)
-            per_step.append(values)
-        out.append(per_step)
-    return out
+            views[r] = torch.from_numpy(views[r].copy()).to(o.device)
+    return [views[a:b] for a, b in zip(first, ends)]
 
 
 def result(

@@ -202,3 +202,32 @@ def test_one_diff_over_two_languages_ignores_each_ones_comments():
     res = credit.didpo([rollout("double it", 1), rollout("twice", 0)])
     assert sorted(a.preview.splitlines()[0] for a in res.anchors) == ["def f(x):", "int g(int x) {"]
     assert all(a.size == 2 for a in res.anchors)
+
+
+def test_tokens_are_the_same_read_whole_in_windows_or_as_arrays(monkeypatch):
+    """List offsets read whole (credit._native: the projection adds by a mask of the rows' tokens),
+    read in windows around the spans (the numpy reader: by token positions), or given as arrays:
+    the same values reach the same tokens, and a step without offsets stays None."""
+    import credit.offsets as offsets_module
+
+    trajs = [one_step([F_GOOD, G], 1), one_step([F_GOOD, G], 1), one_step([F_BAD, G], 0), one_step([F_BAD, G], 0)]
+    as_arrays = [{"task_id": t.task_id, "reward": t.reward,
+                  "steps": [{"action": s.action, "diff": s.diff, "token_offsets": s.token_offsets} for s in t.steps]}
+                 for t in trajs]
+    as_lists = json.loads(json.dumps(as_arrays, default=np.ndarray.tolist))
+    for rows in (as_arrays, as_lists):  # a step with nothing to train on, after one that has
+        rows.append({"task_id": "q", "reward": 0.5, "steps": [dict(rows[0]["steps"][0]),
+                                                             {"action": "no tokens here", "diff": ""}]})
+    want = credit.didpo(as_arrays)
+    assert want.tokens[-1][1] is None and want.stats["coverage"]["tokens"] > 0.2
+    runs = {"whole": credit.didpo(as_lists)}
+    monkeypatch.setattr(offsets_module, "c_read_pairs", None)
+    runs["windows"] = credit.didpo(as_lists)
+    for name, got in runs.items():
+        assert len(got.tokens) == len(want.tokens), name
+        for got_steps, want_steps in zip(got.tokens, want.tokens):
+            for g, w in zip(got_steps, want_steps, strict=True):
+                assert (g is None) == (w is None), name
+                if w is not None:
+                    np.testing.assert_array_equal(g, w, err_msg=name)
+    assert not np.array_equal(want.tokens[0][0], np.full_like(want.tokens[0][0], want.tokens[0][0][0]))
