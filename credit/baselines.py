@@ -111,15 +111,14 @@ def within_anchor_contrast(members: list[np.ndarray], unit_traj: np.ndarray, uni
 
 
 def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcome: np.ndarray,
-                        task: np.ndarray, base: np.ndarray, eps: float = 1e-6,
-                        ridge: float = 1e-6) -> tuple[list[np.ndarray], np.ndarray]:
+                        task: np.ndarray, base: np.ndarray, eps: float = 1e-6) -> tuple[list[np.ndarray], np.ndarray]:
     r"""DiDPO's `baseline="split"` (ours): each anchor's effect on the outcome with the task's other
     anchors held fixed, in units of its standard error, split between the trajectories that make
     it and those that leave it out.
 
     Per task q, x_{ja} = 1 when trajectory j makes anchor a (has an occurrence of it); anchors made by
     the same trajectories (an edit's deleted and added sides) are one choice, one column. Least squares
-    (a ridge of `ridge` for anchors that always come together) of r_j = b_0 + \sum_a beta_a x_{ja}
+    (minimum-norm, for choices that depend on each other: `_effect_units`) of r_j = b_0 + \sum_a beta_a x_{ja}
     gives each anchor's effect beta_a and its standard error se_a (from the residual variance; from
     the outcome's variance when the fit has no residual degree of freedom), and
 
@@ -141,7 +140,6 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
       outcome, task: (N,) outcome and task code of every trajectory.
       base: (N,) what a trajectory of a task without anchors gets (A^E).
       eps: added to the outcome std that scales the residuals.
-      ridge: added to the fit's Gram matrix.
 
     Returns:
       (per anchor, the share of each occurrence; (N,) rest of every trajectory).
@@ -160,13 +158,13 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
     with threadpool_limits(limits=1, user_api="blas"):
         for q in np.unique(anchor_task).tolist():
             share_q, rest_q, residual, trajs, anchors = _task_split(q, task, anchor_task, occ_traj, occ_anchor,
-                                                                    outcome, eps, ridge)
+                                                                    outcome, eps)
             rest[trajs], share[anchors] = rest_q + residual, share_q
             unexplained[trajs] = residual
     return pieces(share[occ_anchor] + unexplained[occ_traj], csr_pointers(size).tolist()), rest
 
 
-def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, eps, ridge):
+def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, eps):
     """`anchor_effect_split` for task q: (shares of its anchors, rests and residuals of its
     trajectories, which trajectories, which anchors)."""
     trajs = np.flatnonzero(task == q)
@@ -178,7 +176,7 @@ def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, eps, ridge)
     # choice: one column of the fit, counted once in what leaving it out costs
     choices, choice_of = np.unique(makes.T, axis=0, return_inverse=True)
     r = outcome[trajs]
-    unit, residual = _effect_units(choices.T, r, ridge)
+    unit, residual = _effect_units(choices.T, r)
     mean = choices.mean(axis=1)
     rest = -((1.0 - choices.T) @ (unit * mean))
     scale = r.std() + eps  # 0 only for equal outcomes with eps = 0, where every residual is 0
@@ -186,18 +184,27 @@ def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, eps, ridge)
     return (unit * (1.0 - mean))[choice_of.reshape(-1)], rest, scaled, trajs, anchors
 
 
-def _effect_units(makes: np.ndarray, outcome: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:
+def _effect_units(makes: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """clip(beta / se, -1, 1) of the least-squares effects of the columns of `makes` on `outcome`,
-    and the fit's residuals."""
+    and the fit's residuals.
+
+    The fit is the minimum-norm one (a pseudo-inverse), so columns that depend on each other keep
+    finite errors: two ways of writing one region that split the trajectories between them (x_b =
+    1 - x_a) get opposite effects of half their contrast each, with the t of that contrast; a
+    column every trajectory makes (or none does) has no contrast, and gets 0. An inverse with a
+    small ridge instead gives such columns errors of ~1/ridge: every anchor of the task ~0."""
     n, p = makes.shape
     x = makes - makes.mean(axis=0)
     y = outcome - outcome.mean()
-    inverse = np.linalg.inv(x.T @ x + ridge * np.eye(p))
+    gram = x.T @ x
+    inverse = np.linalg.pinv(gram, hermitian=True)
     beta = inverse @ (x.T @ y)
-    dof = n - p - 1
+    rank = np.linalg.matrix_rank(gram, hermitian=True) if p else 0
+    dof = n - rank - 1
     residual = y - x @ beta
     variance = residual @ residual / dof if dof > 0 else y @ y / max(n - 1, 1)
     se = np.sqrt(np.maximum(np.diag(inverse) * variance, 0.0))
+    varies = gram.diagonal() > 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(beta == 0.0, 0.0, beta / se)
+        t = np.where(varies & (beta != 0.0), beta / se, 0.0)
     return np.clip(np.nan_to_num(t, nan=0.0), -1.0, 1.0), residual

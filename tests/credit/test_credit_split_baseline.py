@@ -6,14 +6,15 @@ outcome (GRPO's credit) gives it only on average."""
 import itertools
 
 import numpy as np
-from credit_testlib import added_hunk, file_diff, insert_call, offsets
+from credit_testlib import added_hunk, code_span, file_diff, insert_call, offsets, token_mask
 
 import credit
 from credit.baselines import anchor_effect_split
 
 REGION = {"a.py": ["def total(xs):", "    s = 0", "    for x in xs:", "        s += x", "    return s"],
           "b.py": ["def mean(xs):", "    if not xs:", "        return 0.0", "    return sum(xs) / len(xs)"]}
-WEIGHT = {"a.py": 0.9, "b.py": 0.1}  # region a fixes most of the tests, b one of them
+WEIGHT = {"a.py": 0.9, "b.py": 0.1}
+SHARED = ["def clamp(x, lo, hi):", "    return max(lo, min(x, hi))"]  # region a fixes most of the tests, b one of them
 
 
 def call_span(action: str) -> tuple[int, int]:
@@ -124,3 +125,37 @@ def test_an_edits_deleted_and_added_sides_are_one_choice():
     np.testing.assert_allclose(shares[1], 0.5, atol=1e-5)
     np.testing.assert_allclose(rest, rest_alone, atol=1e-5)
     np.testing.assert_allclose(rest, -0.5 * (1 - made).sum(axis=1), atol=1e-5)
+
+
+def test_two_ways_of_one_region_and_an_edit_every_trajectory_makes_keep_their_contrast():
+    # trajectories 0-3 write the region one way (reward 1 .. 0.7), 4-7 another way (0.3 .. 0): the
+    # two columns split the trajectories (x_b = 1 - x_a); all eight also make the same shared edit,
+    # a column with no contrast. The fit has no unique answer; the ways' contrast is still clear.
+    outcome = np.array([1.0, 0.9, 0.8, 0.7, 0.3, 0.2, 0.1, 0.0])
+    way_a, way_b, shared = np.arange(4), np.arange(4, 8), 8 + np.arange(8)  # unit ids
+    unit_traj = np.concatenate([np.arange(4), np.arange(4, 8), np.arange(8)])
+    task = np.zeros(8, np.int64)
+    shares, rest = anchor_effect_split([way_a, way_b, shared], unit_traj, outcome, task, np.zeros(8))
+    residual = (outcome - np.where(np.arange(8) < 4, 0.85, 0.15)) / (outcome.std() + 1e-6)
+    # each way: u = +-1 (a clear effect), share u (1 - xbar) = +-0.5, plus the residual
+    np.testing.assert_allclose(shares[0], 0.5 + residual[:4], atol=1e-6)
+    np.testing.assert_allclose(shares[1], -0.5 + residual[4:], atol=1e-6)
+    np.testing.assert_allclose(shares[2], residual, atol=1e-6)  # the shared edit: no effect of its own
+    # leaving out the other way: -u xbar of it
+    np.testing.assert_allclose(rest, np.where(np.arange(8) < 4, 0.5, -0.5) + residual, atol=1e-6)
+    # the same through didpo: each trajectory writes m.py one of two ways and the same n.py
+    trajs = []
+    for k, reward in enumerate(outcome):
+        lines = REGION["a.py"] if k < 4 else REGION["b.py"]
+        action = insert_call("m.py", lines) + insert_call("n.py", SHARED)
+        diff = file_diff("m.py", added_hunk(lines, 10)) + file_diff("n.py", added_hunk(SHARED, 1))
+        trajs.append(credit.Trajectory("q", [credit.Step(action, diff, token_offsets=offsets(action))], float(reward)))
+    result = credit.didpo(trajs, baseline="split")
+    assert sorted(a.size for a in result.anchors) == [4, 4, 8]
+    for j, (values,) in enumerate(result.tokens):
+        action = trajs[j].steps[0].action
+        shared_lines = token_mask(action, code_span(action, SHARED))
+        # the shared edit's lines: no effect of their own; the rest: the way's share (its lines) and
+        # the other way's rest (every other token), both +-0.5
+        np.testing.assert_allclose(values[shared_lines], residual[j], atol=1e-6)
+        np.testing.assert_allclose(values[~shared_lines], (0.5 if j < 4 else -0.5) + residual[j], atol=1e-6)
