@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
+import numbers
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -26,6 +28,24 @@ def group_codes(ids: Any) -> tuple[np.ndarray, int]:
 def _items(ids: Any) -> Sequence[Any]:
     arr = to_numpy(ids) if not isinstance(ids, (list, tuple)) else ids
     return arr.tolist() if isinstance(arr, np.ndarray) else arr
+
+
+def option(name: str, value: Any, low: float | None = None, high: float | None = None, *,
+           above: bool = False, integer: bool = False) -> Any:
+    """A numeric option checked: a real number (an integer when `integer`; never a bool), finite,
+    >= `low` (> `low` when `above`) and <= `high`; else a ValueError (TypeError for a wrong type)
+    that names the option and what it takes. Returns it as float (int when `integer`)."""
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        what = "an integer" if integer else "a number"
+        raise TypeError(f"{name} must be {what}, got {value!r} ({type(value).__name__})")
+    value = int(value) if integer else float(value)
+    bound = ("" if low is None else f" {'>' if above else '>='} {low:g}") + (
+        "" if high is None else f"{' and' if low is not None else ''} <= {high:g}")
+    if not math.isfinite(value) or (low is not None and (value <= low if above else value < low)) or (
+            high is not None and value > high):
+        raise ValueError(f"{name} must be a finite number{bound}, got {value!r}")
+    return value
 
 
 def as_vector(x: Any, name: str, n: int | None = None, dtype: Any = np.float64) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from credit._common import check_count, episode, result, row_returns, step_table, tokens
-from credit._util import csr_pointers, pieces, segment_starts
+from credit._util import csr_pointers, option, pieces, segment_starts
 from credit.episode import SINGLETON_RULES
 from credit.types import Result
 
@@ -31,7 +31,7 @@ from credit.types import Result
 def grpo(trajectories: Iterable[Any], *, eps: float = 1e-6, gamma: float = 0.95, count: str = "trajectories",
          singleton: str = "reward") -> Result:
     """GRPO: A_i = (r_i - mean) / (std + eps) over the trajectories of one task (unbiased std)."""
-    return _outcome_only("grpo", trajectories, "mean_std_norm", eps, gamma, count, singleton)
+    return _outcome_only("grpo", trajectories, "mean_std_norm", option("eps", eps, 0.0), gamma, count, singleton)
 
 
 def dr_grpo(trajectories: Iterable[Any], *, gamma: float = 0.95, count: str = "trajectories",
@@ -49,6 +49,7 @@ def rloo(trajectories: Iterable[Any], *, gamma: float = 0.95, count: str = "traj
     check_count(count)
     if singleton not in SINGLETON_RULES:
         raise ValueError(f"singleton must be one of {SINGLETON_RULES}, got {singleton!r}")
+    gamma = option("gamma", gamma, 0.0, 1.0)
     table = step_table(trajectories)
     r = table.outcome
     w = np.maximum(table.n_steps, 1).astype(np.float64) if count == "steps" else np.ones_like(r)
@@ -64,6 +65,7 @@ def rloo(trajectories: Iterable[Any], *, gamma: float = 0.95, count: str = "traj
 
 def _outcome_only(name: str, trajectories: Iterable[Any], mode: str, eps: float, gamma: float,
                   count: str, singleton: str) -> Result:
+    gamma = option("gamma", gamma, 0.0, 1.0)
     table = step_table(trajectories)
     adv = episode(table, mode, eps, count, singleton)
     returns = row_returns(table, gamma)

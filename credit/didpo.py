@@ -51,7 +51,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from credit._common import StepTable, episode, result, row_returns, step_table, tokens
-from credit._util import csr_pointers, gc_paused, pieces, ranges, segment_starts
+from credit._util import csr_pointers, gc_paused, option, pieces, ranges, segment_starts
 from credit.anchors import select_anchors
 from credit.baselines import anchor_effect_split, within_anchor_contrast
 from credit.episode import check_mode
@@ -135,12 +135,14 @@ def didpo(
     check_mode(mode)
     if baseline not in BASELINES:
         raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
-    if contrast_shrink < 0:
-        raise ValueError(f"contrast_shrink must be >= 0, got {contrast_shrink}")
-    if not 0.0 < similarity <= 1.0:
-        raise ValueError(f"similarity must be in (0, 1] (1.0: exact groups only), got {similarity}")
-    if max_anchors is not None and max_anchors < 1:
-        raise ValueError(f"max_anchors must be >= 1 or None (no cap), got {max_anchors}")
+    eps, gamma, lambda_ = option("eps", eps, 0.0), option("gamma", gamma, 0.0, 1.0), option("lambda_", lambda_)
+    contrast_shrink = option("contrast_shrink", contrast_shrink, 0.0)
+    similarity = option("similarity (in (0, 1]; 1.0: exact groups only)", similarity, 0.0, 1.0, above=True)
+    s0, g0 = option("s0", s0, 0.0, above=True), option("g0", g0, 0.0, above=True)
+    if max_anchors is not None:
+        max_anchors = option("max_anchors (or None: no cap)", max_anchors, 1, integer=True)
+    if not isinstance(contrast_std, (bool, np.bool_)):
+        raise TypeError(f"contrast_std must be True or False, got {contrast_std!r}")
     if cover not in COVERS:
         raise ValueError(f"cover must be one of {COVERS}, got {cover!r}")
     check_split_options(levels, syntax)

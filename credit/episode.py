@@ -12,7 +12,7 @@ from typing import Any, Optional
 import numpy as np
 
 from credit._tensor import like, to_numpy
-from credit._util import as_vector, group_codes
+from credit._util import as_vector, group_codes, option
 
 MODES = ("mean_norm", "mean_std_norm")
 SINGLETON_RULES = ("reward", "zero")
@@ -62,6 +62,7 @@ def episode_advantage(
     check_mode(mode)
     if singleton not in SINGLETON_RULES:
         raise ValueError(f"singleton must be one of {SINGLETON_RULES}, got {singleton!r}")
+    eps = option("eps", eps, 0.0)
     r = as_vector(rewards, "rewards")
     n = r.shape[0]
     g, n_groups = group_codes(group_ids)

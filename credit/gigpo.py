@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from credit._common import episode, result, row_returns, step_table, tokens
+from credit._util import option
 from credit.episode import check_mode, episode_advantage
 from credit.types import Anchor, Result
 
@@ -45,6 +46,7 @@ def gigpo(
       more steps.
     """
     check_mode(mode)
+    eps, gamma, omega = option("eps", eps, 0.0), option("gamma", gamma, 0.0, 1.0), option("omega", omega)
     table = step_table(trajectories)
     episode_adv = episode(table, mode, eps, "trajectories", singleton)
     returns = row_returns(table, gamma)

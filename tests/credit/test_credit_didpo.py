@@ -181,11 +181,26 @@ def test_options_are_checked():
         credit.didpo(trajs, baseline="effect")
     with pytest.raises(ValueError, match="count must be one of"):
         credit.didpo(trajs, count="rows")
-    for options, message in (({"similarity": 0.0}, "similarity must be in"), ({"levels": "file"}, "levels must be"),
-                             ({"syntax": "ast"}, "syntax must be one of"), ({"s0": 0.0}, "s0 must be positive"),
-                             ({"psi_form": "cubic"}, "form must be one of"), ({"max_anchors": 0}, "max_anchors")):
+    nan = float("nan")
+    for options, message in (({"similarity": 0.0}, r"similarity \(in \(0, 1\]"), ({"levels": "file"}, "levels must be"),
+                             ({"syntax": "ast"}, "syntax must be one of"), ({"s0": 0.0}, "s0 must be a finite number > 0"),
+                             ({"psi_form": "cubic"}, "form must be one of"), ({"max_anchors": 0}, "max_anchors"),
+                             ({"lambda_": nan}, "lambda_ must be a finite number, got nan"),
+                             ({"eps": -0.5}, "eps must be a finite number >= 0"), ({"g0": float("inf")}, "g0"),
+                             ({"s0": nan}, "s0"), ({"contrast_shrink": nan}, "contrast_shrink"),
+                             ({"gamma": 1.5}, "gamma must be a finite number >= 0 and <= 1")):
         with pytest.raises(ValueError, match=message):
             credit.didpo(trajs, **options)
+    # NaN options reached the advantages, and a cap of 1.5 gave two anchors a task: now all refused
+    for options, message in (({"max_anchors": 1.5}, "max_anchors .* must be an integer, got 1.5"),
+                             ({"max_anchors": "3"}, "max_anchors"), ({"lambda_": "1"}, "lambda_ must be a number"),
+                             ({"similarity": True}, "similarity"), ({"contrast_std": "yes"}, "contrast_std")):
+        with pytest.raises(TypeError, match=message):
+            credit.didpo(trajs, **options)
+    for name, options in (("grpo", {"eps": nan}), ("gigpo", {"omega": nan}), ("rloo", {"gamma": -1.0}),
+                          ("dr_grpo", {"gamma": nan})):
+        with pytest.raises(ValueError, match=next(iter(options))):
+            credit.get(name)(trajs, **options)
     bad = credit.Trajectory("q", [credit.Step("a", "not a diff")], 1)
     with pytest.raises(ValueError, match=r"trajectory 0 \(task 'q'\), step 0: diff is not empty"):
         credit.didpo([bad])
