@@ -9,6 +9,7 @@ import hashlib
 import os
 import queue
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -57,10 +58,12 @@ def walk(root: Path) -> dict[str, os.stat_result]:
                 continue
             path = f"{rel}/{entry.name}" if rel else entry.name
             st = entry.stat(follow_symlinks=False)
-            if entry.is_dir(follow_symlinks=False):
+            if stat.S_ISDIR(st.st_mode):
                 stack.append(path)
-            else:
+            elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
                 found[path] = st
+            # a FIFO, socket or device is no file a diff can hold (git keeps none): opening a FIFO
+            # nobody writes to would block the host's scan for good
     return found
 
 
@@ -68,13 +71,29 @@ def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
 
 
+def open_regular(path: Path):
+    """`path` opened for reading (binary) if it is a regular file, never following a link and never
+    blocking (a FIFO put in its place since the walk would block an open without O_NONBLOCK);
+    OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_entry(path: Path) -> bytes:
-    """File content, or for a symlink its target (as git stores it)."""
+    """File content, or for a symlink its target (as git stores it); b"" for anything else."""
     if path.is_symlink():
         return os.readlink(path).encode()
     try:
-        return path.read_bytes()
-    except (IsADirectoryError, PermissionError, OSError):
+        with open_regular(path) as fh:
+            return fh.read()
+    except OSError:
         return b""
 
 
@@ -83,7 +102,7 @@ def read_bounded(path: Path, limit: int = MAX_DIFF_BYTES) -> bytes | Digest:
     if path.is_symlink():
         return os.readlink(path).encode()
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(limit + 1)
             if len(head) <= limit:
                 return head

@@ -17,7 +17,7 @@ from typing import Callable
 from code_gym import run_records
 from code_gym.actions import ToolCall
 from code_gym.grading import RESULTS_DIR, parse_junit
-from code_gym.hostfs import owned_prefix
+from code_gym.hostfs import open_regular, owned_prefix
 from code_gym.sandbox.base import ExecResult, Sandbox
 from code_gym.sandbox.records import new_nonce
 
@@ -143,7 +143,13 @@ def _numbered(lines: list[str], first: int) -> str:
 
 
 def _read_text(full: Path, shown: str) -> str:
-    data = full.read_bytes()
+    try:  # never a FIFO (an open would block the host), a socket or a device
+        with open_regular(Path(os.path.realpath(full))) as fh:  # `resolve` kept the link inside the repository
+            data = fh.read()
+    except OSError as exc:
+        if full.exists() and not full.is_file():
+            raise ToolError(f"{shown}: is not a regular file; inspect it with bash (e.g. `ls -l {shown}`)") from None
+        raise ToolError(f"{shown}: cannot be read: {exc.strerror or exc}") from None
     if b"\0" in data[:8192]:
         raise ToolError(f"{shown}: is a binary file; inspect it with bash (e.g. `xxd {shown} | head`)")
     try:

@@ -174,3 +174,40 @@ def test_any_text_flattens_every_str_and_back():
         assert unflatten(space, flat) == text
     with pytest.raises(ValueError, match="does not fit"):
         flatten(space, "x" * 17)
+
+
+def test_a_fifo_in_the_repository_does_not_hang_the_host(tiny_task):
+    """The red team's `mkfifo calc/pipe.py`: the host's scan after the step opened the FIFO, which
+    no one writes to, and env.step never returned (a trainer's worker hung for good). The scan
+    and the editor now take regular files and links only."""
+    import os
+    import threading
+
+    env = gym.make("CodeRepo-v0", task=tiny_task)
+    seen = {}
+
+    def episode():
+        env.reset(seed=0)
+        seen["ls"] = env.step("```bash\nmkfifo calc/pipe.py calc/data && ls calc\n```")[0]
+        seen["view"] = env.step(hermes([{"name": "view", "arguments": {"path": "calc/pipe.py"}}]))[0]
+        seen["submit"] = env.step(SUBMIT)
+
+    worker = threading.Thread(target=episode, daemon=True)
+    worker.start()
+    worker.join(120)
+    try:
+        if worker.is_alive():  # let the host go: a writer for each FIFO it waits on
+            root = env.unwrapped.ws.root
+            for name in ("pipe.py", "data"):
+                try:
+                    os.close(os.open(root / "calc" / name, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+            worker.join(30)
+            pytest.fail(f"the host blocked on a FIFO after {list(seen)}")
+        assert "pipe.py" in seen["ls"]
+        assert "calc/pipe.py: is not a regular file" in seen["view"]
+        _, _, terminated, _, info = seen["submit"]
+        assert terminated and info["tests_total"] == 3
+    finally:
+        env.close()

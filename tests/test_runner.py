@@ -202,3 +202,58 @@ def test_a_run_that_ends_its_runner_does_not_send_the_next_run_cold(kind, tmp_pa
         except docker.errors.APIError:  # the container is gone: the run could not be made at all
             pass
     shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)
+
+
+# A test that writes into the runner's socket folder and swaps its socket for a link: before the
+# folder was sealed, the file landed on the host outside every quota and stayed for later runs and
+# episodes, and the link sent later runs wherever the agent pointed it (another runner: the red
+# team read the hidden tests through the grading runner that way).
+PLANTS = ("import os\n\ndef test_plant():\n"
+          "    for name, act in (('planted', lambda p: open(p, 'w').write('x' * 4096)),\n"
+          "                      ('runner.sock', lambda p: (os.rename(p, p + '.old'), os.symlink('/nowhere', p)))):\n"
+          "        try:\n            act('/run/code-gym/' + name)\n            print('WROTE', name)\n"
+          "        except OSError as exc:\n            print('REFUSED', name, exc.strerror)\n")
+
+
+def _planted(kind: str) -> list:
+    import glob
+    import os
+
+    slots = glob.glob(f"/tmp/code-gym-{'runner' if kind == 'bwrap' else 'docker'}-{os.getpid()}-*/ctl")
+    return [p for s in slots for p in glob.glob(s + "/*") if not p.endswith("/runner.sock")]
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "docker"])
+def test_a_run_cannot_write_the_runners_socket_folder(kind, tmp_path, monkeypatch):
+    from code_gym.sandbox import mounts
+
+    require(kind)
+    monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "1")
+    (tmp_path / "test_plant.py").write_text(PLANTS)
+
+    def runs(limits=Limits(timeout=60)):
+        box = make_sandbox(kind, tmp_path, limits)
+        try:
+            first = box.exec("python -m pytest -q -s -p no:cacheprovider test_plant.py")
+            planted = _planted(kind)
+            second = box.exec("python -m pytest -q -s -p no:cacheprovider test_plant.py")
+            return first, planted, second
+        finally:
+            box.close()
+
+    first, planted, second = runs()
+    assert first.exit_code == 0 and "REFUSED planted Read-only file system" in first.output, first.output
+    assert "REFUSED runner.sock" in first.output and not planted, planted
+    assert second.exit_code == 0 and "1 passed" in second.output  # the socket is still the runner's
+    if kind == "docker":  # an agent's command there sees the folder too
+        box = make_sandbox(kind, tmp_path, Limits(timeout=60))
+        try:
+            assert box.exec("touch /run/code-gym/planted").exit_code != 0 and not _planted(kind)
+        finally:
+            box.close()
+    monkeypatch.setattr(mounts, "seal", lambda path: None)  # the defence off: the attack lands on the host
+    fresh = Limits(timeout=60, processes=Limits().processes + 1)  # other limits: a runner (container) started now
+    first, planted, second = runs(fresh)
+    assert "WROTE planted" in first.output and "WROTE runner.sock" in first.output and planted, first.output
+    # the host does not follow the link (the second guard): that run went to a fresh runner
+    assert second.exit_code == 0 and "1 passed" in second.output

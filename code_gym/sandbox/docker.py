@@ -239,11 +239,12 @@ def _create(key: tuple, image: str, limits: Limits, python_env: PythonEnv | None
     slot = Path(f"/tmp/{TEMP_PREFIX}docker-{os.getpid()}-{next(_COUNTER)}")
     mounts.shared_folder(slot / "repo")
     mounts.shared_folder(slot / "binds")
-    (slot / "ctl").mkdir()
+    mounts.shared_folder(slot / "ctl")  # shared, so that its seal reaches the container
     labels = {LABEL: "container", OWNER_LABEL: f"{_HOST}:{os.getpid()}", SLOT_LABEL: str(slot)}
     volumes = [Mount(WORKDIR, str(slot / "repo"), type="bind", propagation="rslave"),
               Mount(BINDS_DIR, str(slot / "binds"), type="bind", propagation="rslave"),
-              Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind"), *_environment_mounts(python_env)]
+              Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind", propagation="rslave"),
+              *_environment_mounts(python_env)]
     fsize = limits.file_size_bytes
     # the warm runner imports pytest from the interpreter the task's tests use
     python = str(python_env.prefix / "bin" / "python") if python_env is not None else "python3"
@@ -260,6 +261,13 @@ def _create(key: tuple, image: str, limits: Limits, python_env: PythonEnv | None
                 cap_drop=["ALL"], security_opt=["no-new-privileges"], user=f"{os.getuid()}:{os.getgid()}",
                 stop_signal="SIGKILL")
             container.start()
+        # before any command: the runner's socket folder read-only (runner.seal_socket_folder); a
+        # runner that never listens fails its runs (RunnerGone), the folder sealed all the same
+        try:
+            runner.seal_socket_folder(slot / "ctl")
+        except OSError:
+            if not mounts.mounts_at(slot / "ctl") > 1:
+                raise
     except BaseException:
         if container is not None:
             container.remove(force=True)

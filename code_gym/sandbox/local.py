@@ -347,9 +347,8 @@ class LocalSandbox:
 
     def _start_runner(self, counter, insides: list[str]):
         slot = Path(f"/tmp/{TEMP_PREFIX}runner-{os.getpid()}-{next(counter)}")
-        (slot / "ctl").mkdir(parents=True)
         folders = {slot / "repo": WORKDIR} | {slot / f"bind{i}": inside for i, inside in enumerate(insides)}
-        for folder in folders:
+        for folder in [*folders, slot / "ctl"]:  # ctl: shared too, so that its seal reaches the runner
             mounts.shared_folder(folder)
         binds = {f: i for f, i in folders.items() if i != WORKDIR} | {slot / "ctl": runner.CTL_DIR}
         group = cgroup.CommandGroup(self.limits.processes, self.limits.memory_bytes) if cgroup.available() else None
@@ -364,7 +363,9 @@ class LocalSandbox:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, preexec_fn=enter_limits, env=self._env())
         zygote = runner.Zygote(slot, proc, group)
-        if not runner.wait_for_socket(zygote.socket, proc):
+        try:  # listening: its folder goes read-only before any run (runner.seal_socket_folder)
+            runner.seal_socket_folder(slot / "ctl", proc)
+        except OSError:
             zygote.stop()
             return None
         return zygote

@@ -12,6 +12,14 @@ from pathlib import Path
 from code_gym.hostfs import libc, unmount
 
 _MS_BIND, _MS_REC, _MS_SHARED = 4096, 16384, 1 << 20
+# the new mount API (Linux 5.12+; the same numbers on every architecture)
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442
+_AT_FDCWD, _AT_EMPTY_PATH, _OPEN_TREE_CLONE, _MOVE_MOUNT_F_EMPTY_PATH, _MOUNT_ATTR_RDONLY = -100, 0x1000, 1, 4, 1
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
 
 
 def _mount(source: Path | None, target: Path, flags: int) -> None:
@@ -30,6 +38,33 @@ def shared_folder(path: Path) -> None:
 def attach(source: Path, slot: Path) -> None:
     """Mount `source` (recursively: an overlay workspace included) onto the slot."""
     _mount(source, slot, _MS_BIND | _MS_REC)
+
+
+def seal(path: Path) -> None:
+    """Stack a read-only copy of the mount at `path` on it. On a slot (`shared_folder`) the copy
+    propagates into every sandbox that has the slot bound: from then on nothing inside can write
+    there (no capability to unmount it), while a socket in it still takes connections. The copy is
+    made read-only before it is attached (open_tree, mount_setattr, move_mount): a bind mount
+    remounted read-only afterwards would propagate as the writable mount it was when attached."""
+    lib, target = libc(), str(path).encode()
+
+    def call(number: int, *args) -> int:
+        result = lib.syscall(ctypes.c_long(number), *args)
+        if result < 0:
+            raise OSError(ctypes.get_errno(), f"sealing {path} read-only failed (needs Linux 5.12+ and root): "
+                                              f"{os.strerror(ctypes.get_errno())}")
+        return result
+
+    fd = call(_SYS_OPEN_TREE, ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(target),
+              ctypes.c_uint(_OPEN_TREE_CLONE | os.O_CLOEXEC))
+    try:
+        attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0)
+        call(_SYS_MOUNT_SETATTR, ctypes.c_int(fd), ctypes.c_char_p(b""), ctypes.c_uint(_AT_EMPTY_PATH),
+             ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)))
+        call(_SYS_MOVE_MOUNT, ctypes.c_int(fd), ctypes.c_char_p(b""), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(target),
+             ctypes.c_uint(_MOVE_MOUNT_F_EMPTY_PATH))
+    finally:
+        os.close(fd)
 
 
 def mounts_at(path: Path) -> int:

@@ -34,6 +34,7 @@ import os
 import select
 import shlex
 import socket
+import stat
 import struct
 import subprocess
 import threading
@@ -333,6 +334,11 @@ def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeo
     output = CappedOutput(cap)
     stream = bytearray()
     deadline = time.monotonic() + timeout
+    try:  # the server's own socket, never a link (its folder is sealed: this is the second guard)
+        if not stat.S_ISSOCK(os.lstat(socket_path).st_mode):
+            raise RunnerGone(f"{socket_path} is not the warm runner's socket")
+    except OSError as exc:
+        raise RunnerGone(f"cannot reach the warm runner: {exc}") from None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.settimeout(5)
@@ -382,6 +388,19 @@ def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeo
                     output.feed(payload)
     finally:
         conn.close()
+
+
+def seal_socket_folder(ctl: Path, proc: subprocess.Popen | None = None, limit: float = 20.0) -> None:
+    """Once the server listens in `ctl` (a slot, bound at CTL_DIR inside), make that folder read-only
+    everywhere (`mounts.seal`), before any command or run of the sandbox. A run is the repository's
+    code: with the folder writable it could leave files there (on the host, outside every quota and
+    every wipe, for later runs and episodes to read) or swap the socket for a link, which the host
+    would follow to another runner. Raises OSError when the server does not listen or the seal
+    fails (the caller then runs nothing warm there)."""
+    listening = wait_for_socket(ctl / SOCKET_NAME, proc, limit)
+    mounts.seal(ctl)
+    if not listening:
+        raise OSError(f"the warm runner did not listen at {ctl / SOCKET_NAME} within {limit:.0f} s")
 
 
 def wait_for_socket(path: Path, proc: subprocess.Popen | None = None, limit: float = 20.0) -> bool:
