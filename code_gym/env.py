@@ -12,6 +12,7 @@ from code_gym.prompt import initial_prompt, integrity_note, step_observation
 from code_gym.provenance import READ_ONLY_TOOLS, Transition, attribute, call_provenance
 from code_gym.hints import reference_hint
 from code_gym.rewards import make_reward, sampled_response, total
+from code_gym.rewards.shaping import untouched_passed
 from code_gym.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.spaces import AnyText
@@ -133,7 +134,9 @@ class CodeRepoEnv(gym.Env):
             if self.reward_spec.audits:
                 self._prompts[prompt_key] += "\n\n" + integrity_note(self.task)
         self.last_observation = self._prompts[prompt_key]
-        self.rewarder = self.reward_spec.episode(self.task, self.ws.changed_files)
+        task, isolation = self.task, self.isolation
+        self.rewarder = self.reward_spec.episode(self.task, self.ws.changed_files,
+                                                 untouched=lambda: untouched_passed(task, isolation))
         hint = reference_hint(self.task, float(options.get("hint", self.hint)), self.np_random)
         if hint.text:
             self.last_observation += "\n\n" + hint.text

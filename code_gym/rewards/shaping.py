@@ -8,11 +8,15 @@ out of the run, checked against the junit XML as grading checks them (code_gym.r
 the printed text. A run whose stream is broken or disagrees with the junit XML, whose records and
 exit code disagree (exit code 0 with a failure recorded, 1 with none), that timed out or crashed,
 or that recorded nothing, counts nothing. It counts only while the workspace passes the integrity audit: edited tests cannot earn
-it. The first such run sets the baseline. If the final patch fails the audit, the episode's
-progress bonuses are taken back at the last step.
+it. The baseline is what the untouched repository passes (its visible tests run once per task and
+isolation in a process, in the sandbox): a bonus is paid only above it. A baseline set by the
+episode's first run instead paid for breaking the code and putting it back (the red team earned
+0.6 with nothing fixed); where the untouched run gives no count, the first run sets it as before.
+If the final patch fails the audit, the episode's progress bonuses are taken back at the last step.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -45,18 +49,46 @@ class StepShaping:
         if self.progress < 0 or self.invalid < 0:
             raise ValueError(f"shaping coefficients must be >= 0, got progress={self.progress}, invalid={self.invalid}")
 
-    def episode(self, task: Task, changes: Callable[[], dict[str, bytes | None]], gated: bool = True) -> "ShapingState":
-        return ShapingState(self, task, changes, gated)
+    def episode(self, task: Task, changes: Callable[[], dict[str, bytes | None]], gated: bool = True,
+                untouched: Callable[[], int | None] | None = None) -> "ShapingState":
+        return ShapingState(self, task, changes, gated, untouched)
+
+
+_UNTOUCHED: dict[tuple, int | None] = {}
+_UNTOUCHED_LOCK = threading.Lock()
+
+
+def untouched_passed(task: Task, isolation: str) -> int | None:
+    """Visible tests the untouched repository passes (graded in the sandbox of `isolation`, once per
+    task and isolation in this process); None when that run gives no count."""
+    from code_gym.grading import grade
+
+    key = (task.id, str(task.repo), isolation)
+    with _UNTOUCHED_LOCK:
+        if key in _UNTOUCHED:
+            return _UNTOUCHED[key]
+    try:
+        result = grade(task, {}, isolation=isolation, tests=task.visible_tests, audit=False, probes=False)
+        count = None if result.timed_out else sum(
+            1 for test, outcome in result.tests.items() if outcome == "passed" and test.split("::")[0] in task.visible_tests)
+    except Exception:  # noqa: BLE001 - no count: the episode's first run sets the baseline
+        count = None
+    with _UNTOUCHED_LOCK:
+        _UNTOUCHED[key] = count
+    return count
 
 
 class ShapingState:
-    """One episode's shaping: the best visible pass count so far and the bonus paid."""
+    """One episode's shaping: the best visible pass count so far and the bonus paid. `untouched`
+    gives the untouched repository's count, the baseline (None, or no callable: the first run's)."""
 
-    def __init__(self, shaping: StepShaping, task: Task, changes: Callable[[], dict[str, bytes | None]], gated: bool):
+    def __init__(self, shaping: StepShaping, task: Task, changes: Callable[[], dict[str, bytes | None]], gated: bool,
+                 untouched: Callable[[], int | None] | None = None):
         self.shaping = shaping
         self.task = task
         self.changes = changes
         self.gated = gated
+        self.untouched = untouched
         self.best: int | None = None
         self.paid = 0.0
 
@@ -73,6 +105,8 @@ class ShapingState:
         counts = [n for n in counts if n is not None]
         if counts and self.shaping.progress and not (self.gated and audit(self.changes(), self.task)):
             best = max(counts)
+            if self.best is None and self.untouched is not None:
+                self.best = self.untouched()
             improved = self.best is not None and best > self.best
             self.best = best if self.best is None else max(self.best, best)
             if improved:

@@ -83,17 +83,22 @@ class RewardSpec:
                                 "reward": self.integrity_penalty if enforced else 0.0, "mode": self.integrity}
         return sum(e["reward"] for e in entries.values()), entries
 
-    def episode(self, task: Task, changes: Callable[[], dict[str, bytes | None]]) -> "EpisodeReward":
-        return EpisodeReward(self, task, changes)
+    def episode(self, task: Task, changes: Callable[[], dict[str, bytes | None]],
+                untouched: Callable[[], int | None] | None = None) -> "EpisodeReward":
+        """`untouched`: the visible tests the untouched repository passes, step shaping's baseline
+        (`shaping.untouched_passed`); None: the episode's first `run_tests` sets it."""
+        return EpisodeReward(self, task, changes, untouched)
 
 
 class EpisodeReward:
     """One episode's rewards: shaping entries at each step, the outcome at the end."""
 
-    def __init__(self, spec: RewardSpec, task: Task, changes: Callable[[], dict[str, bytes | None]]):
+    def __init__(self, spec: RewardSpec, task: Task, changes: Callable[[], dict[str, bytes | None]],
+                 untouched: Callable[[], int | None] | None = None):
         self.spec = spec
         self.task = task
-        self.shaping: ShapingState | None = spec.shaping.episode(task, changes, spec.audits) if spec.shaping else None
+        self.shaping: ShapingState | None = (spec.shaping.episode(task, changes, spec.audits, untouched)
+                                             if spec.shaping else None)
         self.responses: list[Response] = []
 
     def step(self, pairs: list[tuple[ToolCall | None, ToolResult]], invalid: bool,

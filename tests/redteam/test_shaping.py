@@ -70,3 +70,35 @@ def test_printed_text_and_rewritten_junit_earn_no_shaping(attempt, tmp_path):
     assert shaped is None or shaped <= honest, (shaped, honest)
     # and shaping counts only while the workspace passes the audit, which names each of them
     assert attempt.rules <= {f.rule for f in audit(attempt.changes(task), task)}
+
+
+BREAK = "printf 'def add(a, b):\\n    raise ValueError\\n\\n\\ndef mul(a, b):\\n    return 0\\n' > calc/ops.py"
+
+
+def test_breaking_the_code_and_putting_it_back_earns_no_shaping(tiny_task, monkeypatch):
+    """The red team's climb: break the code so the visible tests fail, then put it back; each new
+    best count paid a bonus when the episode's first run set the baseline (0.6 on a bundled task
+    with nothing fixed). The baseline is now the untouched repository's count."""
+    import gymnasium as gym
+
+    import code_gym.env
+    from code_gym.replay import hermes
+
+    def episode():
+        env = gym.make("CodeRepo-v0", task=tiny_task, reward={"f2p": 1.0, "shaping": True})
+        try:
+            env.reset(seed=0)
+            rewards = []
+            for action in (f"```bash\ncp calc/ops.py ops.bak && {BREAK}\n```",
+                           hermes([{"name": "run_tests", "arguments": {}}]),
+                           "```bash\nmv ops.bak calc/ops.py\n```",
+                           hermes([{"name": "run_tests", "arguments": {}}]),
+                           hermes([{"name": "submit", "arguments": {}}])):
+                rewards.append(env.step(action)[1])
+            return rewards
+        finally:
+            env.close()
+
+    assert episode() == [0.0] * 5  # the untouched code back: nothing fixed, nothing paid
+    monkeypatch.setattr(code_gym.env, "untouched_passed", lambda task, isolation: None)  # the defence off
+    assert episode()[3] == pytest.approx(0.15)  # paid for putting back what it broke
