@@ -34,9 +34,10 @@ when s < b and e > a; zero-width tokens cover nothing; of equal priorities the l
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from itertools import chain, repeat
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -393,8 +394,8 @@ def provenance_spans(
     fields = list(chain.from_iterable(chain.from_iterable(provenance[s] for s in given)))  # path, line, start, end, ...
     n = len(fields) // 4
     entry_step = np.repeat(given, [len(provenance[s]) for s in given])
-    ids = {p: k for k, p in enumerate(path_names)}
-    entry_id = np.fromiter(map(ids.get, fields[0::4], repeat(len(ids))), np.int64, n)
+    ids = _path_ids(path_names)
+    entry_id = np.fromiter(map(ids.get, map(same_path, fields[0::4]), repeat(len(ids))), np.int64, n)
     entry_line, entry_start, entry_end = (np.fromiter(fields[k::4], np.int64, n) for k in (1, 2, 3))
     dims = (len(provenance), len(ids) + 1, int(max(entry_line.max(), line_numbers.max())) + 1)
     key = np.ravel_multi_index((entry_step, entry_id, entry_line), dims)
@@ -447,6 +448,19 @@ def widen_spans(
     return out
 
 
+def same_path(path: Any) -> Any:
+    """A file path as a diff names it: "./m.py", "src//m.py" and "src/./m.py" name the diff's
+    "m.py" and "src/m.py" (a path written either way by a tool or a caller found no line before)."""
+    if not isinstance(path, str) or not path:
+        return path
+    out = posixpath.normpath(path)
+    return out[2:] if out.startswith("./") else out
+
+
+def _path_ids(path_names: Sequence[str]) -> dict:
+    return {same_path(p): k for k, p in enumerate(path_names)}
+
+
 def line_calls(
     entries: Sequence[Optional[Sequence[tuple]]],
     step: np.ndarray,
@@ -475,8 +489,8 @@ def line_calls(
     fields = list(chain.from_iterable(chain.from_iterable(entries[s] for s in given)))
     n = len(fields) // 4
     entry_step = np.repeat(given, [len(entries[s]) for s in given])
-    ids = {p: k for k, p in enumerate(path_names)}
-    entry_path = np.fromiter(map(ids.get, fields[0::4], repeat(len(ids))), np.int64, n)
+    ids = _path_ids(path_names)
+    entry_path = np.fromiter(map(ids.get, map(same_path, fields[0::4]), repeat(len(ids))), np.int64, n)
     entry_kind = np.fromiter((k == "added" for k in fields[1::4]), np.int64, n)
     entry_line, entry_call = (np.fromiter(fields[k::4], np.int64, n) for k in (2, 3))
     dims = (len(entries), len(ids) + 1, 2, int(max(entry_line.max(), line_numbers.max())) + 1)

@@ -9,6 +9,7 @@ the rollout only for these.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -46,4 +47,17 @@ def get(name: str) -> Callable[..., Result]:
         entry = _REGISTRY[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown estimator {name!r}; valid names: {', '.join(ESTIMATORS)}") from None
-    return functools.partial(entry.fn, **entry.options) if entry.options else entry.fn
+    return _preset(entry) if entry.options else entry.fn
+
+
+def _preset(entry: Estimator) -> Callable[..., Result]:
+    """`entry.fn` with the preset's options bound; its results carry the preset's name, and
+    `inspect.signature` gives the function's (the options a call may still set)."""
+
+    @functools.wraps(entry.fn)
+    def preset(trajectories, **options):
+        return dataclasses.replace(entry.fn(trajectories, **{**entry.options, **options}), estimator=entry.name)
+
+    preset.__name__ = preset.__qualname__ = entry.name
+    preset.__doc__ = f"{entry.fn.__name__} with {entry.options} bound (a call's options override them).\n\n{entry.fn.__doc__}"
+    return preset

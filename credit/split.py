@@ -23,6 +23,7 @@ error. The two paths give the same result (tested on the same diffs).
 
 from __future__ import annotations
 
+import codecs
 import functools
 import itertools
 import re
@@ -352,12 +353,23 @@ def _scan(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
                  starts[body] + 1, ends[body], [file_paths[i] for i in used.tolist()], "\r" in joined), sorted(bad)
 
 
+def _unquoted(path: str) -> str:
+    """A path as git writes a name with non-ASCII bytes or quotes in it ("a/\\303\\274.py", C
+    escapes of its UTF-8 bytes, between quotes) turned back into the name ("a/ü.py")."""
+    if len(path) < 2 or path[0] != '"' or path[-1] != '"':
+        return path
+    try:
+        return codecs.escape_decode(path[1:-1].encode())[0].decode("utf-8", "surrogateescape")
+    except (ValueError, UnicodeError):
+        return path
+
+
 @functools.lru_cache(maxsize=4096)
 def _file_path(source: str, target: str) -> Optional[str]:
     """The file path of a `--- source` / `+++ target` header pair, as unidiff's PatchedFile.path."""
     if not (source.startswith("--- ") and target.startswith("+++ ")):
         return None
-    src, tgt = source[4:].split("\t", 1)[0], target[4:].split("\t", 1)[0]
+    src, tgt = (_unquoted(side[4:].split("\t", 1)[0]) for side in (source, target))
     if not src or not tgt:
         return None
     path = src
@@ -372,6 +384,10 @@ def _parse_with_unidiff(d: int, diff: str) -> _Body:
         patch = unidiff.PatchSet(diff)
     except unidiff.UnidiffParseError as err:
         raise DiffError(d, f"diff is not a valid unified diff: {err}") from None
+    wrong = next((line for line in diff.splitlines() if line.startswith("@@") and not _HUNK_HEADER.match(line)), None)
+    if wrong is not None:  # unidiff skips it, and the hunk's lines with it
+        raise DiffError(d, f"hunk header {wrong[:80]!r} is not '@@ -start,count +start,count @@': pass the "
+                           "unified diff the step made (git diff, difflib.unified_diff)")
     if len(patch) == 0:
         raise DiffError(d, (
             "diff is not empty but has no file header ('diff --git', '---' / '+++'): pass the "

@@ -133,6 +133,13 @@ def test_provenance_points_at_the_characters_that_wrote_the_lines():
     plain = credit.didpo([credit.Trajectory("q", [credit.Step(action, step.diff, token_offsets=offsets(action))], r)
                           for r in (1, 0)])
     np.testing.assert_allclose(plain.tokens[0][0][plan], 1.0)
+    # the same file written "./shop.py" or "sub/../shop.py" by the tool: found all the same (before,
+    # no line matched the diff's "shop.py" and the tokens got no A^D at all)
+    for written in ("./shop.py", "sub/../shop.py"):
+        moved = credit.Step(action, step.diff, token_offsets=offsets(action),
+                            provenance=[(written, line, a, b) for _, line, a, b in prov])
+        got = credit.didpo([credit.Trajectory("q", [moved], r) for r in (1, 0)])
+        np.testing.assert_array_equal(got.tokens[0][0], res.tokens[0][0])
 
 
 def test_deleted_lines_form_their_own_anchor_located_in_old_str():

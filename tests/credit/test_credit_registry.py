@@ -1,4 +1,5 @@
 import ast
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ def test_every_estimator_by_name_takes_the_same_input():
     trajs = [credit.Trajectory("q", [credit.Step("ab", "", token_offsets=[(0, 2)])], r) for r in (1, 0)]
     for name in credit.ESTIMATORS:
         res = credit.get(name)(trajs)
-        assert res.estimator == ("didpo" if name == "didpo-contrast" else name)
+        assert res.estimator == name and credit.get(name).__name__ == name  # a preset's results carry its name
         assert res.episode.shape == (2,) and res.steps.returns.shape == (2,)
         assert [t[0].shape for t in res.tokens] == [(1,), (1,)]
 
@@ -25,7 +26,9 @@ def test_every_estimator_by_name_takes_the_same_input():
 def test_a_preset_binds_its_options_and_a_call_overrides_them():
     trajs = [credit.Trajectory("q", [credit.Step("ab", "", token_offsets=[(0, 2)])], r) for r in (1, 0)]
     preset = credit.get("didpo-contrast")
-    assert preset.keywords == {"baseline": "contrast"} and preset.func is credit.didpo
+    assert preset.__wrapped__ is credit.didpo
+    assert inspect.signature(preset).parameters["baseline"].default == "reference"  # the function's own
+    np.testing.assert_allclose(preset(trajs).tokens[0][0], credit.didpo(trajs, baseline="contrast").tokens[0][0])
     np.testing.assert_allclose(preset(trajs, baseline="reference").episode, credit.didpo(trajs).episode)
 
 

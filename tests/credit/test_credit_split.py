@@ -148,6 +148,20 @@ def test_empty_diff_and_bad_input():
         split_diff("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-a\n")
     with pytest.raises(ValueError, match="levels must be"):
         split_diff(MODIFY, levels=("function",))
+    # a hunk header that is no header: unidiff skipped it and its lines, and the step lost its diff
+    for header in ("@@ -0,0 +1,x @@", "@@ garbage @@"):
+        with pytest.raises(ValueError, match=f"hunk header '{re.escape(header)}' is not"):
+            split_diff(f"--- a/m.py\n+++ b/m.py\n{header}\n+x = 1\n")
+
+
+def test_git_quoted_paths_are_the_files_names():
+    # git quotes a name with non-ASCII bytes (C escapes of its UTF-8); the name, unquoted, is what
+    # provenance and the language's comment syntax go by
+    quoted = ('diff --git "a/\\303\\274.py" "b/\\303\\274.py"\n--- "a/\\303\\274.py"\n+++ "b/\\303\\274.py"\n'
+              "@@ -0,0 +1,2 @@\n+x = 1  # one\n+y = 2\n")
+    assert split_diff(quoted).paths == ("\u00fc.py", "\u00fc.py")
+    plain = quoted.replace('"a/\\303\\274.py"', "a/\u00fc.py").replace('"b/\\303\\274.py"', "b/\u00fc.py")
+    assert split_diff(plain).texts == split_diff(quoted).texts
 
 
 def _unidiff_split(diff, **options):
