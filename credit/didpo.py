@@ -398,6 +398,7 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
     member_line = units.lines[ranges(lo, hi)] - units.line_base[rows[member_step]] + first_line[member_step]
     member_occ = np.repeat(np.arange(occ.shape[0]), hi - lo)
+    own_span = line_spans[member_line, 0] >= 0  # each occurrence line found as text of its own
     # layers, by occurrence id + level * n: the lines' own spans (level 0), below them the edit
     # argument or call that made a line with no span of its own (1), then the argument or call
     # holding a placed line (2); so every anchor keeps the tokens of its own lines, and a line
@@ -443,6 +444,7 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     return extra, {
         "tokens": int(covered.sum()) / n_tokens if n_tokens else 0.0,
         "occurrences_located": n_located / occ.shape[0] if occ.shape[0] else 0.0,
+        "lines_located": float(own_span.mean()) if own_span.shape[0] else 0.0,
     }
 
 

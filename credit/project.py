@@ -67,8 +67,21 @@ _TWICE_ESCAPED_BREAKS = frozenset(("\\\\n", "\\\\r"))
 _HEAD = 48  # characters of a long text that str.find looks for before comparing the rest
 _MAX_GAP = 64  # longer gaps between lines are checked with _GAP itself (few, and mostly not whitespace)
 
+_HTML_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "'": "\\u0027"})
+
+
+def _json_html(text: str) -> str:
+    """JSON as Jinja's tojson, Go's encoding/json and other HTML-safe encoders write it."""
+    return _JSON_ASCII(text).translate(_HTML_SAFE)
+
+
+def _json_slashes(text: str) -> str:
+    """JSON with every / escaped (\\/), as PHP's json_encode and some others write it."""
+    return _JSON(text).replace("/", "\\/")
+
+
 _Form = tuple[str, int]  # a text and the index in _ESCAPES of what made it from the line (0: as written)
-_ESCAPES = (None, _JSON, _JSON_ASCII)
+_ESCAPES = (None, _JSON, _JSON_ASCII, _json_html, _json_slashes)
 
 
 def locate_lines(action: str, lines: Sequence[str]) -> np.ndarray:
@@ -279,13 +292,18 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
 
 
 def _forms(text: str, plain: bool = False) -> list[_Form]:
-    """The text as written and as it reads inside a JSON string (with and without ASCII escapes),
-    each with the index in _ESCAPES of the function that makes it. plain: the text holds nothing
+    """The text as written and as it reads inside a JSON string (with and without ASCII escapes; as
+    HTML-safe encoders write <, >, & and ' (\\u003c ...); with / escaped), each with the index in
+    _ESCAPES of the function that makes it. plain: the text holds nothing
     JSON escapes but line breaks, so its escaped form is a replace (a few times faster)."""
     escaped = text.replace("\n", "\\n") if plain else _JSON(text)[1:-1]
     forms: list[_Form] = [(text, 0), (escaped, 1)] if escaped != text else [(text, 0)]
     if not text.isascii():
         forms.append((_JSON_ASCII(text)[1:-1], 2))
+    if "<" in text or ">" in text or "&" in text or "'" in text:
+        forms.append((_json_html(text)[1:-1], 3))
+    if "/" in text:
+        forms.append((_json_slashes(text)[1:-1], 4))
     return forms
 
 

@@ -253,3 +253,27 @@ def test_tokens_are_the_same_read_whole_in_windows_or_as_arrays(monkeypatch):
                 if w is not None:
                     np.testing.assert_array_equal(g, w, err_msg=name)
     assert not np.array_equal(want.tokens[0][0], np.full_like(want.tokens[0][0], want.tokens[0][0][0]))
+
+
+@pytest.mark.parametrize("encode", [
+    lambda text: text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("'", "\\u0027"),
+    lambda text: text.replace("/", "\\/"),
+], ids=["html-safe JSON (tojson)", "escaped slashes"])
+def test_lines_in_json_as_other_encoders_write_it_are_found(encode):
+    # Jinja's tojson and Go write <, >, & and ' as \u003c ...; PHP escapes every /: before, the
+    # lines holding them were found nowhere (0 of 30 tokens), while a stat said every occurrence was
+    lines = ["if a < b and b > 0:", "    x = a & b", "    y = 'q/r'"]
+    plain = json.dumps({"name": "create", "arguments": {"path": "m.py", "file_text": "\n".join(lines)}})
+    diff = file_diff("m.py", added_hunk(lines, 1))
+
+    def run(action):
+        return credit.didpo([credit.Trajectory("q", [credit.Step(action, diff, token_offsets=offsets(action))], r)
+                             for r in (1, 1, 0, 0)])
+
+    want, got = run(plain), run(encode(plain))
+    assert want.stats["coverage"]["lines_located"] == got.stats["coverage"]["lines_located"] == 1.0
+    for result, action in ((want, plain), (got, encode(plain))):
+        text = json.dumps("\n".join(lines))[1:-1] if result is want else encode(json.dumps("\n".join(lines))[1:-1])
+        inside = token_mask(action, (action.index(text), action.index(text) + len(text)))
+        np.testing.assert_allclose(result.tokens[0][0][inside], 1.0)
+        np.testing.assert_allclose(result.tokens[0][0][~inside], 0.5)
