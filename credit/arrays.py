@@ -95,8 +95,9 @@ def token_advantages(
         raise ValueError(f"group_ids has length {len(groups)}, trajectory_ids has {n}")
     row = _rows(rows, n, mask.shape[0])
     positions, n_tokens = _positions(mask, row, token_spans, n)
+    names = list(trajectory_ids) if isinstance(trajectory_ids, (list, tuple)) else to_numpy(trajectory_ids).tolist()
     trajectories, order = _trajectories(
-        groups, traj_codes, as_vector(step_ids, "step_ids", n, np.int64), as_vector(rewards, "rewards", n),
+        groups, traj_codes, names, as_vector(step_ids, "step_ids", n, np.int64), as_vector(rewards, "rewards", n),
         np.zeros(n) if step_rewards is None else as_vector(step_rewards, "step_rewards", n), per_step, n_tokens)
     res = (get(estimator) if isinstance(estimator, str) else estimator)(trajectories, **options)
 
@@ -149,11 +150,19 @@ def _positions(mask: np.ndarray, row: np.ndarray, token_spans: Any, n: int) -> t
     if (spans[:, 0] < 0).any() or (spans[:, 1] < spans[:, 0]).any() or (spans[:, 1] > seq).any():
         raise ValueError(f"token_spans must satisfy 0 <= start <= end <= seq ({seq})")
     n_tokens = spans[:, 1] - spans[:, 0]
+    real = np.flatnonzero(n_tokens > 0)
+    real = real[np.lexsort((spans[real, 0], row[real]))]
+    clash = np.flatnonzero((row[real][1:] == row[real][:-1]) & (spans[real[1:], 0] < spans[real[:-1], 1]))
+    if clash.shape[0]:  # two steps would write the same tokens: the later one's values would win silently
+        a, b = int(real[clash[0]]), int(real[clash[0] + 1])
+        raise ValueError(f"token_spans of steps {a} {spans[a].tolist()} and {b} {spans[b].tolist()} overlap in row "
+                         f"{int(row[a])}: each token belongs to one step")
     return np.repeat(row * seq, n_tokens) + ranges(spans[:, 0], spans[:, 1]), n_tokens
 
 
-def _trajectories(groups, traj_codes, step, outcome, step_reward, per_step, n_tokens):
-    """credit.Trajectory objects from the flat arrays, and per result row its (step s, i, t)."""
+def _trajectories(groups, traj_codes, names, step, outcome, step_reward, per_step, n_tokens):
+    """credit.Trajectory objects from the flat arrays, and per result row its (step s, i, t);
+    `names`: (S,) the caller's trajectory id of each step, for messages."""
     by_traj: dict[int, list[int]] = {}
     for s, code in enumerate(traj_codes.tolist()):
         by_traj.setdefault(code, []).append(s)
@@ -161,10 +170,12 @@ def _trajectories(groups, traj_codes, step, outcome, step_reward, per_step, n_to
     for i, members in enumerate(by_traj.values()):
         members.sort(key=lambda s: step[s])
         ids = step[members]
+        name = names[members[0]]
         if np.unique(ids).shape[0] != ids.shape[0]:
-            raise ValueError(f"trajectory {i} has repeated step_ids {ids.tolist()}")
+            raise ValueError(f"trajectory {name!r} has repeated step_ids {ids.tolist()}: give each of its steps "
+                             "its own index")
         if np.ptp(outcome[members]) > 0 or len({groups[s] for s in members}) > 1:
-            raise ValueError(f"trajectory {i}: rewards and group_ids must be the same on all its steps")
+            raise ValueError(f"trajectory {name!r}: rewards and group_ids must be the same on all its steps")
         steps = [_step(s, per_step, float(step_reward[s]), int(n_tokens[s])) for s in members]
         order.extend((s, i, t) for t, s in enumerate(members))
         trajectories.append(Trajectory(task_id=_task_id(groups[members[0]]), steps=tuple(steps),

@@ -301,6 +301,15 @@ def _step_of_listed(d: Mapping[str, Any]) -> Step:
         if values is not None and len(values) != len(offsets):
             raise ValueError(f"{name} has {len(values)} entries but token_offsets has {len(offsets)}: "
                              "give one per token")
+    logprobs = step.logprobs
+    if logprobs is not None and len(logprobs):  # as a Step checks them, in one C pass (fsum)
+        try:
+            finite = math.isfinite(math.fsum(logprobs))
+        except (TypeError, OverflowError):
+            finite = False
+        if not finite:
+            _per_token(logprobs, "logprobs", np.float64, None)  # raises, naming the entry
+            raise ValueError("logprobs must be finite numbers, one per token")
     return step
 
 
@@ -381,6 +390,8 @@ class Result:
 
 
 def _finite(x: Any, name: str) -> float:
+    if isinstance(x, (str, bytes)):  # float("1") would take it: a reward read from text unparsed
+        raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")
     try:
         v = float(x)
     except (TypeError, ValueError):

@@ -57,7 +57,9 @@ def test_rows_may_come_in_any_order():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"rewards": [1.0, 0.0, 1.0]}, "rewards and group_ids must be the same on all its steps"),
-    ({"step_ids": [0, 0, 0]}, "repeated step_ids"),
+    ({"step_ids": [0, 0, 0], "trajectory_ids": ["run-7", "run-7", "run-9"]}, "trajectory 'run-7' has repeated step_ids"),
+    # two steps of one row whose token spans overlap: the later one's values overwrote the earlier's
+    ({"rows": [0, 0, 1], "token_spans": [[0, 2], [1, 2], [0, 2]]}, r"token_spans of steps 0 \[0, 2\] and 1 \[1, 2\] overlap in row 0"),
     ({"token_offsets": [[(0, 1)], None, None]}, "1 token_offsets but 2 response tokens"),
     ({"diffs": ["", ""]}, "diffs has length 2"),
     ({"token_ids": [[1, 2], [3], [4, 5]]}, "1 token_ids but 2 response tokens"),

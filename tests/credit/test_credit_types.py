@@ -42,6 +42,7 @@ def test_zero_width_special_tokens_are_allowed_anywhere():
     ({"action": "ab", "diff": "", "provenance": [("p", 0, 0, 1)]}, "need line >= 1"),
     ({"action": "ab", "diff": "", "provenance": [{"path": "p", "line": 1}]}, "lacks key"),
     ({"action": "ab", "diff": "", "reward": float("nan")}, "finite"),
+    ({"action": "ab", "diff": "", "reward": "1"}, "Step.reward must be a number, got str '1'"),  # float() took it
 ])
 def test_bad_steps_say_what_is_wrong(bad, message):
     with pytest.raises((ValueError, TypeError), match=message):
@@ -127,7 +128,7 @@ def test_bad_token_ids_and_logprobs_say_what_is_wrong(fields, message):
     step = {"action": "abc", "diff": "", "token_offsets": [[0, 1], [1, 3]], **fields}
     with pytest.raises(ValueError, match=message):
         credit.Step.from_dict(step)
-    if "entries" in message:  # the batch path, which keeps lists, counts them too
+    if "entries" in message or "finite" in message:  # the batch path, which keeps lists, checks them too
         with pytest.raises(ValueError, match=r"trajectory 0: task 'q', step 0: " + message):
             credit.grpo([{"task_id": "q", "reward": 1.0, "steps": [step]}])
 
