@@ -9,7 +9,10 @@ Every token of trajectory i gets the same advantage A_i; the functions take and 
 
 With count="steps" (the reference's convention) a trajectory weighs as many samples as it has
 steps; RLOO then leaves out all of trajectory i's samples. A task with a single trajectory follows
-the singleton rule of `credit.episode.episode_advantage`.
+the singleton rule of `credit.episode.episode_advantage`, which goes by samples: under
+count="steps" GRPO and Dr.GRPO see a lone trajectory of several steps as several equal samples
+(A = 0, as the reference's rows give), while RLOO, which leaves the whole trajectory out, finds
+no other sample and applies the rule (A = r with singleton="reward").
 
 `within_anchor_contrast` is the diff-level baseline of DiDPO's `baseline="within"` (ours): inside
 one anchor, each exact variant's mean outcome against the anchor's other members.
