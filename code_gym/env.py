@@ -14,7 +14,7 @@ from code_gym.hints import reference_hint
 from code_gym.rewards import make_reward, sampled_response, total
 from code_gym.rewards.shaping import untouched_passed
 from code_gym.environments import task_runtime
-from code_gym.sandbox import Limits, make_sandbox
+from code_gym.sandbox import ISOLATION_KINDS, Limits, make_sandbox
 from code_gym.spaces import AnyText
 from code_gym.task import Task, bundled_tasks, load_task_dir, resolve_task
 from code_gym.tools import ToolContext, ToolResult, run_tool
@@ -30,7 +30,8 @@ class CodeRepoEnv(gym.Env):
 
     Args:
         task: a task id, a task folder, or a Task; None draws one at each reset.
-        tasks: the pool to draw from: a folder of task folders or a list of Tasks (default: bundled).
+        tasks: the pool to draw from: a folder of task folders or a non-empty list of Tasks (default:
+            bundled).
         max_steps: steps before the episode is truncated (and graded). `gym.make(...,
             max_episode_steps=N)` adds Gymnasium's TimeLimit; the env then also ends (and grades)
             the episode at step N when N is the smaller limit, so TimeLimit never truncates an
@@ -43,8 +44,9 @@ class CodeRepoEnv(gym.Env):
         tool_schemas: include the tools' JSON schemas in the reset prompt (turn off when the chat
             template already renders them from `code_gym.TOOL_SCHEMAS`).
         max_output: bytes of command output kept (head and tail).
-        reward: the reward spec: a name ('f2p', the default; 'binary', 'fraction', 'static'), a dict of name -> weight
-            (or -> {"weight": w, **options}), optionally with "shaping", or a RewardSpec (docs/rewards.md).
+        reward: the reward spec: None (the default: 0.75 * f2p + 0.25 * probes), a name ('f2p',
+            'binary', 'fraction', 'static'), a dict of name -> weight (or -> {"weight": w, **options}),
+            optionally with "shaping", or a RewardSpec (docs/rewards.md).
         integrity: 'enforce' (a patch that fails the integrity audit gets `integrity_penalty`),
             'report' (findings in info only) or 'off' (no audit).
         integrity_penalty: the reward of a patch that fails the audit under 'enforce'.
@@ -65,7 +67,13 @@ class CodeRepoEnv(gym.Env):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        if not hasattr(isolation, "sandbox") and isolation not in ISOLATION_KINDS:  # make_sandbox runs at reset
+            raise ValueError(f"isolation must be one of {', '.join(map(repr, ISOLATION_KINDS))} or a backend object "
+                             f"(docs/sandboxes.md), got {isolation!r}")
         self.pool: list[Task] = self._pool(tasks)
+        if not self.pool and task is None:
+            raise ValueError("tasks is empty: pass at least one task (a Task, a task folder or a task id), a folder "
+                             "of task folders, or None for the bundled suite")
         self.fixed_task = resolve_task(task, self.pool) if task is not None else None
         self.max_steps = max_steps
         self.isolation = isolation

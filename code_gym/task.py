@@ -189,8 +189,10 @@ def load_task(folder: str | Path) -> Task:
     if not isinstance(raw_timeouts, dict):
         raise TaskError(f"{manifest}: [timeouts] must be a table")
     for key, value in raw_timeouts.items():
-        if key not in ("command", "tests") or not isinstance(value, (int, float)) or value <= 0:
-            raise TaskError(f"{manifest}: [timeouts] {key} must be 'command' or 'tests' with a positive number")
+        if key not in ("command", "tests"):
+            raise TaskError(f"{manifest}: [timeouts] has unknown key {key!r}: use 'command' or 'tests'")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+            raise TaskError(f"{manifest}: [timeouts] {key} must be a positive number of seconds, got {value!r}")
     f2p = tuple(_node_ids(data, "fail_to_pass", manifest))
     p2p = tuple(_node_ids(data, "pass_to_pass", manifest))
     image = data.get("image")

@@ -175,7 +175,14 @@ _PATH = {"type": "string", "description": "Path relative to the repository root.
       {"command": {"type": "string", "description": "The command to run."}}, ("command",))
 def tool_bash(ctx: ToolContext, call: ToolCall) -> ToolResult:
     result = ctx.sandbox.exec(call.arguments["command"], timeout=ctx.command_timeout)
-    return ToolResult(result.describe() or "(no output)", error=result.timed_out)
+    text = result.describe() or "(no output)"
+    if result.timed_out:  # every backend kills what a command leaves, so backgrounding cannot dodge the limit
+        tests = (f", or run tests with the run_tests tool (limit {ctx.test_timeout:g}s)"
+                 if ctx.test_timeout > ctx.command_timeout else "")
+        text += (f"\n[the limit is {ctx.command_timeout:g}s per command, and every process a command starts "
+                 f"(a background job too) ends with it: run something quicker, such as fewer tests or a smaller "
+                 f"input{tests}]")
+    return ToolResult(text, error=result.timed_out)
 
 
 @tool("view", "Show a file with line numbers, or list a directory two levels deep.",

@@ -115,6 +115,8 @@ def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict
     passes every test and every behavioural probe `runs` times in a row; tests use no clock, network or unseeded randomness
     (and run in a sandbox with no network). A task with `fail_to_pass` node ids gets the SWE-bench
     gates instead of the hidden-test ones (see `_swebench_gates`)."""
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:  # 0 runs passed every gate unchecked
+        raise ValueError(f"runs must be an integer >= 1 (the reference's runs that must all pass), got {runs!r}")
     files, hunks = _hunk_count(task)
     verdict = Verdict(task.id, task.kind, files, hunks)
     verdict.problems += _clock_or_network(task)

@@ -1,8 +1,15 @@
-"""Bad input never raises out of step(): it becomes an observation saying what to do."""
+"""Bad input never raises out of step(): it becomes an observation saying what to do. Bad
+constructor arguments and task files fail at once, with a message that says what to pass."""
 import json
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
+
+from code_gym.task import TaskError, load_task
+from conftest import TINY_MANIFEST, write_tiny_task
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def call(name, **arguments):
@@ -58,6 +65,7 @@ def test_symlink_out_of_workspace_is_refused(env):
 def test_hanging_command_times_out_and_episode_continues(env):
     obs, _, _, _, info = env.step("```bash\nsleep 60\n```")
     assert "timed out" in obs and info["invalid_action"]
+    assert "limit is 5s" in obs and "background" in obs and "run_tests" in obs  # the limit, and what to do
     assert info["timings"]["tools"] < 20
     obs, *_ = env.step("```bash\necho alive\n```")
     assert "alive" in obs
@@ -72,3 +80,42 @@ def test_megabytes_of_output_are_truncated(env):
 def test_absolute_sandbox_path_is_accepted(env):
     obs, *_ = env.step(call("view", path="/repo/calc/ops.py"))
     assert "return a - b" in obs
+
+
+def test_empty_task_list_fails_at_construction():
+    with pytest.raises(ValueError, match="tasks is empty: pass at least one task"):
+        gym.make("CodeRepo-v0", tasks=[])
+
+
+def test_unknown_isolation_fails_at_construction_naming_every_backend(tiny_task):
+    with pytest.raises(ValueError, match="isolation must be one of") as raised:
+        gym.make("CodeRepo-v0", task=tiny_task, isolation="bwarp")
+    for kind in ("auto", "bwrap", "unshare", "none", "docker", "docker-fresh", "ray"):
+        assert repr(kind) in str(raised.value)
+
+
+def test_step_before_reset_raises_what_the_docs_say(tiny_task):
+    env = gym.make("CodeRepo-v0", task=tiny_task)
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("x")
+    with pytest.raises(RuntimeError, match="reset"):
+        env.unwrapped.step("x")
+    env.close()
+    text = " ".join((DOCS / "env.md").read_text().split())
+    assert "gymnasium.error.ResetNeeded" in text and "`env.unwrapped.step`" in text
+
+
+@pytest.mark.parametrize("table, expected", [
+    ('command = "30s"', ("command", "positive number of seconds", "'30s'")),
+    ("tests = 0", ("tests", "positive number of seconds", "got 0")),
+    ("command = true", ("command", "positive number of seconds", "True")),
+    ("x = 5", ("unknown key 'x'", "'command' or 'tests'")),
+])
+def test_bad_timeouts_say_what_is_wrong(tmp_path, table, expected):
+    folder = write_tiny_task(tmp_path)
+    manifest = TINY_MANIFEST.replace("command = 5\ntests = 30\n", table + "\n")
+    assert manifest != TINY_MANIFEST
+    (folder / "task.toml").write_text(manifest)
+    with pytest.raises(TaskError, match=r"\[timeouts\]") as raised:
+        load_task(folder)
+    assert all(word in str(raised.value) for word in expected), raised.value

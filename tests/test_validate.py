@@ -1,6 +1,7 @@
 """`code-gym tasks validate --record`: FAIL_TO_PASS / PASS_TO_PASS from the untouched and the
 reference runs, stored in the manifest, and the default reward that reads them."""
 import gymnasium as gym
+import pytest
 
 from code_gym.apps.cli import main
 from code_gym.replay import hermes, patch_to_calls
@@ -47,3 +48,14 @@ def test_every_bundled_task_declares_its_lists():
     for task in BUNDLED:
         assert task.fail_to_pass, task.id
         assert set(task.fail_to_pass).isdisjoint(task.pass_to_pass), task.id
+
+
+def test_runs_below_one_are_refused(tiny_task):
+    """With runs=0 every reference gate passed with nothing run ("reference passes 0/0 ... ok")."""
+    from code_gym.builder.revalidate import revalidate_task
+
+    for runs in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="runs must be an integer >= 1"):
+            validate_task(tiny_task, runs=runs)
+        with pytest.raises(ValueError, match="runs must be an integer >= 1"):
+            revalidate_task(tiny_task, runs=runs)

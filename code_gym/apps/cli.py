@@ -9,8 +9,34 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import credit
+from code_gym.sandbox import ISOLATION_KINDS
 from code_gym.table import format_table
 from code_gym.task import TaskError, bundled_tasks, load_task_dir
+
+
+class UsageError(Exception):
+    """Bad input that argparse cannot see (an estimator option that one of the chosen estimators
+    refuses): printed as argparse prints its own errors, without a traceback."""
+
+
+def _at_least(kind: type, low: float, strict: bool = False):
+    """An argparse type: a `kind` >= `low` (> `low` when `strict`), so a bad value is refused before
+    any work starts."""
+    def parse(text: str):
+        value = kind(text)  # a ValueError here: argparse says "invalid int value: 'x'"
+        if value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {low}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+non_negative_int = _at_least(int, 0)
+positive_int = _at_least(int, 1)
+group_size_int = _at_least(int, 2)  # group-relative credit needs a group
+non_negative_float = _at_least(float, 0.0)
+positive_float = _at_least(float, 0.0, strict=True)
 
 
 def _tasks(paths: list[str] | None):
@@ -82,19 +108,34 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def _estimator_options(pairs: list[str]) -> dict:
-    """key=value pairs; values are JSON when they parse (1.0, true, "x"), else strings."""
+_PYTHON_LITERALS = {"None": None, "True": True, "False": False}
+
+
+def _estimator_options(pairs: list[str], estimators: list[str]) -> dict:
+    """key=value pairs; a value is None, True or False as Python spells them, else JSON when it
+    parses (1, 0.5, true, null, ["file", "hunk"]), else a string. Every option is checked against
+    every estimator in `estimators` here, so a typo fails before the first rollout, not after it."""
     import json
+
+    from code_gym.apps.train import check_estimator_options
 
     options = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"code-gym: --option takes key=value (e.g. baseline=contrast), got {pair!r}")
+            raise UsageError(f"--option takes key=value (e.g. baseline=contrast), got {pair!r}")
+        if value in _PYTHON_LITERALS:
+            options[key] = _PYTHON_LITERALS[value]
+            continue
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    try:
+        for name in estimators:
+            check_estimator_options(name, options)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     return options
 
 
@@ -106,8 +147,8 @@ def _train_tiny_lm(args) -> int:
                          "pip install 'code-gym[tiny-lm]' (torch==2.13.0 is the CPU build)") from None
     from code_gym.grading import GradeCache
 
+    options = _estimator_options(args.option, args.estimator)
     tasks = _tasks(args.tasks)
-    options = _estimator_options(args.option)
     cache, runs, trainers, rows = GradeCache(), {}, {}, []
     lr = args.lr if args.lr != 2.0 else TinyLMConfig.lr  # 2.0 is the branch policy's default step size
     for task in tasks:
@@ -140,8 +181,8 @@ def cmd_train(args) -> int:
     from code_gym.apps.train import TrainConfig, Trainer, updates_to_reach, write_curves
     from code_gym.grading import GradeCache
 
+    options = _estimator_options(args.option, args.estimator)
     tasks = _tasks(args.tasks)
-    options = _estimator_options(args.option)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cache, decisions, runs, rows = GradeCache(), None, {}, []
@@ -242,7 +283,7 @@ def cmd_tasks_validate(args) -> int:
 
 def cmd_tasks_build(args) -> int:
     from code_gym.builder import BuildOptions, build_tasks
-    from code_gym.builder.batch import build_many, expand_sources
+    from code_gym.builder.batch import build_many, expand_sources, read_as_folder_of_projects
     from code_gym.builder.project import EnvOptions
 
     options = BuildOptions(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
@@ -261,6 +302,8 @@ def cmd_tasks_build(args) -> int:
     batch = build_many(sources, args.out, options, ray_address=args.ray, max_minutes=args.max_minutes,
                        retry_failed=args.retry_failed)
     print(batch.summary())
+    for note in filter(None, map(read_as_folder_of_projects, args.source)):
+        print(f"note: {note}; to build it as one project, give it one of those files")
     return 0 if batch.tasks else 1
 
 
@@ -332,14 +375,15 @@ def cmd_openrlhf_dataset(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="code-gym", description="Repository-editing RL environments and DiDPO credit.")
     parser.add_argument("--isolation", default="auto",
-                        choices=["auto", "bwrap", "unshare", "none", "docker", "docker-fresh", "ray"],
+                        choices=list(ISOLATION_KINDS),
                         help="sandbox for agent commands and tests ('none' runs them unisolated: explicit opt-in)")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="the main job: rollouts of the built-in policy on every task, GRPO/GiGPO/DiDPO "
                           "credit on them, a summary table and an HTML report")
     demo.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
-    demo.add_argument("-G", "--group-size", type=int, default=8, help="episodes per task (default 8)")
-    demo.add_argument("--variants", type=int, default=2, help="wrong variants per region, besides untouched (default 2)")
+    demo.add_argument("-G", "--group-size", type=group_size_int, default=8, help="episodes per task (>= 2; default 8)")
+    demo.add_argument("--variants", type=non_negative_int, default=2,
+                      help="wrong variants per region, besides untouched (>= 0; default 2)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--out", default="out/demo", help="folder for report.html and rollouts.jsonl (default: out/demo)")
     demo.set_defaults(func=cmd_demo)
@@ -352,21 +396,25 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--estimator", nargs="+", default=["didpo"], choices=list(credit.ESTIMATORS),
                        help="one or more estimators, each trained from scratch (default: didpo)")
     train.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                       help="estimator option, e.g. --option baseline=contrast --option similarity=1.0")
+                       help="estimator option, checked against every --estimator before training, e.g. --option "
+                       "baseline=contrast --option max_anchors=None (values: None, True, False, numbers, JSON, "
+                       "else strings)")
     train.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
-    train.add_argument("--updates", type=int, default=20, help="policy updates (default 20)")
-    train.add_argument("-G", "--group-size", type=int, default=8, help="episodes per task per update (default 8)")
-    train.add_argument("--lr", type=float, default=2.0, help="step size on the logits (default 2.0)")
-    train.add_argument("--variants", type=int, default=2, help="wrong variants per region, besides untouched (default 2)")
+    train.add_argument("--updates", type=non_negative_int, default=20, help="policy updates (default 20)")
+    train.add_argument("-G", "--group-size", type=group_size_int, default=8,
+                       help="episodes per task per update (>= 2; default 8)")
+    train.add_argument("--lr", type=positive_float, default=2.0, help="step size on the logits (> 0; default 2.0)")
+    train.add_argument("--variants", type=non_negative_int, default=2,
+                       help="wrong variants per region, besides untouched (>= 0; default 2)")
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--regions-per-step", type=int, default=1, metavar="K",
+    train.add_argument("--regions-per-step", type=non_negative_int, default=1, metavar="K",
                        help="decisions packed into one response, K tool calls in one step (0: every region of the "
                        "task in one step; default 1)")
     train.add_argument("--policy", choices=["branch", "tiny-lm"], default="branch",
                        help="branch: the built-in softmax over candidate edits (default); tiny-lm: a small GPT-2-style "
                        "transformer that samples every token, trained with a clipped policy gradient (one model per task; "
                        "--lr is then Adam's, default TinyLMConfig.lr, 1e-4)")
-    train.add_argument("--warm-start-steps", type=int, default=None,
+    train.add_argument("--warm-start-steps", type=non_negative_int, default=None,
                        help="tiny-lm: supervised steps on the candidate responses before RL (default "
                        "TinyLMConfig.sft_steps, 400)")
     train.add_argument("--out", default="out/train", help="folder for curves.csv, curves.png, policy-*.json")
@@ -377,13 +425,13 @@ def build_parser() -> argparse.ArgumentParser:
     roll.add_argument("--model", required=True, help="the served model name")
     roll.add_argument("--api-key", help="bearer token (default: $OPENAI_API_KEY, if set)")
     roll.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
-    roll.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
-    roll.add_argument("--concurrency", type=int, default=4, help="episodes at a time (default 4)")
-    roll.add_argument("--max-steps", type=int, default=30, help="steps per episode (default 30)")
-    roll.add_argument("--temperature", type=float, default=1.0)
-    roll.add_argument("--max-tokens", type=int, default=4096, help="per response (default 4096)")
-    roll.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default 300)")
-    roll.add_argument("--retries", type=int, default=3, help="retries of a failed request (default 3)")
+    roll.add_argument("--episodes", type=positive_int, default=1, help="episodes per task (>= 1; default 1)")
+    roll.add_argument("--concurrency", type=positive_int, default=4, help="episodes at a time (>= 1; default 4)")
+    roll.add_argument("--max-steps", type=positive_int, default=30, help="steps per episode (>= 1; default 30)")
+    roll.add_argument("--temperature", type=non_negative_float, default=1.0)
+    roll.add_argument("--max-tokens", type=positive_int, default=4096, help="per response (default 4096)")
+    roll.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per request (default 300)")
+    roll.add_argument("--retries", type=non_negative_int, default=3, help="retries of a failed request (default 3)")
     roll.add_argument("--out", default="out/rollouts.jsonl", help="JSONL trajectories (default: out/rollouts.jsonl)")
     roll.set_defaults(func=cmd_rollout)
     tasks = sub.add_parser("tasks", help="list, validate or build tasks").add_subparsers(dest="tasks_command", required=True)
@@ -393,12 +441,12 @@ def build_parser() -> argparse.ArgumentParser:
     val = tasks.add_parser("validate", help="check the gates: reference passes 3x, untouched repo fails a hidden test")
     val.add_argument("paths", nargs="*", help="task folders or folders of tasks ('bundled' or none: the bundled suite), "
                      "'humaneval', or a SWE-bench-style .jsonl file")
-    val.add_argument("--runs", type=int, default=3, help="reference runs that must all pass (default 3)")
-    val.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    val.add_argument("--runs", type=positive_int, default=3, help="reference runs that must all pass (>= 1; default 3)")
+    val.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
                      help="tasks validated in parallel (default: one per CPU)")
     val.add_argument("--record", action="store_true",
                      help="store each passing task's FAIL_TO_PASS / PASS_TO_PASS (from the untouched and reference "
-                     "runs) in its task.toml when it declares none; the default reward (f2p) reads them; and its "
+                     "runs) in its task.toml when it declares none; the default reward's f2p part reads them; and its "
                      "behavioural probes in probes.json (else they are made on first use and cached)")
     val.add_argument("--verbose", action="store_true", help="list every probe that could not be made, and why")
     val.set_defaults(func=cmd_tasks_validate)
@@ -438,28 +486,31 @@ def build_parser() -> argparse.ArgumentParser:
                        "is fetched from the package index), folders of projects, or text files listing these")
     build.add_argument("--out", required=True, help="folder for the task folders and manifest.json (with several "
                        "sources also build-state.json: run the same command again to resume)")
-    build.add_argument("--timeout", type=float, default=60.0, help="the tasks' test timeout in seconds (default 60)")
+    build.add_argument("--timeout", type=positive_float, default=60.0,
+                       help="the tasks' test timeout in seconds (default 60)")
     build.add_argument("--installer", default="uv", choices=["uv", "pip"],
                        help="what builds each project's environment (default: %(default)s)")
     build.add_argument("--sdists", action="store_true", help="build a project's requirements that have no wheel, "
                        "inside a bubblewrap sandbox with the network (default: such a project is rejected, "
                        "naming the requirement)")
-    build.add_argument("--reruns", type=int, default=3, help="runs of the original FAIL_TO_PASS must pass (default 3)")
-    build.add_argument("--mutations", type=int, default=2, help="bug-injection tasks tried per function (default 2)")
+    build.add_argument("--reruns", type=positive_int, default=3,
+                       help="runs of the original FAIL_TO_PASS must pass (>= 1; default 3)")
+    build.add_argument("--mutations", type=non_negative_int, default=2,
+                       help="bug-injection tasks tried per function (default 2)")
     build.add_argument("--no-remove-body", action="store_true", help="make no body-removal tasks")
-    build.add_argument("--max-candidates", type=int, help="check at most this many one-region candidates per project "
-                       "(spread over functions)")
-    build.add_argument("--give-up-after", type=int,
+    build.add_argument("--max-candidates", type=positive_int,
+                       help="check at most this many one-region candidates per project (spread over functions)")
+    build.add_argument("--give-up-after", type=non_negative_int,
                        help="stop a project once this many one-region candidates were checked and none passed "
                        "(default: BuildOptions.give_up_after, 12; 0: check every candidate)")
-    build.add_argument("--multi-ratio", type=float, default=0.6, help="multi-region candidates per accepted "
-                       "one-region task (default 0.6; 0: none)")
+    build.add_argument("--multi-ratio", type=non_negative_float, default=0.6,
+                       help="multi-region candidates per accepted one-region task (default 0.6; 0: none)")
     build.add_argument("--seed", type=int, default=0, help="which mutation sites are drawn (default 0)")
-    build.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    build.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
                        help="sandbox runs at once, across all projects (default: one per CPU)")
-    build.add_argument("--projects", type=int, help="build only the first N sources")
-    build.add_argument("--max-minutes", type=float, help="start no project after this many minutes (the rest stay "
-                       "pending for the next run)")
+    build.add_argument("--projects", type=positive_int, help="build only the first N sources")
+    build.add_argument("--max-minutes", type=positive_float,
+                       help="start no project after this many minutes (the rest stay pending for the next run)")
     build.add_argument("--retry-failed", action="store_true", help="on a resumed run, build again the projects "
                        "that failed (environment, error) before")
     build.add_argument("--ray", metavar="ADDRESS", help="build each project as a Ray task on this cluster ('auto': the "
@@ -468,9 +519,10 @@ def build_parser() -> argparse.ArgumentParser:
     reval = tasks.add_parser("revalidate", help="re-run every gate on a built set in fresh sandboxes; reports the "
                              "fraction that still passes and which tasks fail which gate")
     reval.add_argument("out", help="the folder `tasks build` wrote")
-    reval.add_argument("--runs", type=int, default=3, help="reference runs that must all pass (default 3)")
-    reval.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="tasks at a time")
-    reval.add_argument("--sample", type=int, help="re-validate a random sample of this many tasks")
+    reval.add_argument("--runs", type=positive_int, default=3,
+                       help="reference runs that must all pass (>= 1; default 3)")
+    reval.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1, help="tasks at a time")
+    reval.add_argument("--sample", type=positive_int, help="re-validate a random sample of this many tasks")
     reval.add_argument("--seed", type=int, default=0, help="which tasks the sample holds")
     reval.set_defaults(func=cmd_tasks_revalidate)
     return parser
@@ -480,6 +532,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except UsageError as exc:
+        print(f"code-gym: error: {exc}", file=sys.stderr)
+        return 2
     except TaskError as exc:
         print(f"code-gym: {exc}", file=sys.stderr)
         return 2

@@ -47,6 +47,16 @@ _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg")
 _ENV_WORDS = ("do not run", "dependencies", "environment", "importable", "requirement")
 
 
+def read_as_folder_of_projects(item: str) -> str | None:
+    """Why `item` is read as a folder of projects (each subfolder and sdist in it a source), said
+    so the per-project reasons that follow make sense; None for anything else."""
+    path = Path(item)
+    if not path.is_dir() or any((path / m).exists() for m in _PROJECT_MARKERS):
+        return None
+    return (f"{item} has no pyproject.toml, setup.py or setup.cfg, so it was read as a folder of projects "
+            "(each subfolder and sdist in it one project)")
+
+
 def expand_sources(items: list[str]) -> list[str]:
     """Sources from what the user passed: an sdist, a `name==version` spec, a project folder
     (one with pyproject.toml, setup.py or setup.cfg), a folder of projects and sdists, or a text
@@ -57,10 +67,11 @@ def expand_sources(items: list[str]) -> list[str]:
         if path.is_file() and not item.endswith(SDIST_SUFFIXES):
             lines = [line.split("#")[0].strip() for line in path.read_text().splitlines()]
             out += expand_sources([line for line in lines if line])
-        elif path.is_dir() and not any((path / m).exists() for m in _PROJECT_MARKERS):
+        elif folder_of_projects := read_as_folder_of_projects(item):
             inner = sorted(p for p in path.iterdir() if p.is_dir() or p.name.endswith(SDIST_SUFFIXES))
             if not inner:
-                raise BuildError(f"{item}: an empty folder: pass projects, sdists or name==version specs")
+                raise BuildError(f"{folder_of_projects}, and it holds none: pass a project folder, "
+                                 "sdists or name==version specs")
             out += [str(p) for p in inner]
         elif path.exists() or _REQUIREMENT.match(item):
             out.append(item)

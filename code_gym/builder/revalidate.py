@@ -83,6 +83,8 @@ def _hunks(patch: str) -> int:
 
 def revalidate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Revalidation:
     """The first gate `task` fails now, with the reason (see the module docstring)."""
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be an integer >= 1 (the reference's runs that must all pass), got {runs!r}")
     hunks = _hunks(task.reference_patch)
     regions = _regions(task)
 

@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from code_gym import pysource
-from code_gym.task import BASE_REQUIREMENTS
+from code_gym.task import BASE_REQUIREMENTS, TaskError
 
 # the distributions the grader itself runs inside every environment (BASE_REQUIREMENTS): a project's
 # own requirement on one (wcwidth pins pytest==7.4.2 in its tox deps) is replaced by the grader's
@@ -436,6 +436,9 @@ def _test_files(root: Path) -> list[str]:
 def project_requirements(root: str | Path) -> Requirements:
     """The runtime and test requirements that the project at `root` declares, and the pytest plugins
     its configuration and test files use. Reads files only; runs nothing."""
+    if not Path(root).is_dir():  # else every file is simply absent, and the project "declares nothing"
+        problem = "is not a folder" if Path(root).exists() else "does not exist"
+        raise TaskError(f"{root} {problem}: pass the folder of a Python project")
     c = _Collector(Path(root))
     _setup_cfg(c)
     _setup_py(c)

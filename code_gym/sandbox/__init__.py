@@ -2,7 +2,7 @@
 from code_gym.sandbox.base import Backend, ExecResult, Limits, PythonEnv, Sandbox
 from code_gym.sandbox.local import LocalSandbox, available_isolation
 
-__all__ = ["Backend", "ExecResult", "Limits", "PythonEnv", "Sandbox", "LocalSandbox", "available_isolation", "make_sandbox",
+__all__ = ["Backend", "ExecResult", "ISOLATION_KINDS", "Limits", "PythonEnv", "Sandbox", "LocalSandbox", "available_isolation", "make_sandbox",
            "backend"]
 
 _SHARED: dict[str, Backend] = {}
@@ -23,6 +23,10 @@ def backend(kind: str) -> Backend | None:
 
             _SHARED[kind] = DockerBackend(pool=kind == "docker")
     return _SHARED[kind]
+
+
+# the names `make_sandbox` takes for `kind` (besides a backend object)
+ISOLATION_KINDS = ("auto", "bwrap", "unshare", "none", "docker", "docker-fresh", "ray")
 
 
 def make_sandbox(kind, workspace, limits: Limits | None = None, mask=(), image: str | None = None,
