@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import hashlib
 import os
 import queue
@@ -84,6 +85,88 @@ def open_regular(path: Path):
     except BaseException:
         os.close(fd)
         raise
+
+
+_SYS_OPENAT2, _RESOLVE_NO_MAGICLINKS, _RESOLVE_BENEATH = 437, 0x02, 0x08
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+def open_beneath(root: Path, rel: str, flags: int, mode: int = 0o644) -> int:
+    """A file descriptor of `rel` opened under the folder `root` such that every component of the
+    path, links included, resolves inside `root`, checked by the kernel as it opens (openat2 with
+    RESOLVE_BENEATH, Linux 5.6+): a link or folder swapped in after a path check cannot send the
+    host's read or write outside (where openat2 is missing, no link is followed at all). OSError
+    (EXDEV: it would leave `root`) otherwise."""
+    dirfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
+        fd = libc().syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dirfd), ctypes.c_char_p(os.fsencode(rel)),
+                            ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+        if fd >= 0:
+            return fd
+        err = ctypes.get_errno()
+        if err != errno.ENOSYS:
+            raise OSError(err, os.strerror(err), str(root / rel))
+        parts = [p for p in Path(rel).parts if p not in ("", ".")]
+        if not parts or ".." in parts:
+            raise OSError(errno.EXDEV, "not a path inside the folder", str(root / rel))
+        fd = dirfd
+        for part in parts[:-1]:
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            if fd != dirfd:
+                os.close(fd)
+            fd = nxt
+        try:
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+        finally:
+            if fd != dirfd:
+                os.close(fd)
+    finally:
+        os.close(dirfd)
+
+
+def make_dirs_beneath(root: Path, rel: str) -> None:
+    """`mkdir -p` of `rel` under `root`, each folder made inside a parent opened beneath `root`."""
+    done = ""
+    for part in [p for p in Path(rel).parts if p not in ("", ".")]:
+        here = f"{done}/{part}" if done else part
+        try:
+            os.close(open_beneath(root, here, os.O_RDONLY | os.O_DIRECTORY))
+        except FileNotFoundError:
+            parent = open_beneath(root, done or ".", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.mkdir(part, dir_fd=parent)
+            except FileExistsError:
+                pass
+            finally:
+                os.close(parent)
+        done = here
+
+
+def read_beneath(root: Path, rel: str) -> bytes:
+    """The bytes of the regular file `rel` under `root` (`open_beneath`; never a FIFO or device)."""
+    fd = open_beneath(root, rel, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(root / rel))
+        os.set_blocking(fd, True)
+        return fh.read()
+
+
+def write_beneath(root: Path, rel: str, data: bytes, exclusive: bool = False) -> None:
+    """Write the regular file `rel` under `root` (`open_beneath`), made if missing (`exclusive`:
+    only if missing). A FIFO there fails at once (O_NONBLOCK) rather than block the host."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0)
+    fd = open_beneath(root, rel, flags)
+    with os.fdopen(fd, "wb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(root / rel))
+        os.set_blocking(fd, True)
+        fh.truncate(0)
+        fh.write(data)
 
 
 def read_entry(path: Path) -> bytes:

@@ -6,6 +6,7 @@ str_replace only when `old_str` occurs exactly once. Shell-like tools run in the
 """
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import shutil
@@ -17,7 +18,7 @@ from typing import Callable
 from code_gym import run_records
 from code_gym.actions import ToolCall
 from code_gym.grading import RESULTS_DIR, parse_junit
-from code_gym.hostfs import open_regular, owned_prefix
+from code_gym.hostfs import make_dirs_beneath, owned_prefix, read_beneath, write_beneath
 from code_gym.sandbox.base import ExecResult, Sandbox
 from code_gym.sandbox.records import new_nonce
 
@@ -142,13 +143,21 @@ def _numbered(lines: list[str], first: int) -> str:
     return "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(lines, start=first))
 
 
-def _read_text(full: Path, shown: str) -> str:
-    try:  # never a FIFO (an open would block the host), a socket or a device
-        with open_regular(Path(os.path.realpath(full))) as fh:  # `resolve` kept the link inside the repository
-            data = fh.read()
+def _beneath(ctx: ToolContext, full: Path) -> tuple[Path, str]:
+    """(the workspace, `full` relative to it) for the hostfs *_beneath calls: the kernel keeps every
+    step of the path, links included, inside the workspace as it opens it, so a link or folder
+    swapped in after `resolve` checked the path cannot turn the host's read or write outside."""
+    return ctx.root, _rel(ctx, full)
+
+
+def _read_text(ctx: ToolContext, full: Path, shown: str) -> str:
+    try:  # never a FIFO (an open would block the host), a socket or a device; never outside the workspace
+        data = read_beneath(*_beneath(ctx, full))
     except OSError as exc:
         if full.exists() and not full.is_file():
             raise ToolError(f"{shown}: is not a regular file; inspect it with bash (e.g. `ls -l {shown}`)") from None
+        if exc.errno == errno.EXDEV:
+            raise ToolError(f"{shown}: resolves outside the repository; use a path inside it") from None
         raise ToolError(f"{shown}: cannot be read: {exc.strerror or exc}") from None
     if b"\0" in data[:8192]:
         raise ToolError(f"{shown}: is a binary file; inspect it with bash (e.g. `xxd {shown} | head`)")
@@ -203,7 +212,7 @@ def tool_view(ctx: ToolContext, call: ToolCall) -> ToolResult:
                 if not name.startswith("."):
                     entries.append(_rel(ctx, Path(dirpath) / name))
         return ToolResult("\n".join(entries) or "(empty directory)")
-    lines = _read_text(full, path).split("\n")
+    lines = _read_text(ctx, full, path).split("\n")
     rng = call.arguments.get("view_range")
     first, last = 1, len(lines)
     if rng is not None:
@@ -226,10 +235,22 @@ def tool_create(ctx: ToolContext, call: ToolCall) -> ToolResult:
     full = resolve(ctx, path, must_exist=False)
     if full.exists() or full.is_symlink():
         raise ToolError(f"{path}: already exists; edit it with str_replace or insert")
-    full.parent.mkdir(parents=True, exist_ok=True)
-    resolve(ctx, _rel(ctx, full.parent))
-    full.write_text(text, encoding="utf-8")
+    _write(ctx, full, path, text, exclusive=True)
     return ToolResult(f"created {path}", written=_written(call, "file_text", _rel(ctx, full), text))
+
+
+def _write(ctx: ToolContext, full: Path, shown: str, text: str, exclusive: bool = False) -> None:
+    """Write `text` to `full` (its folders made first), inside the workspace only (`_beneath`)."""
+    root, rel = _beneath(ctx, full)
+    try:
+        make_dirs_beneath(root, os.path.dirname(rel))
+        write_beneath(root, rel, text.encode("utf-8"), exclusive=exclusive)
+    except FileExistsError:
+        raise ToolError(f"{shown}: already exists; edit it with str_replace or insert") from None
+    except OSError as exc:
+        if exc.errno == errno.EXDEV:
+            raise ToolError(f"{shown}: resolves outside the repository; use a path inside it") from None
+        raise ToolError(f"{shown}: cannot be written: {exc.strerror or exc}") from None
 
 
 def _snippet(text: str, line: int, count: int) -> str:
@@ -249,7 +270,7 @@ def tool_str_replace(ctx: ToolContext, call: ToolCall) -> ToolResult:
     full = resolve(ctx, path)
     if full.is_dir():
         raise ToolError(f"{path}: is a directory")
-    text = _read_text(full, path)
+    text = _read_text(ctx, full, path)
     if not old:
         raise ToolError("old_str is empty; give the exact text to replace (use insert to add text)")
     count = text.count(old)
@@ -261,7 +282,7 @@ def tool_str_replace(ctx: ToolContext, call: ToolCall) -> ToolResult:
         raise ToolError(f"old_str occurs {count} times in {path} (lines {lines}); include more context to make it unique")
     at = text.index(old)
     updated = text[:at] + new + text[at + len(old):]
-    full.write_text(updated, encoding="utf-8")
+    _write(ctx, full, path, updated)
     line = text[:at].count("\n")
     return ToolResult(f"edited {path}:\n" + _snippet(updated, line, new.count("\n") + 1),
                       written=_written(call, "new_str", _rel(ctx, full), new))
@@ -283,7 +304,7 @@ def tool_insert(ctx: ToolContext, call: ToolCall) -> ToolResult:
     full = resolve(ctx, path)
     if full.is_dir():
         raise ToolError(f"{path}: is a directory")
-    text = _read_text(full, path)
+    text = _read_text(ctx, full, path)
     lines = text.split("\n")
     n = len(lines) - (1 if text.endswith("\n") else 0)
     if not 0 <= line <= n:
@@ -296,7 +317,7 @@ def tool_insert(ctx: ToolContext, call: ToolCall) -> ToolResult:
     if at == len(text) and text and not text.endswith("\n"):
         block = "\n" + block.rstrip("\n")
     updated = text[:at] + block + text[at:]
-    full.write_text(updated, encoding="utf-8")
+    _write(ctx, full, path, updated)
     return ToolResult(f"inserted into {path}:\n" + _snippet(updated, line, new.count("\n") + 1),
                       written=_written(call, "new_str", _rel(ctx, full), new))
 

@@ -210,3 +210,28 @@ def test_unknown_image_is_a_clear_error(docker_ok, tmp_path):
     with pytest.raises(RuntimeError, match="not on this machine"):
         make_sandbox("docker", tmp_path, LIMITS, image="code-gym-no-such-image:1")
     assert not list(Path("/tmp").glob(f"code-gym-docker-{__import__('os').getpid()}-*/repo/*"))
+
+
+# A command that kills its wrapper shell (exit 137) before the wrapper's `kill -9 -1` runs, leaving
+# a setsid child behind: the red team kept such a process racing the host's editor writes.
+KILLS_ITS_WRAPPER = ("(setsid sleep 300 </dev/null >/dev/null 2>&1 &); "
+                     "kill -9 $(awk '{print $4}' /proc/$PPID/stat)")
+
+
+def test_a_command_that_kills_its_wrapper_leaves_no_process(docker_ok, tmp_path, monkeypatch):
+    from code_gym.sandbox import docker
+
+    def survivors():
+        box = make_sandbox("docker", tmp_path, Limits(timeout=20))
+        try:
+            first = box.exec(KILLS_ITS_WRAPPER)
+            # a live sleep (a killed one waits as a zombie until the runner, PID 1, reaps it)
+            return first, box.exec("grep -l '^[0-9]* (sleep) [^Z]' /proc/[0-9]*/stat 2>/dev/null | wc -l").output.strip()
+        finally:
+            box.close()
+
+    first, left = survivors()
+    assert first.exit_code == 137 and left == "0", (first, left)
+    monkeypatch.setattr(docker, "_reap_leftovers", lambda container_id: None)  # the defence off
+    first, left = survivors()
+    assert first.exit_code == 137 and left == "1", (first, left)

@@ -303,6 +303,17 @@ def _exec_simple(container_id: str, script: str) -> None:
     api.exec_start(exec_id)
 
 
+def _reap_leftovers(container_id: str) -> None:
+    """Kill what a command left and empty /tmp and /dev/shm, from an exec of its own: a command can
+    kill its wrapper shell (exit 137) before the wrapper's own `kill -9 -1` runs, and a process it
+    started then outlives it into the next steps (the red team raced the host's editor writes
+    from one). Run whenever the wrapper did not end by itself."""
+    try:
+        _exec_simple(container_id, _CLEAN)
+    except Exception:  # noqa: BLE001 - a container gone meanwhile has nothing left to kill
+        pass
+
+
 def _run_exec(container_id: str, command: str, timeout: float, limits: Limits, env: dict[str, str] | None = None,
               records: bytearray | None = None) -> tuple[CappedOutput, int | None, bool]:
     """Run one command; returns (output, exit code, abandoned: the host deadline passed). With
@@ -418,6 +429,8 @@ class DockerSandbox:
         duration = time.monotonic() - started
         if abandoned:
             box.dirty = True
+        if abandoned or exit_code is None or exit_code >= 128:  # the wrapper may have died before its kill -9 -1
+            _reap_leftovers(box.id)
         timed_out = abandoned or exit_code == 124 or (exit_code == 137 and duration >= timeout)
         return ExecResult(output.text(), None if timed_out else exit_code, timed_out, output.dropped > 0, duration,
                           disk_full(self.root), bytes(stream) if records else None)
