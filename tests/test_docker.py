@@ -235,3 +235,72 @@ def test_a_command_that_kills_its_wrapper_leaves_no_process(docker_ok, tmp_path,
     monkeypatch.setattr(docker, "_reap_leftovers", lambda container_id: None)  # the defence off
     first, left = survivors()
     assert first.exit_code == 137 and left == "1", (first, left)
+
+
+def test_what_a_command_leaves_in_dev_is_gone_for_the_next(docker_ok, tmp_path, monkeypatch):
+    plant = "echo hidden > /dev/planted; rm /dev/stdin; ln -s SECRET /dev/stdin; ipcmk -M 4096 >/dev/null"
+    look = "ls /dev/planted 2>/dev/null; readlink /dev/stdin; ipcs -m | grep -c 0x"
+
+    def left(limits):
+        box = make_sandbox("docker", tmp_path, limits)
+        try:
+            box.exec(plant)
+            return box.exec(look).output.split()
+        finally:
+            box.close()
+
+    assert left(LIMITS) == ["/proc/self/fd/0", "0"]
+    monkeypatch.setattr(docker_ok, "_WRAPPER", docker_ok._WRAPPER.replace("; " + docker_ok._DEV_WIPE, ""))  # off
+    assert left(LIMITS) == ["/dev/planted", "SECRET", "1"]
+
+
+def test_a_link_in_the_binds_folder_mounts_nothing_on_the_host(docker_ok, tmp_path, monkeypatch):
+    """A command linked /mnt/code-gym/0 to a host folder; the next command with binds (run_tests'
+    results folder) made the host mount that bind over the linked folder, as root."""
+    import subprocess
+
+    victim, results, work = tmp_path / "victim", tmp_path / "results", tmp_path / "repo"
+    for folder in (victim, results, work):
+        folder.mkdir()
+    (victim / "kept").write_text("host file\n")
+
+    def attack(limits):
+        box = make_sandbox("docker", work, limits)
+        try:
+            linked = box.exec(f"ln -s {victim} /mnt/code-gym/0").exit_code
+            with_binds = box.exec("ls /mnt/code-gym/0 && touch /mnt/code-gym/0/written", binds={results: "/results"})
+            mounted = subprocess.run(["findmnt", "-rn", str(victim)], capture_output=True, text=True).stdout
+            return linked, with_binds, mounted
+        finally:
+            box.close()
+            subprocess.run(["umount", "-l", str(victim)], capture_output=True)
+
+    linked, with_binds, mounted = attack(LIMITS)
+    assert linked != 0 and not mounted and with_binds.exit_code == 0 and (results / "written").exists()
+    assert (victim / "kept").exists()
+    monkeypatch.setattr(docker_ok, "_BINDS_READ_ONLY", False)  # the defence off (a fresh container)
+    monkeypatch.setattr(docker_ok.DockerSandbox, "_attached", _attached_as_before)
+    linked, with_binds, mounted = attack(Limits(timeout=10, memory_bytes=512 << 20, processes=129, cpus=1.0))
+    assert linked == 0 and mounted, (with_binds, mounted)
+
+
+def _attached_as_before(self, box, binds):
+    """The attach before the fix: the target folder taken as found, a link followed."""
+    import contextlib
+
+    from code_gym.sandbox import mounts
+
+    @contextlib.contextmanager
+    def attached():
+        done = []
+        try:
+            for i, host in enumerate(binds):
+                target = box.binds / str(i)
+                target.mkdir(exist_ok=True)
+                mounts.attach(Path(host).resolve(), target)
+                done.append(target)
+            yield
+        finally:
+            for target in done:
+                mounts.detach(target, keep=0)
+    return attached()

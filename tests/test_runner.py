@@ -257,3 +257,74 @@ def test_a_run_cannot_write_the_runners_socket_folder(kind, tmp_path, monkeypatc
     assert "WROTE planted" in first.output and "WROTE runner.sock" in first.output and planted, first.output
     # the host does not follow the link (the second guard): that run went to a fresh runner
     assert second.exit_code == 0 and "1 passed" in second.output
+
+
+# A run that leaves a pytest config and a conftest in the runner's root, above /repo: pytest reads
+# them in every later run of that runner (other episodes' grading too). The red team's conftest
+# wrote the fix into /repo before collection, so empty patches of later episodes scored 1.0.
+ROOT_PLANT = ("def test_plant():\n"
+              "    for name, text in (('/pytest.ini', '[pytest]\\n'), ('/conftest.py', \"print('ROOT CONFTEST RAN')\\n\")):\n"
+              "        try:\n            open(name, 'w').write(text)\n            print('WROTE', name)\n"
+              "        except OSError as exc:\n            print('REFUSED', name, exc.strerror)\n")
+
+
+def test_a_run_cannot_leave_a_conftest_above_the_repository_for_later_runs(tmp_path, monkeypatch):
+    from code_gym.sandbox import local
+
+    require("bwrap")
+    monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "1")
+    (tmp_path / "test_plant.py").write_text(ROOT_PLANT)
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    assert True\n")
+
+    def runs(limits):
+        box = make_sandbox("bwrap", tmp_path, limits)
+        try:
+            return [box.exec(f"python -m pytest -q -s -p no:cacheprovider {name}") for name in ("test_plant.py",
+                                                                                                "test_ok.py")]
+        finally:
+            box.close()
+
+    plant, later = runs(Limits(timeout=60))
+    assert "REFUSED /conftest.py Read-only file system" in plant.output, plant.output
+    assert later.exit_code == 0 and "ROOT CONFTEST RAN" not in later.output
+    monkeypatch.setattr(local, "_ROOT_READ_ONLY", ())  # the defence off: a fresh runner, root writable
+    plant, later = runs(Limits(timeout=60, processes=Limits().processes + 2))
+    assert "WROTE /conftest.py" in plant.output and "ROOT CONFTEST RAN" in later.output, later.output
+
+
+# A graded run that leaves files, a changed link and a System V shared-memory segment in /dev: on
+# Docker /dev is a writable tmpfs that outlived the run, and the next episode given the pooled
+# container read the hidden tests a graded run had copied there.
+DEV_PLANT = ("import os, subprocess\n\ndef test_plant():\n"
+             "    open('/dev/planted', 'w').write('hidden tests')\n"
+             "    os.unlink('/dev/stdin')\n    os.symlink('SECRET', '/dev/stdin')\n"
+             "    subprocess.run(['ipcmk', '-M', '4096'], check=True)\n")
+DEV_LOOK = ("import os, subprocess\n\ndef test_look():\n"
+            "    segments = subprocess.run(['ipcs', '-m'], capture_output=True, text=True).stdout.count('0x')\n"
+            "    print('LEFT', os.path.exists('/dev/planted'), os.readlink('/dev/stdin'), segments)\n")
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "docker"])
+def test_what_a_run_leaves_in_dev_is_gone_for_the_next_run(kind, tmp_path, monkeypatch):
+    from code_gym.sandbox import local, runner
+
+    require(kind)
+    monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "1")
+    (tmp_path / "test_plant.py").write_text(DEV_PLANT)
+    (tmp_path / "test_look.py").write_text(DEV_LOOK)
+
+    def runs(limits):
+        box = make_sandbox(kind, tmp_path, limits)
+        try:
+            return [box.exec(f"python -m pytest -q -s -p no:cacheprovider {name}").output
+                    for name in ("test_plant.py", "test_look.py")]
+        finally:
+            box.close()
+
+    plant, look = runs(Limits(timeout=60))
+    assert "LEFT False /proc/self/fd/0 0" in look, (plant, look)
+    # the defence off: the runner does not put /dev back, and bubblewrap's /dev is writable
+    monkeypatch.setattr(runner, "SERVER", runner.SERVER.replace(" + [wipe_dev(DEV)]", ""))
+    monkeypatch.setattr(local, "_ROOT_READ_ONLY", ("--remount-ro", "/"))
+    plant, look = runs(Limits(timeout=60, processes=Limits().processes + 3))
+    assert "LEFT True SECRET 1" in look, (plant, look)

@@ -47,6 +47,9 @@ SLOT_LABEL = f"{LABEL}.slot"
 _HOST_GRACE = 5.0  # seconds past the in-container timeout before the host gives up on an exec
 _START_SLOTS = threading.BoundedSemaphore(4)  # parallel container starts (dockerd serializes much of it)
 _COUNTER = itertools.count()
+# the binds folder read-only inside (what the host attaches there propagates in with its own
+# flags): a link a command put there made the host mount a bind over any host folder it named
+_BINDS_READ_ONLY = True
 _HOST = socket.gethostname()
 
 # Runs each command: the timeout kills its process group, `kill -9 -1` everything else it left, and
@@ -54,6 +57,15 @@ _HOST = socket.gethostname()
 # command owns what it left there).
 _FIND = "find /tmp /dev/shm -mindepth 1 -delete 2>/dev/null"
 _WIPE = f"{_FIND} || {{ chmod -R u+rwX /tmp /dev/shm 2>/dev/null; {_FIND}; }}"
+# /dev as the container started (Docker's /dev is a writable tmpfs that outlives commands and
+# episodes in a pooled container: the red team read hidden tests a graded run had copied there),
+# /dev/mqueue empty, no System V IPC object left
+_DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+              "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"}
+_DEV_WIPE = ("find /dev -mindepth 1 -maxdepth 1 ! -type c ! -name pts ! -name shm ! -name mqueue -exec rm -rf {} + "
+             "2>/dev/null; " + "; ".join(f"ln -s {t} /dev/{n} 2>/dev/null" for n, t in _DEV_LINKS.items())
+             + "; find /dev/mqueue -mindepth 1 -delete 2>/dev/null; ipcrm --all 2>/dev/null")
+_WIPE += "; " + _DEV_WIPE
 _WRAPPER = f'timeout -k 1 "$1" bash -c "$2" </dev/null; rc=$?; kill -9 -1 2>/dev/null; {_WIPE}; exit $rc'
 # With a results channel: the command's stderr joins its stdout, and fd 3 is the exec's stderr
 # stream, which carries nothing but what the grader's plugin writes to it.
@@ -162,6 +174,9 @@ class DockerBackend:
         """Detach the episode; return the container to the pool clean, or remove it."""
         mounts.detach(box.repo)
         for sub in list(box.binds.iterdir()) if box.binds.exists() else []:
+            if sub.is_symlink() or not sub.is_dir():
+                sub.unlink()
+                continue
             mounts.detach(sub, keep=0)
             sub.rmdir()
         if self.pool and not box.dirty:
@@ -242,7 +257,7 @@ def _create(key: tuple, image: str, limits: Limits, python_env: PythonEnv | None
     mounts.shared_folder(slot / "ctl")  # shared, so that its seal reaches the container
     labels = {LABEL: "container", OWNER_LABEL: f"{_HOST}:{os.getpid()}", SLOT_LABEL: str(slot)}
     volumes = [Mount(WORKDIR, str(slot / "repo"), type="bind", propagation="rslave"),
-              Mount(BINDS_DIR, str(slot / "binds"), type="bind", propagation="rslave"),
+              Mount(BINDS_DIR, str(slot / "binds"), type="bind", propagation="rslave", read_only=_BINDS_READ_ONLY),
               Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind", propagation="rslave"),
               *_environment_mounts(python_env)]
     fsize = limits.file_size_bytes
@@ -442,6 +457,8 @@ class DockerSandbox:
         try:
             for i, host in enumerate(binds):
                 target = box.binds / str(i)
+                if target.is_symlink() or (target.exists() and not target.is_dir()):
+                    target.unlink()  # never attach through what stands there: only a folder made here
                 target.mkdir(exist_ok=True)
                 mounts.attach(Path(host).resolve(), target)
                 attached.append(target)

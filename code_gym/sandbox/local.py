@@ -39,6 +39,10 @@ _BWRAP = shutil.which("bwrap") or "bwrap"
 _BWRAP_PRIVILEGES = ("--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID),
                      "--gid", str(SANDBOX_UID), "--cap-drop", "ALL", "--die-with-parent", "--new-session")
 _SYSTEM_DIRS = ("/usr", "/opt/code-gym-none")
+# bubblewrap's root is a tmpfs: made read-only last, once every mount point on it is made. In the
+# long-lived runner sandbox a file left there (a /pytest.ini and /conftest.py above /repo) was read
+# by every later run, of other episodes too (the red team carried a fix over to empty patches)
+_ROOT_READ_ONLY = ("--remount-ro", "/dev", "--remount-ro", "/")  # /dev too (device nodes still work; /dev/shm is its own tmpfs)
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
               "localtime", "alternatives", "ssl", "mime.types", "hosts")
 _TOP_LINKS = ("bin", "lib", "lib64", "lib32", "sbin")
@@ -229,7 +233,8 @@ class LocalSandbox:
         for name in _ETC_FILES:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         # /tmp first: a Python installation (a venv) or a workspace under /tmp is bound over it
-        argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.file_size_bytes), "--tmpfs", "/tmp"]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.file_size_bytes), "--tmpfs", "/tmp",
+                 "--size", str(self.limits.file_size_bytes), "--tmpfs", "/dev/shm"]
         visible = [*_SYSTEM_DIRS, *self._python_dirs()]
         for d in self._python_dirs():
             argv += ["--ro-bind-try", d, d]
@@ -243,7 +248,7 @@ class LocalSandbox:
             argv += ["--bind", str(host), inside]
         for key, value in (env or self._env()).items():
             argv += ["--setenv", key, value]
-        return argv + ["--chdir", WORKDIR, "--"]
+        return argv + [*_ROOT_READ_ONLY, "--chdir", WORKDIR, "--"]
 
     def _limit(self) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (self.limits.memory_bytes, self.limits.memory_bytes))
