@@ -50,15 +50,18 @@ def walk(root: Path) -> dict[str, os.stat_result]:
     stack = [""]
     while stack:
         rel = stack.pop()
-        try:
+        try:  # any OSError: a folder gone meanwhile, or one deeper than PATH_MAX (ENAMETOOLONG)
             entries = list(os.scandir(root / rel if rel else root))
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
+        except OSError:
             continue
         for entry in entries:
             if ignored(entry.name):
                 continue
             path = f"{rel}/{entry.name}" if rel else entry.name
-            st = entry.stat(follow_symlinks=False)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:  # gone since the listing
+                continue
             if stat.S_ISDIR(st.st_mode):
                 stack.append(path)
             elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):

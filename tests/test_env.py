@@ -211,3 +211,17 @@ def test_a_fifo_in_the_repository_does_not_hang_the_host(tiny_task):
         assert terminated and info["tests_total"] == 3
     finally:
         env.close()
+
+
+def test_a_tree_deeper_than_path_max_does_not_make_the_step_raise(tiny_task):
+    """The host's scan walked into a path longer than PATH_MAX and env.step raised ENAMETOOLONG."""
+    deep = ("```bash\npython3 -c \"import os\nfor i in range(450): os.mkdir('d' * 9); os.chdir('d' * 9)\n"
+            "open('f.py', 'w').write('x = 1')\"\n```")
+    env = gym.make("CodeRepo-v0", task=tiny_task)
+    try:
+        env.reset(seed=0)
+        env.step(deep)
+        _, _, terminated, _, info = env.step(SUBMIT)
+        assert terminated and info["tests_total"] == 3
+    finally:
+        env.close()
