@@ -255,9 +255,10 @@ def mount_overlay(lower: Path | str, upper: Path, work: Path, merged: Path) -> b
             os.close(fd)
 
 
-def mount_quota(target: Path, size: int) -> bool:
-    """A tmpfs of `size` bytes at `target` (nosuid, nodev): the disk quota of what is written there."""
-    opts = f"size={size},mode=0700".encode()
+def mount_quota(target: Path, size: int, inodes: int | None = None) -> bool:
+    """A tmpfs of `size` bytes and at most `inodes` files and folders (None: the kernel's default,
+    half the RAM's pages) at `target` (nosuid, nodev): the disk quota of what is written there."""
+    opts = (f"size={size},mode=0700" + (f",nr_inodes={inodes}" if inodes else "")).encode()
     return libc().mount(b"code-gym", str(target).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts) == 0
 
 

@@ -14,6 +14,7 @@ upper dir, or the whole copy.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import shutil
 import tempfile
@@ -30,6 +31,15 @@ from code_gym.hostfs import (discard, mount_overlay, mount_quota, overlay_suppor
 # Linux stamps mtimes from a coarse clock (a few ms); entries this close to a scan are re-read.
 _RACY_NS = 100_000_000
 DEFAULT_DISK_QUOTA = 1 << 30
+# files and folders an episode may add beyond its repository's: each step's scan walks them all
+# (~23 us each here); unbounded, 300k empty files made every later step take 7 s
+EXTRA_INODES = 100_000
+
+
+@functools.lru_cache(maxsize=256)
+def _entries(source: Path) -> int:
+    """Files and folders in a task's repository (read-only, so counted once per process)."""
+    return sum(len(dirs) + len(files) + 1 for _, dirs, files in os.walk(source))
 
 
 def default_disk_quota() -> int:
@@ -89,7 +99,8 @@ class Workspace:
         self.base = Path(tempfile.mkdtemp(prefix=owned_prefix("ws"), dir=parent))
         self.root = self.base / "repo"
         self.strategy = "copy"
-        self.quota = quota if quota and overlay_supported() and mount_quota(self.base, quota) else 0
+        inodes = EXTRA_INODES + _entries(self.source) if EXTRA_INODES else None
+        self.quota = quota if quota and overlay_supported() and mount_quota(self.base, quota, inodes) else 0
         _OPEN.add(self)  # from here on close() unmounts what is mounted
         self.root.mkdir()
         commit = base_commit(self.source) if git else None

@@ -436,3 +436,30 @@ def test_setuid_file_in_the_workspace_gives_no_privilege(box_ws):
     finally:
         os.close(fd)
     assert r.stdout.strip() != "0", r
+
+
+def test_files_an_episode_adds_are_bounded(tmp_path, monkeypatch):
+    """Each step's scan walks every file of the workspace: 300k empty files made each later step take
+    7 s (red team). The workspace's tmpfs takes at most EXTRA_INODES files beyond the repository's."""
+    from code_gym import workspace
+    from code_gym.hostfs import overlay_supported
+
+    require("bwrap")
+    if not overlay_supported():
+        pytest.skip("the workspace quota needs root (mount); not root here")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("x = 1\n")
+    make = "mkdir -p many && cd many && for i in $(seq 3000); do : > f$i 2>/dev/null || break; done; ls | wc -l"
+
+    def added(extra):
+        monkeypatch.setattr(workspace, "EXTRA_INODES", extra)
+        ws = Workspace(tmp_path / "src")
+        box = make_sandbox("bwrap", ws.root, Limits(timeout=60))
+        try:
+            return int(box.exec(make).output.split()[-1])
+        finally:
+            box.close()
+            ws.close()
+
+    assert added(1000) < 1000
+    assert added(0) == 3000  # the defence off: no bound
