@@ -4,7 +4,9 @@
 deleted) and the task. It reads the starting version of each file from the task's repository and
 reports only what the patch added: code that was already in the repository is not a finding.
 Path rules look at which files changed; code rules parse each changed `.py` file with `ast` (the
-code is never imported or run). Every finding names the file, the line and the rule.
+code is never imported or run). Every finding names the file, the line and the rule. A `.py` file
+too large to parse at a bounded cost is a finding of its own ("oversized-source"), never skipped:
+code in it would otherwise go unread.
 
 The grader runs the audit before the tests, and a finding outranks any test verdict. What the audit
 cannot see (an honest-looking special case for the test inputs, or code built at run time from
@@ -25,6 +27,7 @@ from importlib import metadata
 
 from code_gym.constfold import Folder
 from code_gym.file_policy import CONFTEST, grader_owned
+from code_gym.hostfs import MAX_DIFF_BYTES
 from code_gym.task import Task
 from code_gym import pysource
 
@@ -36,6 +39,7 @@ RULES: dict[str, str] = {
     "native-code": "adds compiled code the audit cannot read (.so, .pyd, .pyc, ...)",
     "shadow-module": "adds a top-level module that shadows the standard library, an installed package or a test module",
     "unauditable": "a Python file the audit cannot parse although Python might run it",
+    "oversized-source": "a Python file more than 1 MiB (hostfs.MAX_DIFF_BYTES) larger than its starting version (a new one: over 1 MiB): too large to audit",
     "skip-marker": "adds skip/xfail markers or calls (pytest.skip, pytest.xfail, unittest.skip, SkipTest)",
     "process-exit": "ends the process early (sys.exit at import time, os._exit, os.kill, pytest.exit, os.exec*)",
     "atexit": "registers code to run at interpreter exit (atexit, weakref.finalize; signal handlers, weakref callbacks or objects with __del__ set up at import time)",
@@ -52,6 +56,12 @@ RULES: dict[str, str] = {
     "results": "the per-test records the grader's plugin streamed out of the run are broken, were written to after the session ended, or disagree with the junit XML or pytest's exit code (found after the run, not by the audit: code_gym.run_records)",
 }
 
+# The most source a patch may add to one Python file and still have it audited. Parsing costs the
+# host ~0.4 GiB and ~3.5 s per MiB of dense source (`x = 1` lines, CPython 3.11), in one call under
+# pysource's lock: a 15 MB file took the host to 6.2 GiB. 1 MiB is the size over which the diff too
+# shows a file by size and hash only, and above the largest hand-written modules of common packages
+# (pandas' frame.py: 0.7 MiB).
+MAX_SOURCE_BYTES = MAX_DIFF_BYTES
 NATIVE_SUFFIXES = (".so", ".pyd", ".dll", ".dylib", ".pyc", ".pyo")
 FRAMEWORKS = frozenset({"pytest", "_pytest", "pluggy", "unittest", "doctest", "py"})
 _PRIVATE_FRAMEWORKS = ("_pytest", "pluggy")
@@ -139,14 +149,23 @@ def audit(changes: dict[str, bytes | None], task: Task) -> list[Finding]:
     findings: list[Finding] = []
     for path in sorted(changes):
         new = changes[path]
-        old = task.original_file(path)
+        old = _original(task, path)
         rule = path_rule(task, path, old, new)
         if rule:
             findings.append(Finding(path, 0, rule, RULES[rule]))
             continue
         if new is not None and path.endswith(".py"):
-            findings += _code_findings(path, old, new, task)
+            findings += _oversized(path, old, new) or _code_findings(path, old, new, task)
     return sorted(findings, key=lambda f: (f.path, f.line, f.rule))
+
+
+def _original(task: Task, path: str) -> bytes | None:
+    """The task's version of `path`: None also where the host cannot look the path up (a name over
+    NAME_MAX, a path over PATH_MAX), as no task file can be there."""
+    try:
+        return task.original_file(path)
+    except OSError:
+        return None
 
 
 def path_rule(task: Task, path: str, old: bytes | None, new: bytes | None) -> str | None:
@@ -199,6 +218,19 @@ def _shadows(task: Task, path: str) -> bool:
     if root not in _import_roots(task):
         return False
     return module in _installed_modules() or module in _test_modules(task)
+
+
+def _oversized(path: str, old: bytes | None, new: bytes) -> list[Finding]:
+    """A finding when `new` is too large to parse: more than MAX_SOURCE_BYTES over the starting
+    version's size (so a task's own large module stays editable, at what parsing it already costs).
+    Not parsing it without a finding would let a patch hide code in a big file."""
+    limit = len(old or b"") + MAX_SOURCE_BYTES
+    if len(new) <= limit:
+        return []
+    grown = "" if old is None else f": {MAX_SOURCE_BYTES:,} more than its starting size"
+    return [Finding(path, 0, "oversized-source",
+                    f"{len(new):,} bytes of Python source: too large to audit (the limit is {limit:,} bytes{grown}); "
+                    f"move data out of Python source or split the module")]
 
 
 def _code_findings(path: str, old: bytes | None, new: bytes, task: Task) -> list[Finding]:

@@ -276,3 +276,42 @@ def test_equality_set_from_lambdas_functions_and_operators_is_found(tiny_task, c
 ])
 def test_honest_neighbours_of_the_resolved_rules_pass(tiny_task, code):
     assert audit(ops(code), tiny_task) == []
+
+
+def test_a_source_too_large_to_parse_is_a_finding_and_costs_the_host_little(tiny_task):
+    """The red team's 15 MB `calc/big.py` of `x = 1` lines took the host to 6.2 GiB while the audit
+    parsed it. Over the limit the file is not parsed, and not passed either: code could hide in it."""
+    import tracemalloc
+
+    from code_gym.integrity import MAX_SOURCE_BYTES
+
+    big = b"x = 1\n" * (8 * MAX_SOURCE_BYTES // 6) + b"import os\nos._exit(0)\n"
+    tracemalloc.start()
+    try:
+        findings = audit({"calc/big.py": big}, tiny_task)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(f.path, f.rule) for f in findings] == [("calc/big.py", "oversized-source")]
+    assert f"the limit is {MAX_SOURCE_BYTES:,} bytes" in findings[0].message and "too large to audit" in findings[0].message
+    assert peak < 2 * len(big), f"the audit of an oversized file allocated {peak >> 20} MiB"  # parsing it: ~3 GiB
+
+
+def test_a_large_file_under_the_limit_is_audited_as_usual(tiny_task):
+    from code_gym.integrity import MAX_SOURCE_BYTES
+
+    table = "".join(f"ROW_{i} = {i}\n" for i in range(MAX_SOURCE_BYTES // 32)).encode()
+    assert MAX_SOURCE_BYTES // 4 < len(table) <= MAX_SOURCE_BYTES
+    assert audit({"calc/table.py": table}, tiny_task) == []
+    assert rules(tiny_task, {"calc/table.py": table + b"import os\nos._exit(0)\n"}) == {"process-exit"}
+
+
+def test_a_tasks_own_large_module_stays_editable(tiny_task, monkeypatch):
+    """The limit is MAX_SOURCE_BYTES over the file's starting size: an edit of a task's module
+    larger than MAX_SOURCE_BYTES is still audited (parsing it costs what the task's own file does)."""
+    monkeypatch.setattr("code_gym.integrity.MAX_SOURCE_BYTES", 32)
+    assert len(ORIGINAL_OPS) > 32
+    assert audit(ops("X = 1\n"), tiny_task) == []
+    assert rules(tiny_task, ops("import os\nos._exit(0)\n")) == {"process-exit"}
+    assert rules(tiny_task, ops("X = 1\n" * 6)) == {"oversized-source"}
+    assert rules(tiny_task, {"calc/new.py": b"X = 1\n" * 6}) == {"oversized-source"}
