@@ -310,3 +310,16 @@ def test_reward_spec_objects_pass_through_gym_make(tiny_task):
     env = gym.make("CodeRepo-v0", task=tiny_task, reward=spec)
     assert env.unwrapped.reward_spec is spec
     env.close()
+
+
+def test_static_does_not_parse_a_source_too_large_to_audit(monkeypatch):
+    """As the audit (oversized-source): parsing a 15 MB .py took the host to 6.2 GiB."""
+    from code_gym.integrity import MAX_SOURCE_BYTES
+    from code_gym.rewards import static
+
+    parsed = []
+    findings = static._findings
+    monkeypatch.setattr(static, "_findings", lambda source, path: parsed.append(path) or findings(source, path))
+    check = static.check_file("calc/big.py", None, b"x = 1\n" * (MAX_SOURCE_BYTES // 6 + 10))
+    assert not check.compiles and check.score == 0.0 and "too large" in check.error and parsed == []
+    assert static.check_file("calc/ok.py", None, b"x = 1\n").score == 1.0 and parsed == ["calc/ok.py"]

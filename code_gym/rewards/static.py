@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from pyflakes.checker import Checker
 
+from code_gym.integrity import MAX_SOURCE_BYTES
 from code_gym.rewards.base import Submission
 from code_gym.task import Task
 from code_gym import pysource
@@ -41,6 +42,8 @@ def _findings(source: bytes, path: str) -> list[str]:
 
 
 def check_file(path: str, old: bytes | None, new: bytes) -> FileCheck:
+    if len(new) - len(old or b"") > MAX_SOURCE_BYTES:  # as the audit: not parsed (~0.4 GiB per MiB), scored 0
+        return FileCheck(path, False, f"over {MAX_SOURCE_BYTES} bytes larger than before: too large to check")
     try:
         found = _findings(new, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
