@@ -42,6 +42,7 @@ import numpy as np
 from code_gym import pysource
 from code_gym.file_policy import apply_changes
 from code_gym.hostfs import owned_prefix
+from code_gym.integrity import MAX_SOURCE_BYTES
 from code_gym.reference import patch_changes
 from code_gym.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
@@ -135,7 +136,7 @@ def generated_calls(task: Task, changes: Sequence[Mapping[str, bytes | None]], p
 
 def _functions(source: bytes | None) -> dict[str, tuple[int, str]]:
     """Module-level functions of a source: name -> (required positional arguments, its code)."""
-    if source is None:
+    if source is None or len(source) > MAX_SOURCE_BYTES:  # too large to parse at a bounded cost (the audit flags it)
         return {}
     try:
         tree = pysource.parse(source)
