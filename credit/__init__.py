@@ -22,14 +22,14 @@ from credit.gigpo import gigpo
 from credit.groupability import groupability_score, phi, psi
 from credit.grouping import cluster_units, group_texts
 from credit.project import locate_lines, merge_spans, project_tokens
-from credit.registry import ESTIMATORS, STEP_LEVEL, get
+from credit.registry import ESTIMATORS, STEP_LEVEL, check_options, get
 from credit.split import LEVELS, SubDiffs, split_diff
 from credit.text import normalize_line, similarity
 from credit.types import Anchor, Result, Step, StepCredit, Trajectory, dump_jsonl, load_jsonl
 
 __all__ = [
     "ESTIMATORS", "STEP_LEVEL", "LEVELS", "Anchor", "Result", "Selection", "Step", "StepCredit", "SubDiffs", "Trajectory",
-    "cluster_units", "didpo", "dr_grpo", "dump_jsonl", "episode_advantage", "get", "gigpo", "group_texts",
+    "check_options", "cluster_units", "didpo", "dr_grpo", "dump_jsonl", "episode_advantage", "get", "gigpo", "group_texts",
     "groupability_score", "grpo", "load_jsonl", "locate_lines", "merge_spans", "normalize_line", "phi",
     "project_tokens", "psi", "rloo", "select_anchors", "similarity", "split_diff", "step_returns",
     "token_advantages",

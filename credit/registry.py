@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from credit.baselines import dr_grpo, grpo, rloo
 from credit.didpo import didpo
 from credit.gigpo import gigpo
-from credit.types import Result
+from credit.types import Result, Trajectory
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,23 @@ def get(name: str) -> Callable[..., Result]:
     except (KeyError, TypeError):
         raise ValueError(f"unknown estimator {name!r}; valid names: {', '.join(ESTIMATORS)}") from None
     return _preset(entry) if entry.options else entry.fn
+
+
+def check_options(name: str, options: dict[str, Any]) -> None:
+    """Raise ValueError, naming the estimator and the options it takes, when estimator `name` takes
+    no option of a given name or refuses a value: for launchers, to fail before a run's first
+    rollouts rather than at its first advantage step. The values are checked by calling the
+    estimator on the smallest batch (two episodes of one task, no steps)."""
+    fn = get(name)
+    accepted = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    unknown = [key for key in options if key not in accepted]
+    if unknown:
+        raise ValueError(f"estimator {name!r} has no option {', '.join(map(repr, unknown))}; "
+                         f"its options: {', '.join(accepted)}")
+    try:
+        fn([Trajectory("probe", (), 1.0), Trajectory("probe", (), 0.0)], **options)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"estimator {name!r}: {exc}") from None
 
 
 def _preset(entry: Estimator) -> Callable[..., Result]:

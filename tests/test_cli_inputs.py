@@ -81,7 +81,9 @@ def test_unknown_option_names_what_the_estimator_accepts(tiny_task, no_training,
 
 
 def test_option_values_are_converted_and_reach_the_estimator(tiny_task, no_training, monkeypatch):
-    seen, get = [], credit.get
+    from credit import registry
+
+    seen, get = [], registry.get
 
     def recording_get(name):
         fn = get(name)
@@ -92,7 +94,7 @@ def test_option_values_are_converted_and_reach_the_estimator(tiny_task, no_train
             return fn(trajectories, **options)
         return recorded
 
-    monkeypatch.setattr(credit, "get", recording_get)
+    monkeypatch.setattr(registry, "get", recording_get)  # what credit.check_options calls
     wanted = {"max_anchors": None, "lambda_": 0.5, "contrast_std": True, "s0": 4, "levels": ["file", "hunk"],
               "baseline": "contrast"}
     argv = ["max_anchors=None", "lambda_=0.5", "contrast_std=True", "s0=4", 'levels=["file", "hunk"]',

@@ -495,6 +495,11 @@ def _flatten(namespace, prefix=""):
     (["--algo.advantage.estimator", "gigpo", "--rollout.n_samples_per_prompt", "4"], "--algo.kl.use_loss"),
     (["--algo.advantage.estimator", "didpo", "--rollout.n_samples_per_prompt", "4", "--algo.kl.init_coef", "0",
       "--credit.options", '{"lamda": 1}'], "lamda"),
+    # a bad value: before, accepted here, and the run failed at its first advantage step, after a rollout
+    (["--algo.advantage.estimator", "didpo", "--rollout.n_samples_per_prompt", "4", "--algo.kl.init_coef", "0",
+      "--credit.options", '{"mode": "bogus"}'], "mode must be one of"),
+    (["--algo.advantage.estimator", "didpo", "--rollout.n_samples_per_prompt", "4", "--algo.kl.init_coef", "0",
+      "--credit.options", '{"lambda_": "abc"}'], "lambda_ must be a number"),
     (["--algo.advantage.estimator", "didpo", "--credit.options", "[1]"], "JSON object"),
     (["--algo.advantage.estimator", "ppo"], "invalid choice"),
 ])

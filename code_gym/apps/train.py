@@ -14,7 +14,6 @@ episodes themselves still run through the environment.
 from __future__ import annotations
 
 import csv
-import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,24 +32,11 @@ from code_gym.task import Task, TaskError
 from code_gym.trajectory import RecordTrajectory
 
 
-# the smallest batch an estimator runs on (one task, two episodes without steps): options are checked on it
-_OPTION_PROBE = (credit.Trajectory("probe", (), 1.0), credit.Trajectory("probe", (), 0.0))
-
-
 def check_estimator_options(name: str, options: Mapping[str, Any]) -> None:
     """Raise ValueError, naming the estimator and what it accepts, when `name` (one of
-    `credit.ESTIMATORS`) takes no option of that name or refuses a value: checked before training,
-    since the estimator first runs only after an update's rollouts."""
-    fn = credit.get(name)
-    accepted = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    unknown = [key for key in options if key not in accepted]
-    if unknown:
-        raise ValueError(f"estimator {name!r} has no option {', '.join(map(repr, unknown))}; "
-                         f"its options: {', '.join(accepted)}")
-    try:
-        fn(list(_OPTION_PROBE), **options)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"estimator {name!r}: {exc}") from None
+    `credit.ESTIMATORS`) takes no option of that name or refuses a value (`credit.check_options`):
+    checked before training, since the estimator first runs only after an update's rollouts."""
+    credit.check_options(name, dict(options))
 
 
 def estimator(name: str, **options: Any) -> Callable[[list[credit.Trajectory]], credit.Result]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import json
 import os
 import runpy
@@ -109,9 +108,9 @@ def check_arguments(parsed: argparse.Namespace, error: Callable[[str], None]) ->
               "--algo.kl.use_loss (the KL term in the loss, as for GRPO) or --algo.kl.init_coef 0")
     import credit
 
-    try:
-        inspect.signature(credit.get(estimator)).bind([], **json.loads(args[OPTIONS_FLAG[2:]]))
-    except TypeError as err:
+    try:  # names and values, before Ray and the rollouts start (a bad value failed at the first advantages)
+        credit.check_options(estimator, json.loads(args[OPTIONS_FLAG[2:]]))
+    except ValueError as err:
         error(f"{OPTIONS_FLAG}: {err} (the options of credit.{estimator} are in docs/credit.md)")
 
 

@@ -70,3 +70,14 @@ assert "torch" not in sys.modules, "torch was imported"
 assert not any(m.startswith("code_gym") for m in sys.modules)
 """
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_check_options_refuses_names_and_values_before_a_run():
+    credit.check_options("didpo", {"lambda_": 0.5, "cover": "call"})
+    credit.check_options("didpo-contrast", {"contrast_shrink": 2.0})
+    for name, options, message in (("didpo", {"lamda": 1}, "has no option 'lamda'; its options: mode, "),
+                                   ("grpo", {"baseline": "contrast"}, "estimator 'grpo' has no option 'baseline'"),
+                                   ("didpo", {"mode": "bogus"}, "mode must be one of"),
+                                   ("didpo", {"max_anchors": "None"}, "max_anchors")):
+        with pytest.raises(ValueError, match=message):
+            credit.check_options(name, options)
