@@ -50,7 +50,7 @@ def post_chat(http: httpx.Client, body: dict[str, Any], retries: int, backoff: f
             on_retry()
         time.sleep(delay)
         delay *= 2
-    raise ChatError(f"{where} failed {retries + 1} times; last: {failure}. "
+    raise ChatError(f"{where} failed {retries + 1} time{'s' if retries else ''}; last: {failure}. "
                     f"Is the server up and serving model {body.get('model')!r}?")
 
 

@@ -212,16 +212,25 @@ def cmd_train(args) -> int:
 
 
 def cmd_rollout(args) -> int:
-    from code_gym.apps.client import ChatClient, ClientConfig, rollout
+    from code_gym.apps.client import ChatClient, ClientConfig, Interrupt, rollout
+
+    def count(n: int, noun: str, nouns: str = "") -> str:
+        return f"{n} {noun if n == 1 else nouns or noun + 's'}"
 
     tasks = _tasks(args.tasks)
     config = ClientConfig(base_url=args.base_url, model=args.model, api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
                           temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout,
-                          retries=args.retries)
-    client = ChatClient(config)
+                          retries=args.retries, tokenizer=args.tokenizer)
     try:
-        outcomes = rollout(tasks, client, Path(args.out), episodes_per_task=args.episodes, concurrency=args.concurrency,
-                           max_steps=args.max_steps, isolation=args.isolation, progress=True)
+        client = ChatClient(config)
+    except ValueError as exc:  # the tokenizer is loaded here: a wrong path fails before any request
+        raise UsageError(str(exc)) from None
+    interrupt = Interrupt()  # Ctrl-C: finish the running episodes and write them; twice: abandon them
+    try:
+        with interrupt.on_sigint():
+            outcomes = rollout(tasks, client, Path(args.out), episodes_per_task=args.episodes,
+                               concurrency=args.concurrency, max_steps=args.max_steps, isolation=args.isolation,
+                               progress=True, interrupt=interrupt)
     finally:
         client.close()
     rows = []
@@ -230,13 +239,24 @@ def cmd_rollout(args) -> int:
         done = [o for o in mine if o.trajectory is not None]
         rows.append([task.id, len(mine), sum(o.resolved for o in done),
                      f"{sum(o.trajectory.reward for o in done) / len(done):.2f}" if done else "-",
-                     f"{sum(o.steps for o in done) / len(done):.1f}" if done else "-", len(mine) - len(done)])
-    print(format_table(["task", "episodes", "resolved", "mean reward", "mean steps", "failed"], rows))
-    failed = [o for o in outcomes if o.error]
+                     f"{sum(o.steps for o in done) / len(done):.1f}" if done else "-",
+                     sum(o.context_cut for o in done), len(mine) - len(done)])
+    print(format_table(["task", "episodes", "resolved", "mean reward", "mean steps", "context cut", "not written"],
+                       rows))
+    failed = [o for o in outcomes if o.error and not o.abandoned]
     for o in failed[:3]:
         print(f"failed ({o.task_id}): {o.error}", file=sys.stderr)
-    print(f"\n{len(outcomes) - len(failed)} trajectories -> {args.out} (credit.load_jsonl); "
-          f"{client.retried} requests retried; {len(failed)} episodes failed")
+    written = sum(o.trajectory is not None for o in outcomes)
+    cut = sum(o.context_cut for o in outcomes)
+    print(f"\n{count(written, 'trajectory', 'trajectories') if written else 'no trajectories'} -> {args.out}"
+          + (" (credit.load_jsonl)" if written else " (not written: an existing file is left as it was)")
+          + f"; {count(client.retried, 'request')} retried; {count(len(failed), 'episode')} failed"
+          + (f"; {cut} cut by the model's context limit (graded as if submitted)" if cut else ""))
+    if interrupt.stopping:
+        planned, abandoned = len(tasks) * args.episodes, sum(o.abandoned for o in outcomes)
+        print(f"interrupted (Ctrl-C): {len(outcomes) - abandoned} of {count(planned, 'episode')} played"
+              + (f", {abandoned} abandoned" if abandoned else "") + f", {planned - len(outcomes)} never started")
+        return 130
     return 1 if failed and len(failed) == len(outcomes) else 0
 
 
@@ -432,7 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
     roll.add_argument("--max-tokens", type=positive_int, default=4096, help="per response (default 4096)")
     roll.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per request (default 300)")
     roll.add_argument("--retries", type=non_negative_int, default=3, help="retries of a failed request (default 3)")
-    roll.add_argument("--out", default="out/rollouts.jsonl", help="JSONL trajectories (default: out/rollouts.jsonl)")
+    roll.add_argument("--tokenizer", help="the served model's tokenizer.json (or its folder): records the tokens of "
+                      "replies that come without logprobs or with tool calls the client cannot place in the sampled "
+                      "text (ids, no logprobs); without it such steps have no tokens")
+    roll.add_argument("--out", default="out/rollouts.jsonl", help="JSONL trajectories, replaced when the first episode "
+                      "finishes (default: out/rollouts.jsonl)")
     roll.set_defaults(func=cmd_rollout)
     tasks = sub.add_parser("tasks", help="list, validate or build tasks").add_subparsers(dest="tasks_command", required=True)
     lst = tasks.add_parser("list", help="list tasks")

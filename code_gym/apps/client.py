@@ -14,26 +14,39 @@ logprob) and `token_ids` give the response's tokens, and their text joined is wh
 which becomes the step's action when it parses into the same tool calls (a server's tool parser
 moves them out of `content`; the tokens still hold them). Each step's `token_offsets` are then
 exact, so `credit.didpo(credit.load_jsonl(out))` gives per-token advantages; the token ids and
-logprobs are the step's `token_ids` and `logprobs`, in the same JSON line. Without logprobs in the
-reply, a local tokenizer (`ClientConfig.tokenizer`, a `tokenizer.json` path or a folder holding
-one) tokenizes the rendered text instead (ids, no logprobs).
+logprobs are the step's `token_ids` and `logprobs`, in the same JSON line. A token without a
+numeric logprob makes the step's `logprobs` None: a trainer must not weigh tokens by a made-up
+sampling probability. Without logprobs in the reply, or with tool calls in a format other than
+Hermes text (the sampled text then does not parse into the calls), a local tokenizer
+(`ClientConfig.tokenizer`, a `tokenizer.json` path or a folder holding one) tokenizes the rendered
+text instead (ids, no logprobs); without one such steps have no tokens, and `rollout` warns once
+with their count.
 
 Requests time out after `timeout` seconds and are retried (timeouts, connection errors, HTTP 408,
 409, 429 and 5xx) up to `retries` times with exponential back-off; an episode whose request still
-fails is reported and left out of the file. Episodes run `concurrency` at a time, each in its own
-environment.
+fails, or whose reply is malformed, is reported and left out of the file. A request refused
+because the conversation outgrew the model's context ends its episode as the OpenRLHF executor
+ends one that ran out of length budget: the client submits for the agent, the episode is graded
+and recorded (`EpisodeOutcome.context_cut`). Episodes run `concurrency` at a time, each in its own
+environment; `Interrupt` is how Ctrl-C stops a rollout without losing the finished episodes.
 """
 from __future__ import annotations
 
 import codecs
 import json
+import math
 import re
+import signal
+import sys
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import warnings
+from collections import Counter, deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 from tqdm import tqdm
@@ -49,6 +62,20 @@ from code_gym.tools import TOOL_SCHEMAS
 ClientError = ChatError  # a request that failed for good (retries spent, or an error a retry cannot fix)
 
 
+class ContextLimit(ClientError):
+    """The server refused a request because the conversation no longer fits the model's context."""
+
+
+class Abandoned(Exception):
+    """The rollout was interrupted twice: the episode stops before its next request."""
+
+
+# what vLLM ("This model's maximum context length is ..."), OpenAI (context_length_exceeded),
+# SGLang ("longer than the model's context length") and llama.cpp (exceed_context_size_error)
+# answer with HTTP 400, as `post_chat` quotes the reply (its first 300 characters) in its error
+_CONTEXT_LIMIT = re.compile(r"\(HTTP 400: .*context[ _](length|size)", re.S | re.I)
+
+
 @dataclass(frozen=True)
 class ClientConfig:
     base_url: str  # e.g. http://127.0.0.1:8000/v1 (the path before /chat/completions)
@@ -61,14 +88,16 @@ class ClientConfig:
     backoff: float = 1.0  # seconds before the first retry, doubled after each
     extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request body
     tokens: bool = True  # ask for logprobs and token ids (vLLM's return_token_ids) to record tokens
-    tokenizer: str | None = None  # a tokenizer.json (or its folder) for replies without logprobs
+    tokenizer: str | None = None  # a tokenizer.json (or its folder) for replies whose tokens cannot be placed
 
 
 class ChatClient:
-    """POSTs chat-completion requests with the tool schemas; thread-safe (one httpx.Client)."""
+    """POSTs chat-completion requests with the tool schemas; thread-safe (one httpx.Client).
+    Loads `config.tokenizer` here, so a wrong path fails before the first request (ValueError)."""
 
     def __init__(self, config: ClientConfig, transport: httpx.BaseTransport | None = None):
         self.config = config
+        self.tokenizer = LocalTokenizer(config.tokenizer) if config.tokenizer else None
         self.http = http_client(config.base_url, config.timeout, config.api_key, transport)
         self.retried = 0  # requests sent again after a failure, over the client's life
         self._lock = threading.Lock()
@@ -83,12 +112,18 @@ class ChatClient:
         return message
 
     def complete_choice(self, messages: list[dict]) -> dict:
-        """The first choice of the reply (message, logprobs, token_ids when the server gives them)."""
+        """The first choice of the reply (message, logprobs, token_ids when the server gives them).
+        Raises ContextLimit when the server refuses the conversation as too long for the model."""
         body = {"model": self.config.model, "messages": messages, "tools": TOOL_SCHEMAS, "tool_choice": "auto",
                 "temperature": self.config.temperature, "max_tokens": self.config.max_tokens,
                 **({"logprobs": True, "return_token_ids": True} if self.config.tokens else {}),
                 **self.config.extra_body}
-        return post_chat(self.http, body, self.config.retries, self.config.backoff, self._count_retry)
+        try:
+            return post_chat(self.http, body, self.config.retries, self.config.backoff, self._count_retry)
+        except ClientError as exc:
+            if _CONTEXT_LIMIT.search(str(exc)):
+                raise ContextLimit(str(exc)) from None
+            raise
 
     def _count_retry(self) -> None:
         with self._lock:
@@ -101,7 +136,7 @@ class ChatClient:
 @dataclass(frozen=True)
 class StepTokens:
     """A response's tokens: ids (None when the server gave none), (start, end) character offsets in
-    the step's action, and sampling logprobs (None without them)."""
+    the step's action, and sampling logprobs (None without them, or when any token lacks one)."""
     token_ids: list[int] | None
     offsets: list[tuple[int, int]]
     logprobs: list[float] | None
@@ -111,27 +146,54 @@ _SPECIAL = re.compile(r"<\|[^|<>]*\|>|</s>|<eos>|<end_of_turn>")
 _TOKEN_ID = re.compile(r"token_id:(\d+)")
 
 
+def _malformed(where: str, value: Any, expected: str) -> ClientError:
+    shown = json.dumps(value, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return ClientError(f"the server's reply is malformed: {where} is {shown}, not {expected}; the episode is left "
+                       "out (is the base URL an OpenAI-compatible chat-completions server such as vLLM?)")
+
+
+def _is_logprob(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_byte_list(value: Any) -> bool:
+    return isinstance(value, list) and all(type(b) is int and 0 <= b < 256 for b in value)
+
+
 def sampled_tokens(choice: dict) -> tuple[str, StepTokens] | None:
     """(the text the model wrote, its tokens) from a choice's `logprobs.content` (vLLM and OpenAI
     format: each entry's `bytes`, or its `token` text; `token_id:N` tokens from vLLM's
     return_tokens_as_token_ids name the id) and vLLM's `token_ids`; None without logprobs. Special
-    tokens at the end (the end-of-turn token) get zero-width offsets and leave the text."""
-    content = (choice.get("logprobs") or {}).get("content")
+    tokens at the end (the end-of-turn token) get zero-width offsets and leave the text. An entry
+    without a finite numeric `logprob` makes the logprobs None. Raises ClientError when the
+    logprobs or token ids are not of these shapes."""
+    logprobs_object = choice.get("logprobs")
+    if logprobs_object is not None and not isinstance(logprobs_object, dict):
+        raise _malformed("logprobs", logprobs_object, "an object with a 'content' list")
+    content = (logprobs_object or {}).get("content")
     if not content:
         return None
+    if not isinstance(content, list):
+        raise _malformed("logprobs.content", content, "a list (one entry per token)")
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     text, offsets, ids, logprobs = [], [], [], []
     pos = 0
-    for entry in content:
-        raw = entry.get("bytes")
-        token = entry.get("token") or ""
-        named = _TOKEN_ID.fullmatch(token)
-        piece = decoder.decode(bytes(raw)) if raw is not None else ("" if named else token)
+    for k, entry in enumerate(content):
+        if not isinstance(entry, dict):
+            raise _malformed(f"logprobs.content[{k}]", entry, "an object (token, logprob, bytes)")
+        raw, token = entry.get("bytes"), entry.get("token")
+        if raw is not None and not _is_byte_list(raw):
+            raise _malformed(f"logprobs.content[{k}].bytes", raw, "a list of byte values")
+        if token is not None and not isinstance(token, str):
+            raise _malformed(f"logprobs.content[{k}].token", token, "a string")
+        named = _TOKEN_ID.fullmatch(token or "")
+        piece = decoder.decode(bytes(raw)) if raw is not None else ("" if named else token or "")
         ids.append(int(named.group(1)) if named else None)
         text.append(piece)
         offsets.append((pos, pos + len(piece)))
         pos += len(piece)
-        logprobs.append(float(entry.get("logprob", -9999.0)))
+        logprobs.append(float(entry["logprob"]) if _is_logprob(entry.get("logprob")) else None)
     joined = "".join(text)
     end = len(joined)
     for k in range(len(text) - 1, -1, -1):  # trailing special tokens: zero-width, not in the text
@@ -141,9 +203,25 @@ def sampled_tokens(choice: dict) -> tuple[str, StepTokens] | None:
             break
     offsets = [(min(a, end), min(b, end)) for a, b in offsets]
     token_ids = choice.get("token_ids")
-    if not (isinstance(token_ids, list) and len(token_ids) == len(content)):
+    if token_ids is not None and not (isinstance(token_ids, list) and all(type(i) is int for i in token_ids)):
+        raise _malformed("token_ids", token_ids, "a list of integers")
+    if not (token_ids is not None and len(token_ids) == len(content)):
         token_ids = ids if all(i is not None for i in ids) else None
-    return joined[:end], StepTokens(token_ids, offsets, logprobs)
+    return joined[:end], StepTokens(token_ids, offsets, None if None in logprobs else logprobs)
+
+
+def _checked_message(choice: dict) -> dict:
+    """The choice's message, after checking the fields the client reads (ClientError otherwise)."""
+    message = choice["message"]
+    if message.get("content") is not None and not isinstance(message["content"], str):
+        raise _malformed("message.content", message["content"], "a string or null")
+    calls = message.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        raise _malformed("message.tool_calls", calls, "a list")
+    for k, call in enumerate(calls or []):
+        if not (isinstance(call, dict) and isinstance(call.get("function"), dict)):
+            raise _malformed(f"message.tool_calls[{k}]", call, "an object with a 'function' object")
+    return message
 
 
 def _same_calls(a: str, b: str) -> bool:
@@ -157,8 +235,17 @@ class LocalTokenizer:
     def __init__(self, path: str | Path):
         from tokenizers import Tokenizer
 
-        path = Path(path)
-        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json" if path.is_dir() else path))
+        given = Path(path)
+        file = given / "tokenizer.json" if given.is_dir() else given
+        if not file.is_file():
+            problem = "the folder holds no tokenizer.json" if given.is_dir() else "no such file"
+            raise ValueError(f"tokenizer {str(path)!r}: {problem}; give the served model's tokenizer.json or the "
+                             f"folder holding it")
+        try:
+            self.tokenizer = Tokenizer.from_file(str(file))
+        except Exception as exc:  # tokenizers raises a bare Exception for a file it cannot read
+            raise ValueError(f"tokenizer {str(path)!r} is not a Hugging Face tokenizer.json ({exc}); give the "
+                             f"served model's tokenizer.json or the folder holding it") from None
 
     def __call__(self, text: str) -> StepTokens:
         encoding = self.tokenizer.encode(text, add_special_tokens=False)
@@ -198,41 +285,131 @@ def _replies(message: dict, info: dict, observation: str) -> list[dict]:
 @dataclass(frozen=True)
 class EpisodeOutcome:
     task_id: str
-    trajectory: credit.Trajectory | None  # None when the episode failed
+    trajectory: credit.Trajectory | None  # None when the episode failed or was abandoned
     resolved: bool = False
     steps: int = 0
     error: str | None = None
+    context_cut: bool = False  # the model's context limit ended it: the client submitted for the agent
+    abandoned: bool = False  # a second Ctrl-C stopped it before it ended (`error` says so)
+    token_gaps: tuple[str, ...] = ()  # NO_LOGPROBS, UNPLACED or PARTIAL: one per step short of tokens
+
+
+# why a step lacks tokens (the first two) or its sampling logprobs (PARTIAL)
+NO_LOGPROBS, UNPLACED, PARTIAL = "no logprobs", "calls not placed", "logprobs incomplete"
+
+
+class Interrupt:
+    """Ctrl-C for a rollout, in two steps. The first `press` stops starting episodes; the running
+    ones finish and are written. The second abandons the running ones at their next request (their
+    environments are closed; nothing of them is written). Installed as the SIGINT handler
+    (`on_sigint`) it only counts presses, so a signal never lands in the middle of writing a line;
+    the episode threads and the rollout loop read the count."""
+
+    def __init__(self):
+        self.presses = 0
+        self._said = 0
+
+    def press(self, *_signal: Any) -> None:
+        self.presses += 1
+
+    def abandon(self) -> None:
+        self.presses = max(self.presses, 2)
+
+    @property
+    def stopping(self) -> bool:
+        return self.presses >= 1
+
+    @property
+    def abandoning(self) -> bool:
+        return self.presses >= 2
+
+    @contextmanager
+    def on_sigint(self) -> Iterator["Interrupt"]:
+        """`press` as the SIGINT handler inside the block (signals reach only the main thread;
+        elsewhere nothing is installed)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = signal.signal(signal.SIGINT, self.press)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def tell(self, running: int) -> None:
+        """Say on stderr, once per press that changes anything, what it does to the `running` episodes."""
+        level = min(self.presses, 2)
+        if not running or level <= self._said:
+            return
+        episodes = f"{running} running episode{'s' * (running != 1)}"
+        if self.abandoning:
+            tqdm.write(f"interrupted again: abandoning the {episodes} at their next request (a request in flight "
+                       "finishes first)", file=sys.stderr)
+        else:
+            tqdm.write(f"interrupted: starting no more episodes; the {episodes} finish and are written (Ctrl-C "
+                       "again to abandon them)", file=sys.stderr)
+        self._said = level
 
 
 class ChatPolicy:
     """The served model as a `code_gym.episode.Policy`: the conversation so far goes to the server
-    with each observation; a step's tool results come back as `tool` messages (`observe`)."""
+    with each observation; a step's tool results come back as `tool` messages (`observe`).
 
-    def __init__(self, client: ChatClient, tokenizer: Any = None):
+    When the server refuses the conversation as longer than the model's context, the policy plays
+    the env's submit for the agent (`context_cut`), so the episode is graded as it stands; that
+    step has no tokens, as the OpenRLHF executor's submit when the length budget runs out. The
+    first request refused so is an error: the task cannot be played. Once `interrupt` abandons
+    running episodes, the next call raises Abandoned."""
+
+    def __init__(self, client: ChatClient, interrupt: Interrupt | None = None):
         self.client = client
-        self.tokenizer = tokenizer  # text -> StepTokens, for replies without logprobs
-        self.messages: list[dict] = []
-        self.tokens: list[StepTokens | None] = []  # per action, in order
-        self._last: dict = {}
+        self.interrupt = interrupt
+        self.reset()
 
     def reset(self) -> None:
-        self.messages, self.tokens, self._last = [], [], {}
+        self.messages: list[dict] = []
+        self.tokens: list[StepTokens | None] = []  # per action, in order
+        self.gaps: list[str] = []  # NO_LOGPROBS, UNPLACED or PARTIAL, per action short of tokens
+        self.context_cut = False
+        self._last: dict = {}
 
     def __call__(self, observation: str) -> str | dict:
+        if self.interrupt is not None and self.interrupt.abandoning:
+            raise Abandoned("abandoned: the rollout was interrupted twice (Ctrl-C)")
         if not self.messages:
             self.messages.append({"role": "user", "content": observation})
-        choice = self.client.complete_choice(self.messages)
-        self._last = choice["message"]
+        try:
+            choice = self.client.complete_choice(self.messages)
+        except ContextLimit as exc:
+            if not self.tokens:
+                raise ClientError(f"{exc}. The task's first prompt does not fit the model's context: serve it with "
+                                  "a longer one (vllm serve --max-model-len) or lower --max-tokens") from None
+            return self._submit_for_agent()
+        self._last = _checked_message(choice)
         rendered = response_text(self._last)
         sampled = sampled_tokens(choice)
         if sampled is not None and (sampled[0] == rendered or _same_calls(sampled[0], rendered)):
-            self.tokens.append(sampled[1])
+            self._record(sampled[1], PARTIAL if sampled[1].logprobs is None else None)
             text = sampled[0]  # what the model wrote, token for token
         else:
-            self.tokens.append(self.tokenizer(rendered) if self.tokenizer is not None else None)
+            tokenizer = self.client.tokenizer
+            tokens = tokenizer(rendered) if tokenizer is not None else None
+            wanted = tokens is None and self.client.config.tokens  # a gap only where tokens were asked for
+            self._record(tokens, (NO_LOGPROBS if sampled is None else UNPLACED) if wanted else None)
             text = rendered
         logprobs = choice.get("logprobs")  # a sampled response: the env keeps them for the `certainty` reward
         return {"text": text, "logprobs": logprobs} if logprobs else text
+
+    def _record(self, tokens: StepTokens | None, gap: str | None) -> None:
+        self.tokens.append(tokens)
+        if gap is not None:
+            self.gaps.append(gap)
+
+    def _submit_for_agent(self) -> str:
+        self.context_cut = True
+        self._last = {}
+        self._record(StepTokens([], [], []), None)  # the model wrote nothing: zero tokens, not unknown ones
+        return episode.SUBMIT
 
     def observe(self, observation: str, info: dict) -> None:
         message = self._last
@@ -251,39 +428,111 @@ def with_tokens(trajectory: credit.Trajectory, tokens: list[StepTokens | None]) 
 
 
 def run_episode(client: ChatClient, task: Task, max_steps: int = 30, isolation: str = "auto",
-                tokenizer: Any = None) -> EpisodeOutcome:
-    """One episode of the served model on `task`."""
+                interrupt: Interrupt | None = None) -> EpisodeOutcome:
+    """One episode of the served model on `task`. A request that fails for good or a malformed reply
+    fails this episode only (the outcome's `error`)."""
     env = CodeRepoEnv(tasks=[task], max_steps=max_steps, isolation=isolation, tool_schemas=False)
-    policy = ChatPolicy(client, tokenizer)
+    policy = ChatPolicy(client, interrupt)
     try:
         result = episode.run_episode(env, policy, task)
-        tokens = policy.tokens[:len(result.trajectory.steps)]
-        return EpisodeOutcome(task.id, with_tokens(result.trajectory, tokens), result.resolved, result.steps)
+    except Abandoned as exc:
+        return EpisodeOutcome(task.id, None, error=str(exc), abandoned=True)
     except ClientError as exc:
         return EpisodeOutcome(task.id, None, error=str(exc))
     finally:
         env.close()
+    tokens = policy.tokens[:len(result.trajectory.steps)]
+    return EpisodeOutcome(task.id, with_tokens(result.trajectory, tokens), result.resolved, result.steps,
+                          context_cut=policy.context_cut, token_gaps=tuple(policy.gaps))
+
+
+class _TrajectoryFile:
+    """Finished trajectories to `path`, one JSON line each. The file is opened (an existing one
+    replaced) only when the first trajectory is ready, so a run that finishes none (a dead server)
+    leaves it as it was; each line goes out in one write and is flushed, so the finished episodes
+    of a run that dies midway are in the file, readable by `credit.load_jsonl`."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._file: BinaryIO | None = None
+
+    def write(self, trajectory: credit.Trajectory) -> None:
+        if self._file is None:
+            self._file = self.path.open("wb")
+        self._file.write(json.dumps(trajectory.to_dict(), ensure_ascii=False).encode() + b"\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 def rollout(tasks: Sequence[Task], client: ChatClient, out: Path, episodes_per_task: int = 1, concurrency: int = 4,
-            max_steps: int = 30, isolation: str = "auto", progress: bool = False) -> list[EpisodeOutcome]:
+            max_steps: int = 30, isolation: str = "auto", progress: bool = False,
+            interrupt: Interrupt | None = None) -> list[EpisodeOutcome]:
     """`episodes_per_task` episodes of the served model on each task, `concurrency` at a time; each
-    finished trajectory is appended to `out` (JSON lines) as it completes."""
+    finished trajectory is written to `out` (JSON lines) as it completes (see `_TrajectoryFile`:
+    an existing `out` is replaced when the first one is ready, and left as it was when none is).
+
+    `interrupt` (pressed by Ctrl-C under `Interrupt.on_sigint`) stops the run early; the episodes it
+    kept from starting are not among the outcomes. A KeyboardInterrupt or any other exception out
+    of here first abandons the running episodes at their next request. Warns once when steps
+    lack tokens or logprobs."""
     if episodes_per_task < 1 or concurrency < 1:
         raise ValueError("episodes_per_task and concurrency must be >= 1")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    outcomes = []
-    tokenizer = LocalTokenizer(client.config.tokenizer) if client.config.tokenizer else None
-    with out.open("w", encoding="utf-8") as fh, ThreadPoolExecutor(concurrency) as pool:
-        futures = [pool.submit(run_episode, client, task, max_steps, isolation, tokenizer)
-                   for task in tasks for _ in range(episodes_per_task)]
-        for future in tqdm(as_completed(futures), total=len(futures), desc="rollouts", unit="episode",
-                           disable=not progress):
-            outcome = future.result()
-            if outcome.trajectory is not None:
-                fh.write(json.dumps(outcome.trajectory.to_dict(), ensure_ascii=False) + "\n")
-                fh.flush()
-            outcomes.append(outcome)
+    interrupt = interrupt or Interrupt()
+    queued = deque(task for task in tasks for _ in range(episodes_per_task))
+    outcomes: list[EpisodeOutcome] = []
+    trajectories = _TrajectoryFile(out)
+    bar = tqdm(total=len(queued), desc="rollouts", unit="episode", disable=not progress)
+    with ThreadPoolExecutor(concurrency) as pool:
+        running: set[Future] = set()
+        try:
+            while queued or running:
+                while queued and len(running) < concurrency and not interrupt.stopping:
+                    running.add(pool.submit(run_episode, client, queued.popleft(), max_steps, isolation, interrupt))
+                if not running:
+                    break
+                done, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+                for future in done:
+                    outcome = future.result()
+                    if outcome.trajectory is not None:
+                        trajectories.write(outcome.trajectory)
+                    outcomes.append(outcome)
+                    bar.update()
+                interrupt.tell(len(running))
+        except BaseException:
+            interrupt.abandon()  # else leaving the pool waits for every running episode to end
+            raise
+        finally:
+            trajectories.close()
+            bar.close()
+    _warn_token_gaps(outcomes)
     return outcomes
 
+
+def _warn_token_gaps(outcomes: list[EpisodeOutcome]) -> None:
+    """One warning for the steps without tokens (credit has nothing to credit there) and one for
+    those whose logprobs were incomplete (recorded as absent), each with what to do."""
+    recorded = [o for o in outcomes if o.trajectory is not None]
+    steps = sum(len(o.trajectory.steps) for o in recorded)
+    gaps = Counter(gap for o in recorded for gap in o.token_gaps)
+    untokenized = gaps[NO_LOGPROBS] + gaps[UNPLACED]
+    if untokenized:
+        causes = []
+        if gaps[NO_LOGPROBS]:
+            causes.append(f"{gaps[NO_LOGPROBS]} came without logprobs (a server that ignores logprobs=true; "
+                          "vLLM gives them)")
+        if gaps[UNPLACED]:
+            causes.append(f"{gaps[UNPLACED]} held tool calls the client cannot place in the sampled text (not "
+                          "Hermes <tool_call> blocks: a model that writes them would give exact tokens)")
+        warnings.warn(f"code-gym rollout: {untokenized} of {steps} recorded steps have no tokens (token_offsets "
+                      f"None), so credit gives them no per-token advantages: {'; '.join(causes)}. Pass the served "
+                      "model's tokenizer (--tokenizer PATH; ClientConfig.tokenizer) to tokenize their text instead "
+                      "(ids, no logprobs)", stacklevel=3)
+    if gaps[PARTIAL]:
+        warnings.warn(f"code-gym rollout: {gaps[PARTIAL]} of {steps} recorded steps came with a token that has no "
+                      "numeric logprob; their logprobs are recorded as absent (None), not made up, so importance "
+                      "ratios cannot use them. Check the server's logprobs output", stacklevel=3)
