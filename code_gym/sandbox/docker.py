@@ -383,6 +383,15 @@ def _read_frames(raw, output: CappedOutput, deadline: float, records: bytearray 
             del buf[:8 + size]
 
 
+def _bind_target(folder: Path) -> Path:
+    """`folder` as a folder made here, to attach a bind onto: never through what stands there (a
+    link would make mount(2) cover whatever host folder it names)."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        folder.unlink()
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def _release(backend: DockerBackend, holder: list) -> None:
     if holder:
         backend.release(holder.pop())
@@ -456,10 +465,7 @@ class DockerSandbox:
         attached = []
         try:
             for i, host in enumerate(binds):
-                target = box.binds / str(i)
-                if target.is_symlink() or (target.exists() and not target.is_dir()):
-                    target.unlink()  # never attach through what stands there: only a folder made here
-                target.mkdir(exist_ok=True)
+                target = _bind_target(box.binds / str(i))
                 mounts.attach(Path(host).resolve(), target)
                 attached.append(target)
             yield
