@@ -131,6 +131,10 @@ def _environment(data: dict, where: Path) -> EnvSpec | None:
         raise TaskError(f"{where}: [environment] needs 'python' (an interpreter path) and 'python_version'")
     if not isinstance(requirements, list) or not all(isinstance(r, str) and r for r in requirements):
         raise TaskError(f"{where}: [environment] 'requirements' must be a list of PEP 508 strings")
+    bad = next((r for r in requirements if r.lstrip().startswith("-")), None)
+    if bad is not None:  # handed to the installer on the host: an option there runs what it names
+        raise TaskError(f"{where}: [environment] requirement {bad!r} is an installer option, not a PEP 508 "
+                        "requirement: list distributions (name, version specifiers) only")
     if not isinstance(table.get("sdists", False), bool):
         raise TaskError(f"{where}: [environment] 'sdists' must be true or false")
     spec = EnvSpec(tuple(sorted(set(requirements))), python, version, table.get("sdists", False))
@@ -138,6 +142,14 @@ def _environment(data: dict, where: Path) -> EnvSpec | None:
         raise TaskError(f"{where}: [environment] key {table['key']!r} does not match its requirements and python "
                         f"({spec.key}): the table was edited; remove 'key' or restore the requirements")
     return spec
+
+
+def _inside(folder: Path, rel: str) -> bool:
+    """Whether `rel` (a path the manifest names) is in `folder` once every link is resolved: the
+    red team named "../../secret.txt" as the reference patch, and linked a hidden test to a host
+    file, and load_task read both."""
+    real = os.path.realpath(folder / rel)
+    return not os.path.isabs(rel) and real.startswith(os.path.realpath(folder) + os.sep)
 
 
 def load_task(folder: str | Path) -> Task:
@@ -168,11 +180,12 @@ def load_task(folder: str | Path) -> Task:
     visible = _str_list(data, "visible_tests", manifest)
     hidden = _str_list(data, "hidden_tests", manifest)
     for rel in visible:
-        if not (repo / rel).is_file():
+        if not _inside(repo, rel) or not (repo / rel).is_file():
             raise TaskError(f"{manifest}: field 'visible_tests' names {rel!r}, which is not a file in repo/")
     for rel in hidden:
-        if not (hidden_dir / rel).is_file():
-            raise TaskError(f"{manifest}: field 'hidden_tests' names {rel!r}, which is not a file in hidden/")
+        if not _inside(hidden_dir, rel) or not (hidden_dir / rel).is_file():
+            raise TaskError(f"{manifest}: field 'hidden_tests' names {rel!r}, which is not a file in hidden/ "
+                            "(a link to outside the task folder counts as none)")
         # A hidden test may replace an older version of itself in repo/ (a SWE-bench test_patch
         # changes existing test files), but not an identical copy.
         if (repo / rel).is_file() and (repo / rel).read_bytes() == (hidden_dir / rel).read_bytes():
@@ -180,7 +193,7 @@ def load_task(folder: str | Path) -> Task:
     protected = _str_list(data, "protected_paths", manifest) if "protected_paths" in data else ("tests/",)
     patch_name = _require(data, "reference_patch", str, manifest)
     patch_file = folder / patch_name
-    if not patch_file.is_file():
+    if not _inside(folder, patch_name) or not patch_file.is_file():
         raise TaskError(f"{manifest}: field 'reference_patch' names {patch_name!r}, which is not a file")
     test_command = data.get("test_command", "python -m pytest")
     if not isinstance(test_command, str) or not test_command.strip():

@@ -479,3 +479,42 @@ def test_the_graders_pytest_replaces_a_projects_pin(tmp_path, cache):
     # uv's overrides replace every requirement on pytest, a dependency's metadata included
     pinned = build_environment(environment_spec(["pytest==7.4.2", PYPI_PACKAGE]))
     assert int(dict(i.split("==") for i in pinned.installed)["pytest"].split(".")[0]) >= 8
+
+
+def test_a_tasks_environment_cannot_make_the_host_run_what_it_names(tmp_path, monkeypatch):
+    """A task folder's [environment] table is task data: the red team named a script as its
+    `python` (the host ran it as `python -m venv`) and wrote a requirement as an installer option
+    (`--editable=DIR`: uv ran the project's in-tree build backend on the host)."""
+    from code_gym.environments import build
+    from code_gym.task import EnvSpec
+
+    marker = tmp_path / "ran-on-the-host"
+    script = tmp_path / "python3.11"
+    script.write_text(f"#!/bin/sh\necho script > {marker}\nexec {default_python()} \"$@\"\n")
+    script.chmod(0o755)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "bk"\nbackend-path = ["."]\n'
+                                            '[project]\nname = "evil"\nversion = "1"\n')
+    (project / "bk.py").write_text(f"open({str(marker)!r}, 'w').write('backend')\n"
+                                   "from setuptools.build_meta import *\n")
+    version = build.python_version(default_python())
+    for spec, message in ((EnvSpec((), str(script), version, False), "not an interpreter this machine trusts"),
+                          (EnvSpec((f"--editable={project}",), default_python(), version, False),
+                           "is not valid PEP 508: an installer option")):
+        with pytest.raises(EnvironmentBuildError, match=message):
+            build_environment(spec, root=tmp_path / "envs")
+        assert not marker.exists()
+    # the defence off: the interpreter named by the task runs on the host
+    monkeypatch.setattr(build, "check_spec", lambda spec: None)
+    try:
+        build_environment(EnvSpec((), str(script), version, False), root=tmp_path / "envs")
+    except EnvironmentBuildError:  # whether the rest of the build works offline does not matter here
+        pass
+    assert marker.read_text() == "script\n"
+    marker.unlink()
+    try:  # and the requirement written as an option runs the project's build backend on the host
+        build_environment(EnvSpec((f"--editable={project}",), default_python(), version, False), root=tmp_path / "e2")
+    except Exception:  # noqa: BLE001 - the build fails after the backend ran (its error report chokes on the option)
+        pass
+    assert marker.read_text() == "backend"

@@ -143,3 +143,104 @@ def test_bad_records_name_the_line_and_field(dataset, tmp_path, change, message)
         load_swebench(jsonl, repos_dir=root, cache_dir=tmp_path / "cache")
     if "field" in message:
         assert "bad.jsonl:2" in str(err.value)
+
+
+# --- crafted rows: the attacker writes the JSONL and the repository it points at -------------------
+
+def attacker_repo(folder, files, links=()):
+    """A git repository at `folder` holding `files` ({path: text}) and `links` ({path: target}),
+    committed; its commit id."""
+    folder.mkdir(parents=True)
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    for rel, target in dict(links).items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).symlink_to(target)
+    git("init", "-q", cwd=folder)
+    git("add", "-A", cwd=folder)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=folder)
+    return git("rev-parse", "HEAD", cwd=folder).strip()
+
+
+def crafted(instance_id, base, test_patch, repo="evil/proj"):
+    return {"instance_id": instance_id, "repo": repo, "base_commit": base, "patch": "",
+            "test_patch": test_patch, "problem_statement": "x",
+            "FAIL_TO_PASS": ["tests/test_one.py::test_one"], "PASS_TO_PASS": []}
+
+
+NEW_TEST = ("diff --git a/tests/test_one.py b/tests/test_one.py\nnew file mode 100644\n--- /dev/null\n"
+            "+++ b/tests/test_one.py\n@@ -0,0 +1 @@\n+def test_one(): pass\n")
+
+
+def modify(path, old="nothing", new="x"):
+    return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-{old}\n+{new}\n"
+
+
+def test_traversing_test_patch_path_writes_nothing_outside(tmp_path, monkeypatch):
+    """Row 1's repository holds a link L -> a/b/c and OUT/PWNED; row 2's test_patch names
+    ../i1/repo/L/../../../OUT/PWNED: read beside the export (cache/<hash>/i1/repo/OUT/PWNED, the
+    attacker's file) and, without the fix, written beside the scratch folder: the host's temp
+    folder (systmp/OUT/PWNED)."""
+    monkeypatch.setattr("tempfile.tempdir", str((tmp_path / "systmp").resolve()))
+    (tmp_path / "systmp").mkdir()
+    base = attacker_repo(tmp_path / "repos" / "evil__proj", {"a/b/c/keep": "", "OUT/PWNED": "nothing\n"},
+                         {"L": "a/b/c"})
+    evil = "../i1/repo/L/../../../OUT/PWNED"
+    jsonl = write_jsonl(tmp_path / "w.jsonl", crafted("i1", base, NEW_TEST), crafted("i2", base, modify(evil)))
+    with pytest.raises(TaskError, match=r"instance i2: test_patch: path .*not a plain relative path"):
+        load_swebench(jsonl, repos_dir=tmp_path / "repos", cache_dir=tmp_path / "cache", environments=False)
+    assert list((tmp_path / "systmp").iterdir()) == []  # nothing written, not even the scratch folder
+
+
+@pytest.mark.parametrize("path", ["/abs/x.py", "tests/../x.py", "./x.py", "tests//x.py", "tests/./x.py"])
+def test_patch_paths_must_be_plain_and_relative(dataset, tmp_path, path):
+    root, record = dataset
+    for field in ("test_patch", "patch"):
+        row = dict(record, **{field: modify(path)})
+        with pytest.raises(TaskError, match=rf"{field}: path .*not a plain relative path"):
+            load_swebench(write_jsonl(tmp_path / "bad.jsonl", row), repos_dir=root, cache_dir=tmp_path / "c",
+                          environments=False)
+
+
+def test_patch_through_a_link_in_the_repository_is_refused(tmp_path):
+    """tests/d -> real: the file behind the link is neither followed nor copied."""
+    base = attacker_repo(tmp_path / "repos" / "evil__proj", {"real/test_one.py": "nothing\n"},
+                         {"tests/d": "../real", "tests/test_l.py": "../real/test_one.py"})
+    for path in ("tests/d/test_one.py", "tests/test_l.py"):
+        jsonl = write_jsonl(tmp_path / "l.jsonl", crafted("i1", base, modify(path)))
+        with pytest.raises(TaskError, match="symbolic link"):
+            load_swebench(jsonl, repos_dir=tmp_path / "repos", cache_dir=tmp_path / "cache", environments=False)
+
+
+def test_hidden_test_that_is_a_symlink_is_refused(tmp_path):
+    """A test_patch adding tests/test_leak.py as a link (mode 120000) to a host file: never read."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-4711\n")
+    base = attacker_repo(tmp_path / "repos" / "evil__proj", {"pkg/__init__.py": ""})
+    leak = ("diff --git a/tests/test_leak.py b/tests/test_leak.py\nnew file mode 120000\nindex 0000000..1111111\n"
+            f"--- /dev/null\n+++ b/tests/test_leak.py\n@@ -0,0 +1 @@\n+{secret}\n\\ No newline at end of file\n")
+    jsonl = write_jsonl(tmp_path / "a.jsonl", crafted("i-A", base, leak))
+    with pytest.raises(TaskError, match=r"instance i-A: test_patch: 'tests/test_leak.py' is a symbolic link"):
+        load_swebench(jsonl, repos_dir=tmp_path / "repos", cache_dir=tmp_path / "cache", environments=False)
+    cached = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and not p.is_symlink()]
+    assert not any(b"TOP-SECRET" in p.read_bytes() for p in cached)
+
+
+@pytest.mark.parametrize("repo", ["../other/o__p", "../../x/y", "a/b/c", "noslash", "/abs/x", "a/..", "a..b/c",
+                                  "a/b c", "", "a/"])
+def test_repo_must_be_owner_slash_name(tmp_path, repo):
+    """`repo` = ../other/o__p made find_clone export any git repository on the host."""
+    base = attacker_repo(tmp_path / "other" / "o__p", {"pkg/__init__.py": "nothing\n"})
+    (tmp_path / "repos").mkdir()
+    jsonl = write_jsonl(tmp_path / "e.jsonl", crafted("i-E", base, NEW_TEST, repo=repo))
+    with pytest.raises(TaskError, match=r"e\.jsonl:1: field 'repo' must be a GitHub 'owner/name'"):
+        load_swebench(jsonl, repos_dir=tmp_path / "repos", cache_dir=tmp_path / "cache", environments=False)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_repo_names_with_dots_dashes_and_underscores_are_accepted(tmp_path):
+    base = attacker_repo(tmp_path / "repos" / "my-org__py.proj_2", {"pkg/__init__.py": ""})
+    jsonl = write_jsonl(tmp_path / "ok.jsonl", crafted("i-ok", base, NEW_TEST, repo="my-org/py.proj_2"))
+    [task] = load_swebench(jsonl, repos_dir=tmp_path / "repos", cache_dir=tmp_path / "cache", environments=False)
+    assert task.hidden_tests == ("tests/test_one.py",)

@@ -68,3 +68,30 @@ def test_resolve_task_by_id_and_unknown():
     assert resolve_task(BUNDLED[0].id).id == BUNDLED[0].id
     with pytest.raises(TaskError, match="unknown task"):
         resolve_task("no-such-task")
+
+
+def test_a_manifest_cannot_make_the_loader_read_outside_its_task(tmp_path, monkeypatch):
+    """Task data is the attacker's here: the red team named "../secret.txt" as the reference patch
+    and linked a hidden test to a host file; load_task read both (the hidden test then ran)."""
+    import os
+
+    from code_gym import task as task_module
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret\n")
+    folder = write_tiny_task(tmp_path)
+    manifest = folder / "task.toml"
+    manifest.write_text(manifest.read_text().replace('reference_patch = "solution.patch"',
+                                                     'reference_patch = "../secret.txt"'))
+    with pytest.raises(TaskError, match="reference_patch"):
+        load_task(folder)
+    monkeypatch.setattr(task_module, "_inside", lambda folder, rel: True)  # the defence off
+    assert load_task(folder).reference_patch == "host secret\n"
+    monkeypatch.undo()
+    manifest.write_text(manifest.read_text().replace('reference_patch = "../secret.txt"',
+                                                     'reference_patch = "solution.patch"'))
+    hidden = folder / "hidden" / "tests" / "test_hidden_calc.py"
+    hidden.unlink()
+    os.symlink(secret, hidden)
+    with pytest.raises(TaskError, match="a link to outside the task folder"):
+        load_task(folder)

@@ -13,6 +13,7 @@ never installed: its repository copy is the current folder of every command, so 
 from __future__ import annotations
 
 import fcntl
+import glob
 import json
 import os
 import re
@@ -94,6 +95,43 @@ def environment_spec(requirements, python: str | None = None, sdists: bool = Fal
         except InvalidRequirement as exc:
             raise EnvironmentBuildError(f"requirement {text!r} is not valid PEP 508: {exc}", text) from None
     return EnvSpec(tuple(sorted(set(requirements))), python, python_version(python), sdists)
+
+
+# where interpreters are installed, besides PATH: the system's, pyenv's and uv's
+_PYTHON_HOMES = ("/usr/bin", "/usr/local/bin", "~/.pyenv/versions/*/bin", "~/.local/share/uv/python/*/bin")
+
+
+def trusted_pythons() -> dict[str, str]:
+    """The interpreters the host may run to make an environment, by real path: the one code-gym runs
+    on, and every `python3` / `python3.N` in a folder of PATH or an installation folder
+    (_PYTHON_HOMES): places the user installs interpreters, not where task data lands."""
+    found = [default_python(), sys.executable]
+    folders = os.environ.get("PATH", "").split(os.pathsep) + [os.path.expanduser(h) for h in _PYTHON_HOMES]
+    for folder in folders:
+        found += glob.glob(os.path.join(folder, "python3")) + glob.glob(os.path.join(folder, "python3.[0-9]*"))
+    return {os.path.realpath(p): p for p in found
+            if p and not p.endswith("-config") and os.path.isfile(p) and os.access(p, os.X_OK)}
+
+
+def check_spec(spec: EnvSpec) -> None:
+    """Refuse a spec whose interpreter or requirements would make the host run what its author chose:
+    the host runs `spec.python -m venv` and gives the requirements to the installer outside any
+    sandbox, and a task folder's [environment] table (task data, possibly untrusted) sets both. The
+    red team ran a script named as the interpreter, and an in-tree build backend through a
+    requirement written as an installer option (`--editable=DIR`)."""
+    if os.path.realpath(spec.python) not in trusted_pythons():
+        raise EnvironmentBuildError(
+            f"python {spec.python!r} is not an interpreter this machine trusts to make environments (the one "
+            "code-gym runs on, or a python3 / python3.N on PATH or in /usr/bin, /usr/local/bin, pyenv's or uv's "
+            "versions): a task's [environment] python must name one of those; rebuild the task here "
+            "(code-gym tasks build) or edit it")
+    for text in spec.requirements:
+        try:
+            if text.lstrip().startswith("-"):
+                raise InvalidRequirement("an installer option, not a requirement")
+            Requirement(text)
+        except InvalidRequirement as exc:
+            raise EnvironmentBuildError(f"requirement {text!r} is not valid PEP 508: {exc}", text) from None
 
 
 def environments_dir() -> Path:
@@ -215,6 +253,7 @@ def build_environment(spec: EnvSpec, installer: str = "uv", root: Path | None = 
     Safe to call from several processes at once: one builds, the others wait for it."""
     if installer not in INSTALLERS:
         raise ValueError(f"installer must be one of {INSTALLERS}, got {installer!r}")
+    check_spec(spec)
     root = Path(root or environments_dir())
     root.mkdir(parents=True, exist_ok=True)
     prefix = root / spec.key

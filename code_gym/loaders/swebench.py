@@ -19,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 import subprocess
 import tarfile
 import tempfile
@@ -30,7 +32,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from code_gym.environments import EnvironmentBuildError, project_environment
-from code_gym.hostfs import cache_root, owned_prefix
+from code_gym.hostfs import cache_root, make_dirs_beneath, open_beneath, owned_prefix, write_beneath
 from code_gym.loaders.folder import task_id, write_task
 from code_gym.task import MANIFEST, Task, TaskError, Timeouts, load_task
 
@@ -40,6 +42,8 @@ IMAGE_FIELDS = ("image_name", "docker_image", "image")
 # a collection error in one test file (a test importing a name the fix adds) must not hide the
 # results of every other file, so the default test command keeps collecting past it
 TEST_COMMAND = "python -m pytest --continue-on-collection-errors"
+# GitHub's "owner/name": letters, digits, '-', '_', '.', exactly one '/' (and no '..', checked apart)
+REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 FORMAT_VERSION = "1"  # bump when the folder layout below changes: cached folders are rebuilt
 
 
@@ -87,6 +91,9 @@ def parse_instance(record: dict, where: str) -> Instance:
     for key in REQUIRED[:6]:
         if not isinstance(record[key], str):
             raise TaskError(f"{where}: field '{key}' must be a string")
+    if not REPO_NAME.fullmatch(record["repo"]) or ".." in record["repo"]:
+        raise TaskError(f"{where}: field 'repo' must be a GitHub 'owner/name' (letters, digits, '-', '_', "
+                        f"'.', no '..'), not {record['repo']!r}")
     fail_to_pass = _node_ids(record["FAIL_TO_PASS"], where, "FAIL_TO_PASS")
     if not fail_to_pass:
         raise TaskError(f"{where}: field 'FAIL_TO_PASS' is empty: the task would ask for nothing")
@@ -155,18 +162,96 @@ def _patched_files(patch: str, where: str) -> PatchSet:
         raise TaskError(f"{where}: not a unified diff: {exc}") from None
 
 
+def _unsafe(path: str) -> bool:
+    """Whether `path` is no plain relative path inside a repository: empty, absolute, or with an
+    empty, '.' or '..' component."""
+    return not path or path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/"))
+
+
+def check_paths(patch: str, where: str) -> PatchSet:
+    """The files of `patch`, refused (TaskError naming the path) if any old or new path of it is
+    not a plain relative path: the loader reads and writes files by these paths."""
+    files = _patched_files(patch, where)
+    for f in files:
+        for name in (f.source_file, f.target_file):
+            if name in (None, "/dev/null"):
+                continue
+            rel = name[2:] if name.startswith(("a/", "b/")) else name  # as PatchedFile.path strips
+            if _unsafe(rel):
+                raise TaskError(f"{where}: path {name!r} is not a plain relative path inside the "
+                                "repository (absolute, empty, or with a '.' or '..' component)")
+        if _unsafe(f.path):
+            raise TaskError(f"{where}: path {f.path!r} is not a plain relative path inside the repository")
+    return files
+
+
+def _kind(root: Path, rel: str) -> str:
+    """"file" if `rel` (a plain relative path) is a regular file under `root` reached through real
+    folders only, "missing" if a component is missing, else "other" (a component is a symbolic
+    link, or the end is no regular file). Each component is looked at with lstat: no link followed."""
+    here = root
+    for part in rel.split("/"):
+        here = here / part
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            return "missing"
+        except OSError:
+            return "other"
+        if stat.S_ISLNK(st.st_mode):
+            return "other"
+    return "file" if stat.S_ISREG(st.st_mode) else "other"
+
+
+def _read_no_links(root: Path, rel: str, where: str) -> bytes:
+    """The regular file `rel` under `root`, read without following any link (openat2 beneath
+    `root`, O_NOFOLLOW on the file itself): a link is refused, never followed."""
+    if _kind(root, rel) != "file":
+        raise TaskError(f"{where}: {rel!r} is a symbolic link or lies behind one (or is no regular "
+                        "file): a patched file must be a regular file")
+    try:
+        fd = open_beneath(root, rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise TaskError(f"{where}: cannot read {rel!r}: {exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TaskError(f"{where}: {rel!r} is no regular file")
+        os.set_blocking(fd, True)
+        return fh.read()
+
+
 def patched_contents(repo: Path, patch: str, where: str) -> dict[str, bytes]:
     """New content of every file `patch` adds or modifies (deletions are left out), found by
-    applying it with `git apply` to a scratch copy of just those files."""
-    files = [f for f in _patched_files(patch, where) if not f.is_removed_file]
+    applying it with `git apply` to a scratch copy of just those files.
+
+    Every path of the patch must be a plain relative path (checked before anything is copied); a
+    file is copied only if it is a regular file of `repo` reached through no symbolic link (git
+    itself refuses to patch beyond a link; a link modified in place would stay a link), read and
+    written beneath `repo` and the scratch folder, never following a link. A patched file that
+    ends up a link (a test_patch adding a mode-120000 "test") is refused: a hidden test that is
+    a link has no use but reading the host's files."""
+    files = [f for f in check_paths(patch, where) if not f.is_removed_file]
     if not files:
         raise TaskError(f"{where}: changes no file (the hidden tests come from it)")
     scratch = Path(tempfile.mkdtemp(prefix=owned_prefix("testpatch")))
     try:
+        copied = set()
         for f in files:
-            if not f.is_added_file and (repo / f.path).is_file():
-                (scratch / f.path).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(repo / f.path, scratch / f.path)
+            if f.is_added_file or f.path in copied:
+                continue
+            kind = _kind(repo, f.path)
+            if kind == "missing":
+                continue  # `git apply` says so below
+            if kind != "file":
+                raise TaskError(f"{where}: {f.path!r} is a symbolic link or lies behind one (or is no "
+                                "regular file) at base_commit: the patch may change regular files only")
+            data = _read_no_links(repo, f.path, where)
+            try:
+                make_dirs_beneath(scratch, posix_parent(f.path))
+                write_beneath(scratch, f.path, data, exclusive=True)
+            except OSError as exc:
+                raise TaskError(f"{where}: cannot copy {f.path!r}: {exc}") from None
+            copied.add(f.path)
         patch_file = scratch.parent / f"{scratch.name}.patch"
         patch_file.write_text(patch)
         result = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch_file)], cwd=scratch,
@@ -174,7 +259,7 @@ def patched_contents(repo: Path, patch: str, where: str) -> dict[str, bytes]:
         patch_file.unlink()
         if result.returncode != 0:
             raise TaskError(f"{where}: does not apply at base_commit: {result.stderr.strip()}")
-        return {f.path: (scratch / f.path).read_bytes() for f in files}
+        return {f.path: _read_no_links(scratch, f.path, where) for f in files}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -226,10 +311,11 @@ def materialize(instance: Instance, clone: Path, dest: Path, test_command: str =
         os.replace(exported, repo)
 
     try:
+        check_paths(instance.patch, f"{where}: patch")
         export_commit(clone, instance.base_commit, exported)
         hidden = patched_contents(exported, instance.test_patch, f"{where}: test_patch")
         tests = {t.split("::")[0] for t in instance.pass_to_pass + instance.fail_to_pass}
-        visible = sorted(t for t in tests - set(hidden) if (exported / t).is_file())
+        visible = sorted(t for t in tests - set(hidden) if not _unsafe(t) and _kind(exported, t) == "file")
         manifest = {
             "id": dest.name,
             "kind": "bugfix",
