@@ -95,3 +95,17 @@ def test_a_manifest_cannot_make_the_loader_read_outside_its_task(tmp_path, monke
     os.symlink(secret, hidden)
     with pytest.raises(TaskError, match="a link to outside the task folder"):
         load_task(folder)
+
+
+def test_write_task_writes_hidden_files_beneath_hidden_only(tmp_path):
+    """A loader's data names the hidden files: a path out of hidden/ is refused, never written."""
+    from code_gym.loaders.folder import write_task
+
+    def fill(repo):
+        (repo / "m.py").write_text("x = 1\n")
+
+    manifest = {"id": "t", "statement": "s", "visible_tests": [], "hidden_tests": ["tests/test_h.py"]}
+    with pytest.raises(OSError):
+        write_task(tmp_path / "t", manifest, fill, {"tests/test_h.py": "def test_h(): pass\n",
+                                                    "../../../escaped.py": "x"}, "")
+    assert not list(tmp_path.rglob("escaped.py")) and not (tmp_path.parent / "escaped.py").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import shutil
 import tempfile
@@ -13,6 +14,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from code_gym.hostfs import make_dirs_beneath, write_beneath
 from code_gym.task import MANIFEST, Task, load_task
 
 PATCH_NAME = "solution.patch"
@@ -76,11 +78,11 @@ def write_task(dest: Path, manifest: Mapping, fill_repo: Callable[[Path], None],
     try:
         (staging / "repo").mkdir(parents=True)
         fill_repo(staging / "repo")
-        for rel, content in hidden.items():
-            target = staging / "hidden" / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content.encode() if isinstance(content, str) else content)
-        (staging / "hidden").mkdir(exist_ok=True)
+        (staging / "hidden").mkdir()
+        for rel, content in hidden.items():  # beneath hidden/ only, whatever the path (loaders' data may be hostile)
+            make_dirs_beneath(staging / "hidden", posixpath.dirname(rel))
+            write_beneath(staging / "hidden", rel, content.encode() if isinstance(content, str) else content,
+                          exclusive=True)
         (staging / PATCH_NAME).write_text(reference_patch)
         (staging / MANIFEST).write_text(dump_manifest({"reference_patch": PATCH_NAME, **manifest}))
         load_task(staging)  # raises TaskError before anything replaces `dest`
