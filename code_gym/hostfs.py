@@ -75,19 +75,24 @@ def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
 
 
+def _regular(fd: int, where: object, mode: str):
+    """`fd` (opened O_NONBLOCK, so that a FIFO never blocked the open) as a blocking file object if
+    it is a regular file; closed and OSError otherwise."""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(where))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def open_regular(path: Path):
     """`path` opened for reading (binary) if it is a regular file, never following a link and never
     blocking (a FIFO put in its place since the walk would block an open without O_NONBLOCK);
     OSError otherwise."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    return _regular(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC), path, "rb")
 
 
 _SYS_OPENAT2, _RESOLVE_NO_MAGICLINKS, _RESOLVE_BENEATH = 437, 0x02, 0x08
@@ -151,11 +156,7 @@ def make_dirs_beneath(root: Path, rel: str) -> None:
 
 def read_beneath(root: Path, rel: str) -> bytes:
     """The bytes of the regular file `rel` under `root` (`open_beneath`; never a FIFO or device)."""
-    fd = open_beneath(root, rel, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(root / rel))
-        os.set_blocking(fd, True)
+    with _regular(open_beneath(root, rel, os.O_RDONLY | os.O_NONBLOCK), root / rel, "rb") as fh:
         return fh.read()
 
 
@@ -163,11 +164,7 @@ def write_beneath(root: Path, rel: str, data: bytes, exclusive: bool = False) ->
     """Write the regular file `rel` under `root` (`open_beneath`), made if missing (`exclusive`:
     only if missing). A FIFO there fails at once (O_NONBLOCK) rather than block the host."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0)
-    fd = open_beneath(root, rel, flags)
-    with os.fdopen(fd, "wb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(root / rel))
-        os.set_blocking(fd, True)
+    with _regular(open_beneath(root, rel, flags), root / rel, "wb") as fh:
         fh.truncate(0)
         fh.write(data)
 

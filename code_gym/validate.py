@@ -110,13 +110,18 @@ def _probe_gate(task: Task, verdict: Verdict, isolation: str) -> None:
     verdict.probes, verdict.probes_dropped = len(made.probes), made.dropped
 
 
+def check_runs(runs: int) -> None:
+    """Refuse a count of reference runs below 1: with 0, every reference gate passed unchecked."""
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be an integer >= 1 (the reference's runs that must all pass), got {runs!r}")
+
+
 def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict:
     """Gates: the patch parses and applies; the untouched repo fails >= 1 hidden test; the reference
     passes every test and every behavioural probe `runs` times in a row; tests use no clock, network or unseeded randomness
     (and run in a sandbox with no network). A task with `fail_to_pass` node ids gets the SWE-bench
     gates instead of the hidden-test ones (see `_swebench_gates`)."""
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:  # 0 runs passed every gate unchecked
-        raise ValueError(f"runs must be an integer >= 1 (the reference's runs that must all pass), got {runs!r}")
+    check_runs(runs)
     files, hunks = _hunk_count(task)
     verdict = Verdict(task.id, task.kind, files, hunks)
     verdict.problems += _clock_or_network(task)

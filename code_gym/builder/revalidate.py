@@ -19,6 +19,7 @@ from code_gym.builder.pipeline import GATES
 from code_gym.builder.statement import MIN_LEAK_CHARS
 from code_gym.grading import grade
 from code_gym.reference import patch_changes, reference_changes
+from code_gym.validate import check_runs
 from code_gym.table import format_table
 from code_gym.task import Task, TaskError
 
@@ -83,8 +84,7 @@ def _hunks(patch: str) -> int:
 
 def revalidate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Revalidation:
     """The first gate `task` fails now, with the reason (see the module docstring)."""
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise ValueError(f"runs must be an integer >= 1 (the reference's runs that must all pass), got {runs!r}")
+    check_runs(runs)
     hunks = _hunks(task.reference_patch)
     regions = _regions(task)
 
