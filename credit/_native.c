@@ -13,10 +13,40 @@ cost per block. Optional: credit falls back to numpy and Python when this is not
 #include <Python.h>
 #include <stdint.h>
 
+/* An exact int's value where it fits in one digit (every token offset below 2**30), read from the
+   object itself; anything else through PyLong_AsLongLongAndOverflow. 0 on success. */
+static inline int int_value(PyObject *o, int64_t *value) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact((PyLongObject *)o)) {
+        *value = (int64_t)PyUnstable_Long_CompactValue((PyLongObject *)o);
+        return 0;
+    }
+#else
+    Py_ssize_t size = Py_SIZE(o);
+    if (size == 0 || size == 1) {
+        *value = size ? (int64_t)((PyLongObject *)o)->ob_digit[0] : 0;
+        return 0;
+    }
+#endif
+    int over = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o, &over);
+    if (over || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -1;
+    }
+    *value = (int64_t)x;
+    return 0;
+}
+
 /* One step's pairs into out[0 .. 2n); 0 on success, -1 when an item is not a list or tuple of two
-   exact ints that fit in int64 (the caller reads that step its own way and reports what is wrong). */
-static int read_step(PyObject *step, Py_ssize_t n, int64_t *out) {
+   exact ints that fit in int64 (the caller reads that step its own way and reports what is wrong).
+   With length >= 0, *plain tells whether the pairs plainly pass credit.offsets' checks: every token
+   of positive width, starts and ends non-decreasing, the first start >= 0, the last end <= length
+   (steps that fail it, zero-width tokens included, get credit.offsets._bad_steps' full rules). */
+static int read_step(PyObject *step, Py_ssize_t n, int64_t *out, int64_t length, int *plain) {
     PyObject **items = PySequence_Fast_ITEMS(step);
+    int ok = 1;
+    int64_t last_start = 0, last_end = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *pair = items[i], *a, *b;
         if (PyList_CheckExact(pair) && PyList_GET_SIZE(pair) == 2) {
@@ -28,42 +58,60 @@ static int read_step(PyObject *step, Py_ssize_t n, int64_t *out) {
         } else {
             return -1;
         }
-        if (!PyLong_CheckExact(a) || !PyLong_CheckExact(b)) return -1;
-        int over_a = 0, over_b = 0;
-        long long x = PyLong_AsLongLongAndOverflow(a, &over_a);
-        long long y = PyLong_AsLongLongAndOverflow(b, &over_b);
-        if (over_a || over_b || ((x == -1 || y == -1) && PyErr_Occurred())) {
-            PyErr_Clear();
-            return -1;
-        }
-        out[2 * i] = (int64_t)x;
-        out[2 * i + 1] = (int64_t)y;
+        int64_t x, y;
+        if (!PyLong_CheckExact(a) || !PyLong_CheckExact(b) || int_value(a, &x) < 0 || int_value(b, &y) < 0) return -1;
+        out[2 * i] = x;
+        out[2 * i + 1] = y;
+        ok &= (y > x) & (i == 0 ? x >= 0 : (x >= last_start) & (y >= last_end));
+        last_start = x;
+        last_end = y;
     }
+    if (plain != NULL) *plain = ok && (n == 0 || last_end <= length);
     return 0;
 }
 
-/* read_pairs(steps, bounds, out) -> list of the indices of the steps not read.
+/* Append k to the list; -1 on failure (the error set). */
+static int append_index(PyObject *list, Py_ssize_t k) {
+    PyObject *index = PyLong_FromSsize_t(k);
+    int bad = index == NULL || PyList_Append(list, index) < 0;
+    Py_XDECREF(index);
+    return bad ? -1 : 0;
+}
+
+/* read_pairs(steps, bounds, out[, lengths]) -> indices of the steps not read, or with lengths
+   (not read, read but not plainly ordered).
    steps: a list of lists or tuples of pairs; bounds: int64 buffer of len(steps) + 1 pair counts
    (step k's pairs go to pairs bounds[k] .. bounds[k + 1]); out: writable int64 buffer of
-   2 * bounds[-1] items. A step whose length differs from its bounds, or with an item that is not a
-   pair of ints, is listed and its part of `out` left as it was. */
+   2 * bounds[-1] items; lengths: int64 buffer of len(steps) action lengths. A step whose length
+   differs from its bounds, or with an item that is not a pair of ints, is listed as not read and
+   its part of `out` left as it was. With lengths, a step read whose pairs do not plainly pass the
+   offset checks (read_step) is listed in the second list. */
 static PyObject *read_pairs(PyObject *self, PyObject *args) {
-    PyObject *steps, *bounds_obj, *out_obj;
-    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &steps, &bounds_obj, &out_obj)) return NULL;
-    Py_buffer bounds_view, out_view;
+    PyObject *steps, *bounds_obj, *out_obj, *lengths_obj = NULL;
+    if (!PyArg_ParseTuple(args, "O!OO|O", &PyList_Type, &steps, &bounds_obj, &out_obj, &lengths_obj)) return NULL;
+    Py_buffer bounds_view, out_view, lengths_view;
+    int got = 0;
+    PyObject *failed = NULL, *unplain = NULL, *result = NULL;
     if (PyObject_GetBuffer(bounds_obj, &bounds_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-    if (PyObject_GetBuffer(out_obj, &out_view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyBuffer_Release(&bounds_view);
-        return NULL;
+    got = 1;
+    if (PyObject_GetBuffer(out_obj, &out_view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    got = 2;
+    if (lengths_obj != NULL) {
+        if (PyObject_GetBuffer(lengths_obj, &lengths_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+        got = 3;
     }
-    PyObject *failed = NULL;
     Py_ssize_t n_steps = PyList_GET_SIZE(steps);
     if (bounds_view.itemsize != 8 || out_view.itemsize != 8
         || bounds_view.len / 8 != n_steps + 1) {
         PyErr_SetString(PyExc_ValueError, "read_pairs: bounds must be int64 of len(steps) + 1, out int64");
         goto done;
     }
+    if (got == 3 && (lengths_view.itemsize != 8 || lengths_view.len / 8 != n_steps)) {
+        PyErr_SetString(PyExc_ValueError, "read_pairs: lengths must be int64 of len(steps)");
+        goto done;
+    }
     const int64_t *bounds = (const int64_t *)bounds_view.buf;
+    const int64_t *lengths = got == 3 ? (const int64_t *)lengths_view.buf : NULL;
     int64_t *out = (int64_t *)out_view.buf;
     Py_ssize_t capacity = out_view.len / 8;
     if (bounds[0] < 0 || 2 * bounds[n_steps] > capacity) {
@@ -71,26 +119,25 @@ static PyObject *read_pairs(PyObject *self, PyObject *args) {
         goto done;
     }
     failed = PyList_New(0);
-    if (failed == NULL) goto done;
+    unplain = PyList_New(0);
+    if (failed == NULL || unplain == NULL) goto done;
     for (Py_ssize_t k = 0; k < n_steps; k++) {
         PyObject *step = PyList_GET_ITEM(steps, k);
+        int plain = 1;
         int ok = (PyList_CheckExact(step) || PyTuple_CheckExact(step)) && bounds[k] >= 0 && bounds[k] <= bounds[k + 1]
                  && bounds[k + 1] <= bounds[n_steps] && PySequence_Fast_GET_SIZE(step) == bounds[k + 1] - bounds[k]
-                 && read_step(step, bounds[k + 1] - bounds[k], out + 2 * bounds[k]) == 0;
-        if (!ok) {
-            PyObject *index = PyLong_FromSsize_t(k);
-            if (index == NULL || PyList_Append(failed, index) < 0) {
-                Py_XDECREF(index);
-                Py_CLEAR(failed);
-                goto done;
-            }
-            Py_DECREF(index);
-        }
+                 && read_step(step, bounds[k + 1] - bounds[k], out + 2 * bounds[k], lengths ? lengths[k] : 0,
+                              lengths ? &plain : NULL) == 0;
+        if (!ok ? append_index(failed, k) < 0 : (!plain && append_index(unplain, k) < 0)) goto done;
     }
+    result = lengths ? PyTuple_Pack(2, failed, unplain) : Py_NewRef(failed);
 done:
-    PyBuffer_Release(&bounds_view);
-    PyBuffer_Release(&out_view);
-    return failed;
+    Py_XDECREF(failed);
+    Py_XDECREF(unplain);
+    if (got >= 1) PyBuffer_Release(&bounds_view);
+    if (got >= 2) PyBuffer_Release(&out_view);
+    if (got >= 3) PyBuffer_Release(&lengths_view);
+    return result;
 }
 
 
@@ -247,8 +294,9 @@ done:
 
 static PyMethodDef methods[] = {
     {"read_pairs", read_pairs, METH_VARARGS,
-     "read_pairs(steps, bounds, out) -> indices of the steps not read: each step's (start, end) pairs "
-     "into out[2 * bounds[k]:2 * bounds[k + 1]] as int64."},
+     "read_pairs(steps, bounds, out[, lengths]) -> indices of the steps not read (with lengths: and of those "
+     "read whose pairs do not plainly pass the offset checks): each step's (start, end) pairs into "
+     "out[2 * bounds[k]:2 * bounds[k + 1]] as int64."},
     {"first_tries", first_tries, METH_VARARGS,
      "first_tries(actions, joined, step, kind, c0, c1, w0, w1, begin, current, cursors, pos) -> (stop, current): "
      "the first search of blocks begin.. as written (credit/project.py), up to the first not found."},

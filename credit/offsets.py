@@ -180,15 +180,12 @@ def _read_listed(offsets: Sequence[Any], actions: Sequence[str], listed: list[in
     bounds = np.zeros(len(steps) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, steps), np.int64, len(steps)), out=bounds[1:])
     flat = np.empty(2 * int(bounds[-1]), np.int64)
-    not_read = c_read_pairs(steps, bounds, flat)
-    pairs = flat.reshape(-1, 2)
-    if not_read:  # their part of `flat` was never written: check zeros instead
-        for k in not_read:
-            pairs[bounds[k]:bounds[k + 1]] = 0
     length = np.fromiter(map(len, map(actions.__getitem__, listed)), np.int64, len(listed))
-    bad = _unplain_steps(pairs, bounds, length)
-    if bad.any():  # zero-width tokens, or a failed check: the full rules, on those steps alone
-        again = np.flatnonzero(bad)
+    not_read, unplain = c_read_pairs(steps, bounds, flat, length)  # reads and checks as _unplain_steps
+    pairs = flat.reshape(-1, 2)
+    bad = np.zeros(len(steps), bool)
+    if unplain:  # zero-width tokens, or a failed check: the full rules, on those steps alone
+        again = np.array(unplain, np.int64)
         lo, hi = bounds[again], bounds[again + 1]
         bad[again] = _bad_steps(pairs[ranges(lo, hi)], np.concatenate([[0], np.cumsum(hi - lo)]), length[again])
     bad[not_read] = True
@@ -289,25 +286,6 @@ def _read_windows(offsets, actions, windows: dict[int, list[tuple[int, int]]], o
     for k, s in enumerate(steps):
         a, b = int(bounds[k]), int(bounds[k + 1])
         out[s] = (None, _read_whole(offsets[s], actions[s], s)) if bad[k] else (index[a:b], pairs[a:b])
-
-
-def _unplain_steps(pairs: np.ndarray, bounds: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """Per step (its tokens pairs[bounds[k]:bounds[k + 1]]), False where its offsets plainly pass
-    the rules of `checked_offsets`: every token of positive width, starts and ends non-decreasing,
-    the first start >= 0 and the last end <= the action's length. Reads each token a few times in
-    whole-batch passes (`_bad_steps`, which allows zero-width tokens, costs about four times more)."""
-    n_steps = length.shape[0]
-    starts, ends = pairs[:, 0], pairs[:, 1]
-    fault = ends <= starts
-    fault[1:] |= (starts[1:] < starts[:-1]) | (ends[1:] < ends[:-1])
-    fault[bounds[:-1][bounds[:-1] < bounds[1:]]] = False  # a step's first token follows no token of its own
-    out = np.zeros(n_steps, bool)
-    at = np.flatnonzero(fault)
-    out[np.searchsorted(bounds, at, side="right") - 1] = True
-    filled = np.flatnonzero(bounds[:-1] < bounds[1:])
-    out[filled] |= (starts[bounds[filled]] < 0) | (ends[bounds[filled + 1] - 1] > length[filled])
-    out[filled] |= ends[bounds[filled]] <= starts[bounds[filled]]
-    return out
 
 
 def _bad_steps(pairs: np.ndarray, bounds: np.ndarray, length: np.ndarray) -> np.ndarray:
