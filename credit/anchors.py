@@ -22,6 +22,11 @@ import numpy as np
 from credit._util import ranges, segment_starts
 from credit.groupability import groupability_score, score_one
 
+try:  # the greedy loop in C (credit/_native.c); without it, the Python loop below
+    from credit._native import greedy as c_greedy
+except ImportError:  # not built: the install had no C compiler
+    c_greedy = None
+
 COUNTS = ("steps", "trajectories")
 
 
@@ -104,9 +109,11 @@ def select_anchors(
     candidates = np.flatnonzero(gs > 0)
     candidates = candidates[np.lexsort((c[start[candidates]], -size[candidates], -lines[candidates], -gs[candidates]))]
 
-    def rescored(kept: list[int]) -> float:
-        n = len(set(trajectory[kept].tolist())) if count == "trajectories" else len(kept)
-        return score_one(float(compared[kept].mean()), float(n), **score)
+    compared_of, trajectory_of = compared.tolist(), trajectory.tolist()
+
+    def rescored(kept: list[int]) -> float:  # the mean of ints as numpy gives it: their exact sum / n
+        n = len({trajectory_of[u] for u in kept}) if count == "trajectories" else len(kept)
+        return score_one(sum(compared_of[u] for u in kept) / len(kept), float(n), **score)
 
     cap = candidates.shape[0] if max_anchors is None else max_anchors
     taken, members = _greedy(units[ranges(start[candidates], end[candidates])], end[candidates] - start[candidates],
@@ -151,36 +158,51 @@ def _greedy(members, n_members, task, unit_ptr, unit_lines, max_anchors, rescore
     n = n_members.shape[0]
     free = np.flatnonzero(~contested)
     uncapped = max_anchors >= n
-    bounds, line_bounds = member_ptr.tolist(), line_ptr.tolist()
-    line_list = lines.tolist()
-    # no cap binds: every uncontested candidate is taken whole
-    taken_lines = set(lines[ranges(line_ptr[member_ptr[free]], line_ptr[member_ptr[free + 1]])].tolist()
-                      if uncapped else ())
+    # no cap binds: every uncontested candidate is taken whole, and only the others are visited
+    order = np.flatnonzero(contested) if uncapped else np.arange(n)
     is_taken = np.zeros(n, bool)
     is_taken[free] = uncapped
-    cut: dict[int, np.ndarray] = {}
+    first_lines = lines[ranges(line_ptr[member_ptr[free]], line_ptr[member_ptr[free + 1]])] if uncapped else lines[:0]
+    tasks = task[members[member_ptr[:-1]]]
+    if c_greedy is not None:
+        taken_lines = np.zeros(int(lines.max(initial=-1)) + 1, bool)
+        taken_lines[first_lines] = True
+        per_task = np.zeros(int(tasks.max(initial=-1)) + 1, np.int64)
+        cut = c_greedy(lines, line_ptr, member_ptr, members, tasks, contested, order, max_anchors, taken_lines,
+                       per_task, is_taken, rescored)
+    else:
+        cut = _greedy_loop(lines.tolist(), line_ptr.tolist(), member_ptr.tolist(), members.tolist(), tasks.tolist(),
+                           contested.tolist(), order.tolist(), max_anchors, set(first_lines.tolist()), is_taken,
+                           rescored)
+    taken = np.flatnonzero(is_taken)
+    bounds = member_ptr.tolist()
+    return taken, [members[cut[k]] if k in cut else members[bounds[k]:bounds[k + 1]] for k in taken.tolist()]
+
+
+def _greedy_loop(lines, line_ptr, member_ptr, members, tasks, contested, order, max_anchors, taken_lines, is_taken,
+                 rescored) -> dict[int, list[int]]:
+    """The loop of `_greedy` (as `credit._native.greedy` runs it) over the candidates in `order`,
+    on lists: sets `is_taken`, adds to `taken_lines`; returns the positions of the members each cut
+    candidate keeps."""
+    cut: dict[int, list[int]] = {}
     per_task: dict[int, int] = {}
-    tasks = task[members[member_ptr[:-1]]].tolist()
-    member_list = members.tolist()
-    checked = contested.tolist()
-    for k in np.flatnonzero(contested).tolist() if uncapped else range(n):
+    for k in order:
         t = tasks[k]
         if per_task.get(t, 0) >= max_anchors:
             continue
-        lo, hi = bounds[k], bounds[k + 1]
-        if checked[k] and not taken_lines.isdisjoint(line_list[line_bounds[lo]:line_bounds[hi]]):
-            kept = [i for i in range(lo, hi) if taken_lines.isdisjoint(line_list[line_bounds[i]:line_bounds[i + 1]])]
-            if len(kept) < 2 or rescored([member_list[i] for i in kept]) <= 0:
+        lo, hi = member_ptr[k], member_ptr[k + 1]
+        if contested[k] and not taken_lines.isdisjoint(lines[line_ptr[lo]:line_ptr[hi]]):
+            kept = [i for i in range(lo, hi) if taken_lines.isdisjoint(lines[line_ptr[i]:line_ptr[i + 1]])]
+            if len(kept) < 2 or rescored([members[i] for i in kept]) <= 0:
                 continue
-            cut[k] = members[kept]
+            cut[k] = kept
             for i in kept:
-                taken_lines.update(line_list[line_bounds[i]:line_bounds[i + 1]])
+                taken_lines.update(lines[line_ptr[i]:line_ptr[i + 1]])
         else:
-            taken_lines.update(line_list[line_bounds[lo]:line_bounds[hi]])
+            taken_lines.update(lines[line_ptr[lo]:line_ptr[hi]])
         per_task[t] = per_task.get(t, 0) + 1
         is_taken[k] = True
-    taken = np.flatnonzero(is_taken)
-    return taken, [cut[k] if k in cut else members[bounds[k]:bounds[k + 1]] for k in taken.tolist()]
+    return cut
 
 
 def _held_before(lines: np.ndarray, owner: np.ndarray, n_owners: int) -> np.ndarray:

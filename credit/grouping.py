@@ -34,6 +34,11 @@ import numpy as np
 from credit._util import count_at_most, csr_pointers, ranges, segment_starts, sorted_keys, unique_ints
 from credit.text import MARKERS, MAX_COPIES, Contents, line_table
 
+try:  # the clusters' founding loop in C (credit/_native.c); without it, the Python loop
+    from credit._native import founders as c_founders
+except ImportError:  # not built: the install had no C compiler
+    c_founders = None
+
 _MIX_INDENT = np.uint64(0x9E3779B97F4A7C15)
 _MIX_LENGTH = np.uint64(0xC2B2AE3D27D4EB4F)
 _POWER = np.uint64(0x100000001B3)
@@ -215,11 +220,26 @@ def _representative_clusters(order: np.ndarray, a: np.ndarray, b: np.ndarray) ->
     n_classes = order.shape[0]
     ends = np.concatenate([a, b])
     degree = np.bincount(ends, minlength=n_classes)
-    ptr = np.concatenate([[0], np.cumsum(degree)]).tolist()
-    neighbours = np.concatenate([b, a])[np.argsort(ends, kind="stable")].tolist()
+    ptr = np.concatenate([[0], np.cumsum(degree)])
+    neighbours = np.concatenate([b, a])[np.argsort(ends, kind="stable")].astype(np.int64)
+    visit = order[degree[order] > 0]
+    if c_founders is not None:
+        founder = np.arange(n_classes)
+        c_founders(np.ascontiguousarray(visit, np.int64), ptr, neighbours, founder)
+    else:
+        founder = np.asarray(_founders(visit.tolist(), ptr.tolist(), neighbours.tolist(), n_classes), np.int64)
+    founds = founder[order] == order
+    number = np.empty(n_classes, np.int64)
+    number[order] = np.cumsum(founds) - 1
+    return number[founder]
+
+
+def _founders(visit: list[int], ptr: list[int], neighbours: list[int], n_classes: int) -> list[int]:
+    """The loop of `_representative_clusters` (as `credit._native.founders` runs it): the founder
+    of each class."""
     founder = list(range(n_classes))
     assigned = [False] * n_classes
-    for c in order[degree[order] > 0].tolist():
+    for c in visit:
         if assigned[c]:
             continue
         for other in neighbours[ptr[c]:ptr[c + 1]]:
@@ -227,11 +247,7 @@ def _representative_clusters(order: np.ndarray, a: np.ndarray, b: np.ndarray) ->
                 assigned[other] = True
                 founder[other] = c
         assigned[c] = True
-    founder = np.asarray(founder, np.int64)
-    founds = founder[order] == order
-    number = np.empty(n_classes, np.int64)
-    number[order] = np.cumsum(founds) - 1
-    return number[founder]
+    return founder
 
 
 @dataclass(frozen=True, eq=False)

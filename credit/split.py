@@ -271,7 +271,8 @@ class _Body:
         return _shapes(self.data, self.start[lines], self.end[lines])
 
 
-_HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# line numbers and counts in ASCII digits that fit in int64 (a longer number is a malformed header)
+_HUNK_HEADER = re.compile(r"@@ -([0-9]{1,18})(?:,([0-9]{1,18}))? \+([0-9]{1,18})(?:,([0-9]{1,18}))? @@")
 
 
 def _scan(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
@@ -297,7 +298,7 @@ def _scan(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
     at = np.flatnonzero((first == 64) & (second == 64))
 
     bad: set[int] = set()
-    header = np.zeros((at.shape[0], 4), np.int64)
+    fields = []  # (start, count, start, count) strings of each header, the counts "1" when left out
     keep = np.ones(at.shape[0], bool)
     for k, h in enumerate(at.tolist()):
         m = _HUNK_HEADER.match(lines[h])
@@ -305,9 +306,9 @@ def _scan(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
             bad.add(int(line_diff[h]))
             keep[k] = False
             continue
-        a, b, c, d = m.groups()
-        header[k] = int(a), 1 if b is None else int(b), int(c), 1 if d is None else int(d)
-    at, header = at[keep], header[keep]
+        fields.append(m.groups("1"))
+    at = at[keep]
+    header = np.array(fields, np.int64).reshape(-1, 4)
 
     both = np.concatenate([[0], np.cumsum(old.astype(np.int64) + new)])
     olds = np.concatenate([[0], np.cumsum(old)])
@@ -380,14 +381,14 @@ def _file_path(source: str, target: str) -> Optional[str]:
 
 def _parse_with_unidiff(d: int, diff: str) -> _Body:
     """One diff's hunk bodies through unidiff (what the scan did not recognise)."""
+    wrong = next((line for line in diff.splitlines() if line.startswith("@@") and not _HUNK_HEADER.match(line)), None)
+    if wrong is not None:  # unidiff skips it and the hunk's lines with it, or misreads its numbers
+        raise DiffError(d, f"hunk header {wrong[:80]!r} is not '@@ -start,count +start,count @@': pass the "
+                           "unified diff the step made (git diff, difflib.unified_diff)")
     try:
         patch = unidiff.PatchSet(diff)
     except unidiff.UnidiffParseError as err:
         raise DiffError(d, f"diff is not a valid unified diff: {err}") from None
-    wrong = next((line for line in diff.splitlines() if line.startswith("@@") and not _HUNK_HEADER.match(line)), None)
-    if wrong is not None:  # unidiff skips it, and the hunk's lines with it
-        raise DiffError(d, f"hunk header {wrong[:80]!r} is not '@@ -start,count +start,count @@': pass the "
-                           "unified diff the step made (git diff, difflib.unified_diff)")
     if len(patch) == 0:
         raise DiffError(d, (
             "diff is not empty but has no file header ('diff --git', '---' / '+++'): pass the "

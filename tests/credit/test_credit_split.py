@@ -149,7 +149,8 @@ def test_empty_diff_and_bad_input():
     with pytest.raises(ValueError, match="levels must be"):
         split_diff(MODIFY, levels=("function",))
     # a hunk header that is no header: unidiff skipped it and its lines, and the step lost its diff
-    for header in ("@@ -0,0 +1,x @@", "@@ garbage @@"):
+    # and one whose numbers do not fit in int64 (it raised OverflowError from numpy)
+    for header in ("@@ -0,0 +1,x @@", "@@ garbage @@", "@@ -99999999999999999999,1 +1,1 @@"):
         with pytest.raises(ValueError, match=f"hunk header '{re.escape(header)}' is not"):
             split_diff(f"--- a/m.py\n+++ b/m.py\n{header}\n+x = 1\n")
 
