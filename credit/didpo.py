@@ -428,19 +428,18 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     span_value = np.where(level == 2, value_outside[occ[owner]], value[occ[owner]])
     token_extra, covered = project_steps([w[1] for w in windows], spans, span_step, span_value, priority)
     n_read = np.fromiter((w[1].shape[0] for w in windows), np.int64, len(windows))
-    windowed = [k for k, w in enumerate(windows) if w[0] is not None]
+    # each read token's number in its row (None: every row read whole)
+    read_index = None
+    if any(w[0] is not None for w in windows):
+        read_index = np.concatenate([np.arange(n) if w[0] is None else w[0] for w, n in zip(windows, n_read.tolist())])
 
     def extra(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if not windowed:  # every projected row read whole: a mask of their tokens, in order
+        if read_index is None:  # every projected row read whole: a mask of their tokens, in order
             projected = np.zeros(starts.shape[0] - 1, bool)
             projected[rows] = True
             return np.repeat(projected, np.diff(starts)), token_extra
         # each read token's place in the batch (tokens outside the windows are covered by no span)
-        at = ranges(starts[rows], starts[rows] + n_read)
-        first = segment_starts(n_read)
-        for k in windowed:
-            at[first[k]:first[k] + n_read[k]] = starts[rows[k]] + windows[k][0]
-        return at, token_extra
+        return np.repeat(starts[rows], n_read) + read_index, token_extra
     n_tokens = sum(map(len, [o for o in token_offsets if o is not None]))
     n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
     return extra, {

@@ -219,7 +219,9 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
     previous match of its step and kind, then from the start (of its window `bounds`, when given);
     line by line where the block is not found. The first search of each block, the text as written
     from the cursor, finds most blocks; `credit._native.first_tries` runs those in C where it is
-    built, and hands each block it does not find to the rest of the searches here.
+    built, and hands each block it does not find to the rest of the searches here (but a line with
+    no other form to look for: the C search looks for it from the start too, as `_search` does,
+    and passes on).
 
     Returns:
       (blocks found whole: arrays lo, hi, position, escape index, and {index among them: the lines'

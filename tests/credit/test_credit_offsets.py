@@ -1,5 +1,7 @@
 """List token offsets read where spans need them (`credit.offsets`): the same token advantages as
 offsets given as arrays, and bad entries where they are read reported with their step."""
+import itertools
+
 import numpy as np
 import pytest
 from credit_testlib import load_bench, need_native
@@ -151,61 +153,209 @@ def _odd_entry(rng, pair: list[int]):
     return pair
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_the_c_reader_gives_what_the_numpy_reader_gives(seed, monkeypatch):
-    """credit._native reads list offsets whole; steps it cannot read or whose offsets fail a check
-    go to the numpy reader. Whatever the entries, the verdict (the same error, or none) and the
-    tokens under every span are those of the numpy reader alone."""
-    import credit.offsets as offsets_module
-    from credit.offsets import check_listed_offsets, checked_offsets
+def _random_batch(rng):
+    """Steps of list offsets as a caller may pass them (odd tokens, broken rules, odd entries, tuples),
+    each past the input check of its ends, with a few spans each."""
+    from credit.offsets import check_listed_offsets
 
-    native_reader = offsets_module.c_read_pairs
-    need_native(native_reader)
+    n_steps = int(rng.integers(1, 6))
+    steps, actions, spans, span_step = [], [], [], []
+    for s in range(n_steps):
+        n_chars = int(rng.integers(1, 200))
+        pairs = np.array(_odd_tokens(rng, n_chars) if rng.random() < 0.4 else
+                         [[i, i + 1] for i in range(n_chars)], np.int64)
+        if rng.random() < 0.3:
+            pairs = _mutated(rng, pairs, n_chars)
+        listed = pairs.tolist()
+        if rng.random() < 0.3:
+            listed = [_odd_entry(rng, p) for p in listed]
+        try:  # what token_windows is given has passed the input check of its ends
+            check_listed_offsets(listed, "x" * n_chars)
+        except ValueError:
+            listed = [[i, i + 1] for i in range(n_chars)]
+        steps.append(listed if rng.random() < 0.9 else tuple(listed))
+        actions.append("x" * n_chars)
+        for _ in range(int(rng.integers(0 if rng.random() < 0.1 else 1, 4))):
+            a = int(rng.integers(0, n_chars))
+            spans.append([a, min(n_chars, a + int(rng.integers(1, 30)))])
+            span_step.append(s)
+    return steps, actions, np.array(spans, np.int64).reshape(-1, 2), np.array(span_step, np.int64)
+
+
+# the C readers in use: both (windows in C, what they leave read whole in C), the whole reader alone
+_READERS = {"windows": ("c_read_windows", "c_read_pairs"), "whole": ("c_read_pairs",)}
+
+
+def _windows_with(monkeypatch, readers, batch):
+    """token_windows with the named C readers on (the others off): its result, or its error."""
+    import credit.offsets as offsets_module
+
+    for name in ("c_read_windows", "c_read_pairs"):
+        monkeypatch.setattr(offsets_module, name, _NATIVE[name] if name in readers else None)
+    try:
+        return token_windows(*batch)
+    except (OffsetsError, ValueError) as err:
+        return type(err), str(err), getattr(err, "step", None)
+
+
+def _assert_same_reading(c, numpy_reader, steps, actions):
+    """The C readers' verdict is the numpy reader's (the same error, or none), and they read the
+    same tokens under every span: the same windows, or the step whole where its offsets pass
+    every check."""
+    from credit.offsets import checked_offsets
+
+    if isinstance(numpy_reader, tuple):
+        assert c == numpy_reader
+        return
+    assert isinstance(c, list), c
+    for s, ((ci, cp), (ni, npairs)) in enumerate(zip(c, numpy_reader)):
+        if ci is not None or ni is None:  # the same windows, or both whole
+            assert (ci is None) == (ni is None) and (ci is None or ci.tolist() == ni.tolist())
+            np.testing.assert_array_equal(cp, npairs)
+            continue
+        # read whole by C: only offsets that pass every check are, and they read as written
+        whole = checked_offsets([[int(x) for x in p] for p in steps[s]], actions[s])
+        np.testing.assert_array_equal(cp, whole)
+        np.testing.assert_array_equal(npairs, whole[ni])
+
+
+_NATIVE = {}
+
+
+@pytest.fixture
+def native_readers():
+    import credit.offsets as offsets_module
+
+    for name in ("c_read_windows", "c_read_pairs"):
+        need_native(getattr(offsets_module, name))
+        _NATIVE[name] = getattr(offsets_module, name)
+
+
+@pytest.mark.parametrize("readers", list(_READERS))
+@pytest.mark.parametrize("seed", range(8))
+def test_the_c_reader_gives_what_the_numpy_reader_gives(seed, readers, native_readers, monkeypatch):
+    """credit._native reads list offsets in windows (the same binary searches as `_windows`, the
+    same checks), or whole; steps it cannot read or whose offsets fail a check go on to the next
+    reader. Whatever the entries, the verdict (the same error, or none) and the tokens under every
+    span are those of the numpy reader alone."""
     rng = np.random.default_rng(seed)
     for _ in range(60):
-        n_steps = int(rng.integers(1, 6))
-        steps, actions, spans, span_step = [], [], [], []
-        for s in range(n_steps):
-            n_chars = int(rng.integers(1, 200))
-            pairs = np.array(_odd_tokens(rng, n_chars) if rng.random() < 0.4 else
-                             [[i, i + 1] for i in range(n_chars)], np.int64)
-            if rng.random() < 0.3:
-                pairs = _mutated(rng, pairs, n_chars)
-            listed = pairs.tolist()
-            if rng.random() < 0.3:
-                listed = [_odd_entry(rng, p) for p in listed]
-            try:  # what token_windows is given has passed the input check of its ends
-                check_listed_offsets(listed, "x" * n_chars)
-            except ValueError:
-                listed = [[i, i + 1] for i in range(n_chars)]
-            steps.append(listed if rng.random() < 0.9 else tuple(listed))
-            actions.append("x" * n_chars)
-            for _ in range(int(rng.integers(1, 4))):
-                a = int(rng.integers(0, n_chars))
-                spans.append([a, min(n_chars, a + int(rng.integers(1, 30)))])
-                span_step.append(s)
-        spans, span_step = np.array(spans, np.int64), np.array(span_step, np.int64)
-        got = {}
-        for native in (native_reader, None):
-            monkeypatch.setattr(offsets_module, "c_read_pairs", native)
-            try:
-                got[native is None] = token_windows(steps, actions, spans, span_step)
-            except (OffsetsError, ValueError) as err:
-                got[native is None] = (type(err), str(err), getattr(err, "step", None))
-        c, numpy_reader = got[False], got[True]
-        if isinstance(numpy_reader, tuple):
-            assert c == numpy_reader
-            continue
-        assert isinstance(c, list), c
-        for s, ((ci, cp), (ni, npairs)) in enumerate(zip(c, numpy_reader)):
-            if ci is not None or ni is None:  # the C reader left the step to the numpy reader
-                assert (ci is None) == (ni is None) and (ci is None or ci.tolist() == ni.tolist())
-                np.testing.assert_array_equal(cp, npairs)
-                continue
-            # read whole by C: only offsets that pass every check are, and they read as written
-            whole = checked_offsets([[int(x) for x in p] for p in steps[s]], actions[s])
-            np.testing.assert_array_equal(cp, whole)
-            np.testing.assert_array_equal(npairs, whole[ni])
+        batch = _random_batch(rng)
+        c = _windows_with(monkeypatch, _READERS[readers], batch)
+        _assert_same_reading(c, _windows_with(monkeypatch, (), batch), *batch[:2])
+
+
+def test_the_c_windows_are_the_windows_of_the_numpy_reader(native_readers, monkeypatch):
+    """Plain steps are read in windows by C, exactly where the numpy reader reads, also where
+    zero-width tokens mislead a binary search (it lands where Python's bisect lands)."""
+    tokens = [[0, 2], [2, 3], [5, 5], [3, 4], [4, 6], [0, 0], [6, 8], [8, 9]] + [[9 + i, 10 + i] for i in range(300)]
+    spans = np.array([[4, 5], [7, 8], [100, 120], [130, 131], [300, 309]])
+    batch = ([tokens, [tuple(p) for p in tokens]], ["x" * 309] * 2, np.concatenate([spans, spans]),
+             np.repeat([0, 1], spans.shape[0]))
+    c, numpy_reader = _windows_with(monkeypatch, _READERS["windows"], batch), _windows_with(monkeypatch, (), batch)
+    for (ci, cp), (ni, npairs) in zip(c, numpy_reader):
+        assert ci is not None and ci.tolist() == ni.tolist() and len(ci) < len(tokens) // 2
+        np.testing.assert_array_equal(cp, npairs)
+    assert c[0][0][0] == 2  # the search for 4 lands after [5, 5], walks back to [2, 3]
+
+
+def test_bad_offsets_outside_windows_are_reported_as_the_numpy_reader_reports_them(native_readers, monkeypatch):
+    """Where a window holds an entry of three items, the numpy reader reads every step whole, and
+    reports step 0's bad token outside its windows: so do the C readers."""
+    good = [[i, i + 1] for i in range(200)]
+    bad = [list(p) for p in good]
+    bad[150] = [151, 150]
+    odd = [list(p) for p in good]
+    odd[10] = [10, 11, 0]
+    spans, span_step = np.array([[5, 9], [5, 15]]), np.array([0, 1])
+    for steps in ([bad, odd], [bad, good]):
+        batch = (steps, ["x" * 200] * 2, spans, span_step)
+        numpy_reader = _windows_with(monkeypatch, (), batch)
+        assert isinstance(numpy_reader, tuple) == (steps[1] is odd)
+        for readers in _READERS.values():
+            _assert_same_reading(_windows_with(monkeypatch, readers, batch), numpy_reader, *batch[:2])
+
+
+_BREAKS = {  # a way to break step offsets at token k
+    "negative start": lambda t, k: t.__setitem__(k, [-1, 3]),
+    "end before start": lambda t, k: t.__setitem__(k, [40, 39]),
+    "past the action": lambda t, k: t.__setitem__(k, [40, 201]),
+    "start back": lambda t, k: t.__setitem__(k, [30, 31]),
+    "end back": lambda t, k: t.__setitem__(k, [k, k + 5]),
+    "three items": lambda t, k: t.__setitem__(k, [0, 0, 0]),
+    "a float": lambda t, k: t.__setitem__(k, [40.0, 41]),
+    "zero-width ahead": lambda t, k: t.insert(k, [50, 50]),
+}
+
+
+@pytest.mark.parametrize("how", list(_BREAKS))
+def test_a_bad_token_in_a_window_or_beside_it_gets_the_numpy_readers_verdict(how, native_readers, monkeypatch):
+    """Each broken rule (start < 0, end < start, past the action, out of order; an odd entry; a
+    zero-width token that misleads the search) at every place around a window: the C readers
+    report it, or read around it, exactly where the numpy reader does."""
+    for k, b in itertools.product(range(30, 50), range(40, 46)):
+        steps = [[[i, i + 1] for i in range(200)] for _ in range(2)]
+        _BREAKS[how](steps[1], k)
+        batch = (steps, ["x" * 200] * 2, np.array([[38, b], [38, b]]), np.array([0, 1]))
+        numpy_reader = _windows_with(monkeypatch, (), batch)
+        for readers in _READERS.values():
+            _assert_same_reading(_windows_with(monkeypatch, readers, batch), numpy_reader, *batch[:2])
+
+
+@pytest.mark.parametrize("n_zero", range(6, 12))
+def test_zero_width_tokens_at_a_window_edge_are_walked_as_the_numpy_reader_walks(n_zero, native_readers,
+                                                                              monkeypatch):
+    """Runs of zero-width tokens before and after a span: walked past up to _MAX_WALK, beyond it the
+    step read whole, in C as in Python."""
+    tokens = [[i, i + 1] for i in range(100)]
+    before = tokens[:40] + [[40, 40]] * n_zero + tokens[40:]
+    after = tokens[:45] + [[0, 0]] * n_zero + tokens[45:]
+    straddling = tokens[:38] + [[38, 41]] + [[41, 41]] * n_zero + tokens[41:]
+    batch = ([before, after, straddling], ["x" * 100] * 3, np.array([[40, 45]] * 3), np.arange(3))
+    c = _windows_with(monkeypatch, _READERS["windows"], batch)
+    _assert_same_reading(c, _windows_with(monkeypatch, (), batch), *batch[:2])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lists_out_of_order_in_places_get_the_numpy_readers_verdict(seed, native_readers, monkeypatch):
+    """Tokens with a few stretches moved elsewhere, spans far apart: the searches land, walk and
+    find windows out of order (the step then read whole) as the numpy reader's do."""
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        tokens = [[i, i + 1] for i in range(600)]
+        for _ in range(int(rng.integers(1, 4))):
+            a, width, to = int(rng.integers(0, 580)), int(rng.integers(1, 200)), int(rng.integers(0, 580))
+            moved = tokens[a:a + width]
+            del tokens[a:a + width]
+            tokens[to:to] = moved
+        tokens[0], tokens[-1] = [0, 1], [599, 600]
+        starts = np.sort(rng.choice(np.arange(0, 560, 140), size=int(rng.integers(2, 5)), replace=False))
+        spans = np.stack([starts, starts + rng.integers(1, 40, size=starts.shape[0])], 1)
+        batch = ([tokens], ["x" * 600], spans, np.zeros(starts.shape[0], np.int64))
+        numpy_reader = _windows_with(monkeypatch, (), batch)
+        for readers in _READERS.values():
+            _assert_same_reading(_windows_with(monkeypatch, readers, batch), numpy_reader, *batch[:2])
+
+
+def test_steps_with_no_span_read_nothing():
+    tokens = [[0, 1], [1, 2]]
+    got = token_windows([tokens, tokens], ["xx"] * 2, np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
+    assert all(index is not None and index.shape == (0,) and pairs.shape == (0, 2) for index, pairs in got)
+
+
+def test_the_c_window_reader_refuses_arrays_that_do_not_fit(native_readers):
+    read = _NATIVE["c_read_windows"]
+    i64 = lambda *x: np.array(x, np.int64)  # noqa: E731
+    n_read = np.zeros(1, np.int64)
+    pairs, index = read([[[0, 2], [2, 4], [4, 6]]], i64(0), i64(1), i64(2), i64(3), i64(6), n_read)
+    assert n_read.tolist() == [1] and np.frombuffer(pairs, np.int64).tolist() == [2, 4]
+    assert np.frombuffer(index, np.int64).tolist() == [1]
+    with pytest.raises(ValueError, match="int64"):
+        read([[[0, 2]]], i64(0), i64(1), i64(0), i64(1), np.array([2], np.int32), n_read)
+    with pytest.raises(ValueError, match="len\\(steps\\)"):
+        read([[[0, 2]]], i64(0, 0), i64(1, 1), i64(0), i64(1), i64(2), n_read)
+    with pytest.raises(ValueError, match="outside"):
+        read([[[0, 2]]], i64(0), i64(2), i64(0), i64(1), i64(2), n_read)
 
 
 def test_the_c_reader_refuses_bounds_that_do_not_fit():

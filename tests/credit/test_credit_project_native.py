@@ -15,15 +15,22 @@ _C_SEARCH = project_module.c_first_tries
 
 
 def _random_action(rng, lines: list[str]) -> str:
-    """Some of `lines` written into a text in the ways a response writes code: raw, JSON-escaped,
-    in a tag or quotes, inside a longer line, with other text around and in between."""
+    """Some of `lines` written into a text in the ways a response writes code: raw, JSON-escaped
+    (ASCII-only or not, / escaped or HTML-safe), in a tag or quotes, inside a longer line, with
+    other text around and in between."""
     parts = []
     for line in lines:
         u = rng.random()
         if u < 0.2:
             continue
-        if u < 0.4:
-            parts.append(json.dumps(line)[1:-1] + "\\n")
+        if u < 0.4:  # JSON as most encoders write it, or with / escaped, or HTML-safe
+            escaped = json.dumps(line, ensure_ascii=rng.random() < 0.5)[1:-1]
+            if rng.random() < 0.3:
+                escaped = escaped.replace("/", "\\/")
+            elif rng.random() < 0.3:
+                escaped = escaped.translate(str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                                                           "'": "\\u0027"}))
+            parts.append(escaped + "\\n")
         elif u < 0.5:
             parts.append("<code>" + line + "</code>")
         elif u < 0.6:
@@ -45,7 +52,8 @@ def test_the_c_first_tries_find_what_the_python_loop_finds(seed, monkeypatch):
     need_native(_C_SEARCH)
     rng = np.random.default_rng(seed)
     pool = ["res = len(words)", "res = len(words) + 1", '    s = "a\\tb"', "\tx = 'é'", "return x",
-            "    return x", "y = {'a': 1}", "print(\"hi\")", "z = 2  ", "if a:", "    pass", "café = 1"]
+            "    return x", "y = {'a': 1}", "print(\"hi\")", "z = 2  ", "if a:", "    pass", "café = 1",
+            "w = a / b", "    v = a & b", "u = a > b"]
     for _ in range(40):
         n_steps = int(rng.integers(1, 5))
         texts = [("+" if rng.random() < 0.5 else "-") + str(rng.choice(pool)) for _ in range(int(rng.integers(2, 30)))]
