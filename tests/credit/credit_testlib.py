@@ -57,14 +57,14 @@ def load_bench():
     return module
 
 
-def need_native(native) -> None:
-    """Skip (fail in CI, where make setup builds it) when credit._native was not built."""
+def need_native(native, module: str = "credit._native") -> None:
+    """Skip (fail in CI, where make setup builds it) when the C extension `module` was not built."""
     import os
 
     import pytest
 
     if native is None:
-        why = "credit._native is not built (the install found no C compiler): reinstall with one, `make setup`"
+        why = f"{module} is not built (the install found no C compiler): reinstall with one, `make setup`"
         if os.environ.get("CI") == "true":
             pytest.fail(why)
         pytest.skip(why)
