@@ -275,9 +275,30 @@ class _Body:
 _HUNK_HEADER = re.compile(r"@@ -([0-9]{1,18})(?:,([0-9]{1,18}))? \+([0-9]{1,18})(?:,([0-9]{1,18}))? @@")
 
 
+try:  # the same scan in C (credit/_scan.c), a diff's lines at a time; without it, the numpy passes below
+    from credit._scan import scan as _c_scan
+except ImportError:
+    _c_scan = None
+
+_SCAN_DTYPES = (np.int64, np.int64, np.int64, np.int8, np.int64, np.int64, np.int64, np.int64)
+
+
 def _scan(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
-    """Hunk bodies of the diffs in git's format, found with vectorized passes; the indices of
-    the diffs left to unidiff (no hunk, or anything the scan does not recognise)."""
+    """Hunk bodies of the diffs in git's format; the indices of the diffs left to unidiff (no
+    hunk, or anything the scan does not recognise). Read in C (credit/_scan.c) where that is
+    built and the diffs are a list of str, else by `_scan_numpy`; both give the same answer."""
+    got = _c_scan(diffs, _file_path) if _c_scan is not None else None
+    if got is None:
+        return _scan_numpy(diffs)
+    arrays, source, data, file_paths, carriage_returns, bad = got
+    diff, file, hunk, kind, number, at, start, end = map(np.frombuffer, arrays, _SCAN_DTYPES)
+    return _Body(diff, file, hunk, kind, number, at, source, np.frombuffer(data, np.uint8), start, end, file_paths,
+                 carriage_returns), bad
+
+
+def _scan_numpy(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
+    """`_scan` with vectorized passes over all the diffs' bytes: the fallback where credit._scan
+    is not built, and the C scan's oracle in tests."""
     todo = [d for d, text in enumerate(diffs) if text.strip()]
     if not todo:
         return None, []
