@@ -17,11 +17,12 @@ Near-duplicate pairs are found without comparing all pairs: prefix filtering (Ch
 2006; Bayardo et al. 2007, "Scaling up all pairs similarity search") on the multisets encoded as
 sets of (token, occurrence) elements. Sets with sim >= t share an element among their first few
 elements in a global rarest-first order (`_candidates` states the bounds), so only pairs sharing
-such a prefix element are verified, exactly, by popcounts of bitsets. Clusters are
-representative-centred: exact classes are visited by decreasing support (then length, then their
-content hash, never their position in the batch, so listing the trajectories in another order
-gives the same clusters), an unassigned one becomes a representative and takes the unassigned
-classes similar to it, never classes that are only similar to a member.
+such a prefix element are verified, exactly, by popcounts of bitsets (credit/_pairs.c finds the
+same pairs in C, bucket by bucket, when it is built). Clusters are representative-centred: exact
+classes are visited by decreasing support (then length, then their content hash, never their
+position in the batch, so listing the trajectories in another order gives the same clusters), an
+unassigned one becomes a representative and takes the unassigned classes similar to it, never
+classes that are only similar to a member.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ try:  # the clusters' founding loop in C (credit/_native.c); without it, the Pyt
     from credit._native import founders as c_founders
 except ImportError:  # not built: the install had no C compiler
     c_founders = None
+try:  # the near-duplicate pair search in C (credit/_pairs.c); without it, the numpy one below
+    from credit._pairs import near_pairs as c_near_pairs
+except ImportError:
+    c_near_pairs = None
 
 _MIX_INDENT = np.uint64(0x9E3779B97F4A7C15)
 _MIX_LENGTH = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -184,12 +189,25 @@ def _exact_classes(bucket, unit_ptr, content, indent, hashes):
 
 
 def _near_duplicate_clusters(order, first_unit, class_bucket, unit_ptr, content, contents, threshold):
-    """Representative-centred clusters of exact classes; returns (cluster of each class, pairs verified).
+    """Representative-centred clusters of exact classes; returns (cluster of each class, pairs verified)."""
+    a, b = _similar_pairs(first_unit, class_bucket, unit_ptr, content, contents, threshold)
+    return _representative_clusters(order, a, b), int(a.shape[0])
 
-    Pairs never cross buckets, so they are found chunk by chunk of whole buckets (`_bucket_chunks`)
-    and the clusters formed over all of them at once: the same pairs (verification is exact), the
-    same clusters, with each chunk's arrays small enough to stay in the cache (the refbench large
-    batch, 64 tasks: 626 ms in one piece, 308 ms in chunks; docs/benchmarks.md, "credit")."""
+
+def _similar_pairs(first_unit, class_bucket, unit_ptr, content, contents, threshold):
+    """(a, b): each pair of classes of one bucket whose Dice similarity reaches the threshold, once,
+    a before b by (size, class id), the pairs sorted by (a, b).
+
+    In C when built (`credit._pairs.near_pairs`: the same pairs, found bucket by bucket; about 3x
+    faster, credit/_pairs.c); otherwise with numpy, chunk by chunk of whole buckets
+    (`_bucket_chunks`), pairs never crossing buckets, each chunk's arrays small enough to stay in
+    the cache (the refbench large batch, 64 tasks: 626 ms in one piece, 308 ms in chunks;
+    docs/benchmarks.md, "credit")."""
+    if c_near_pairs is not None:
+        int64 = [np.ascontiguousarray(x, np.int64) for x in
+                 (first_unit, class_bucket, unit_ptr, content, contents.token_ptr, contents.tokens)]
+        pairs = np.frombuffer(c_near_pairs(*int64, MAX_COPIES, float(threshold)), np.int64).reshape(-1, 2)
+        return pairs[:, 0], pairs[:, 1]
     pairs = []
     for lo, hi in _bucket_chunks(class_bucket):
         elements = _class_elements(first_unit[lo:hi], class_bucket[lo:hi], unit_ptr, content, contents)
@@ -197,7 +215,7 @@ def _near_duplicate_clusters(order, first_unit, class_bucket, unit_ptr, content,
         a, b = _verified(a, b, elements, threshold)
         pairs.append((a + lo, b + lo))
     a, b = (np.concatenate(x) for x in zip(*pairs))
-    return _representative_clusters(order, a, b), int(a.shape[0])
+    return a, b
 
 
 def _bucket_chunks(class_bucket: np.ndarray) -> list[tuple[int, int]]:

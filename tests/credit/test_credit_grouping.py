@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from credit_testlib import need_native
 
 from credit._util import count_at_most, ranges, sorted_keys, unique_ints
 from credit.grouping import cluster_units, group_texts
@@ -125,8 +126,15 @@ def _clusters(texts, buckets, threshold):
     return cluster_units(np.asarray(buckets), ptr, table.content, table.indent, table.contents, threshold=threshold)
 
 
+@pytest.mark.parametrize("search", ["numpy", "c"])
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.95])
-def test_near_duplicate_families_match_a_brute_force_oracle(threshold):
+def test_near_duplicate_families_match_a_brute_force_oracle(threshold, search, monkeypatch):
+    import credit.grouping as grouping
+
+    if search == "numpy":
+        monkeypatch.setattr(grouping, "c_near_pairs", None)
+    else:
+        need_native(grouping.c_near_pairs, "credit._pairs")
     rng = np.random.default_rng(int(threshold * 100))
     words = np.array([f"w{i}" for i in range(12)] + ["(", ")", "=", "self", "."])
     texts = _family_texts(rng, 12, 6, words)
@@ -177,10 +185,12 @@ def test_ranges_skips_empty_and_reversed_ranges():
 
 @pytest.mark.parametrize("chunk", [1, 5, 40])
 def test_pairs_searched_by_chunks_of_buckets_give_the_same_clusters(chunk, monkeypatch):
-    """Near-duplicate pairs are searched a few buckets at a time (`_CHUNK_CLASSES`); every chunking
-    must give the clusters, representatives and pair count of one search over all buckets."""
+    """The numpy search looks for near-duplicate pairs a few buckets at a time (`_CHUNK_CLASSES`);
+    every chunking must give the clusters, representatives and pair count of one search over all
+    buckets."""
     import credit.grouping as grouping
 
+    monkeypatch.setattr(grouping, "c_near_pairs", None)
     rng = np.random.default_rng(chunk)
     words = np.array([f"w{i}" for i in range(12)] + ["(", ")", "=", "self", "."])
     texts = _family_texts(rng, 30, 5, words)
