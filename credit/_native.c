@@ -1,21 +1,28 @@
 /* credit._native: reads token offsets given as Python lists of (start, end) pairs into int64 (whole,
-or in the windows around character spans that credit/offsets.py finds), and runs the first search
-of each block of changed lines in the action texts (credit/project.py).
+or in the windows around character spans that credit/offsets.py finds), joins the changed lines,
+runs the block search of the changed lines in the action texts, decides which neighbouring lines
+join, and projects the spans' values onto the tokens (credit/project.py).
 
 numpy reads a list of 2-item lists at about 70 ns a pair however it is asked (np.array, np.fromiter
 over a chain: it goes through the generic sequence and number protocols for every item); the
 shared harness's paper batch holds 658k such pairs, 42 ms of a 140 ms credit.didpo call. Here each
 item is read with the list and int macros: about 14 ns a pair (docs/benchmarks.md, "credit",
-seventh round). The block search is the same loop as the Python one in credit/project.py
-(`_search_blocks`' first try, `_find`, `_at_line_start`, `_at_line_end`), without the interpreter's
-cost per block. The greedy anchor pass (credit/anchors.py) and the clusters' founding loop
-(credit/grouping.py) are those modules' Python loops over int lists, here over the arrays: at the
-harness's large shape 101 -> 30 ms and 54 -> 7 ms. Optional: credit falls back to numpy and Python
-when this is not built, with the same results (tests/credit/test_credit_*_native.py compare them).
+seventh round). The block search is the Python loop of credit/project.py (`_search_blocks`,
+`_forms`, `_search`, `_find`, `_escaped_sizes`) without the interpreter's cost per block; the
+lines joined, the gaps between lines and the projection are credit/project.py's `_joined_lines`,
+`_joins` and `project_flat` without numpy's passes over whole batches (the actions joined into one
+text to read a few characters, a binary search a numpy call per step). The greedy anchor pass
+(credit/anchors.py) and the clusters' founding loop (credit/grouping.py) are those modules' Python
+loops over int lists, here over the arrays: at the harness's large shape 101 -> 30 ms and 54 -> 7
+ms. Optional: credit falls back to numpy and Python when this is not built, with the same results
+(tests/credit/test_credit_*_native.py compare them).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* An exact int's value where it fits in one digit (every token offset below 2**30), read from the
    object itself; anything else through PyLong_AsLongLongAndOverflow. 0 on success. */
@@ -484,9 +491,7 @@ done:
 }
 
 
-/* --- the block search (credit/project.py: _find, _at_line_start, _at_line_end) --------------- */
-
-#define HEAD 48 /* characters of a long text found by str.find before comparing the rest */
+/* --- the block search (credit/project.py: _search_blocks, _forms, _search, _find, _escaped_sizes) - */
 
 static int is_open(Py_UCS4 c) { return c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '`' || c == '>'; }
 static int is_close(Py_UCS4 c) { return c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '`' || c == '<'; }
@@ -521,144 +526,845 @@ static int at_line_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos)
     return e == 'n' || e == 'r';
 }
 
-/* The first position >= start where text stands in action whole before end, between line
-   boundaries; -1 if none, -2 on an error. */
-static Py_ssize_t find_line_text(PyObject *action, PyObject *text, Py_ssize_t start, Py_ssize_t end) {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(action), m = PyUnicode_GET_LENGTH(text);
+/* Characters a form's escape (an index into credit/project.py _ESCAPES) writes for c: 1 as written;
+   JSON (1: as json.dumps with ensure_ascii=False writes it; 2: ASCII-only; 3: ASCII-only and
+   HTML-safe, <, >, & and ' as \u00XX; 4: as 1 with / as \/). */
+static inline Py_ssize_t escaped_width(Py_UCS4 c, int escape) {
+    if (escape == 0) return 1;
+    if (c == '\\' || c == '"' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') return 2;
+    if (c < 0x20) return 6;
+    if (escape == 1) return 1;
+    if (escape == 4) return c == '/' ? 2 : 1;
+    if (c > '~') return c >= 0x10000 ? 12 : 6; /* ASCII-only: DEL and every non-ASCII character */
+    if (escape == 3 && (c == '<' || c == '>' || c == '&' || c == '\'')) return 6;
+    return 1;
+}
+
+static inline Py_ssize_t write_u(Py_UCS4 *out, Py_UCS4 c) {
+    static const char hex[] = "0123456789abcdef";
+    out[0] = '\\';
+    out[1] = 'u';
+    out[2] = hex[(c >> 12) & 0xf];
+    out[3] = hex[(c >> 8) & 0xf];
+    out[4] = hex[(c >> 4) & 0xf];
+    out[5] = hex[c & 0xf];
+    return 6;
+}
+
+/* text[a:b] in the form `escape` (json.JSONEncoder's encode without its quotes, then the
+   translations of credit/project.py _json_html, _json_slashes), a new str; NULL on an error. */
+static PyObject *escaped_form(PyObject *text, Py_ssize_t a, Py_ssize_t b, int escape) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t size = 0;
+    for (Py_ssize_t k = a; k < b; k++) size += escaped_width(PyUnicode_READ(kind, data, k), escape);
+    Py_UCS4 *buf = PyMem_Malloc(sizeof(Py_UCS4) * ((size_t)size + 1));
+    if (buf == NULL) return PyErr_NoMemory();
+    Py_ssize_t m = 0;
+    for (Py_ssize_t k = a; k < b; k++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        Py_ssize_t w = escaped_width(c, escape);
+        if (w == 1) {
+            buf[m++] = c;
+        } else if (w == 2) {
+            buf[m++] = '\\';
+            buf[m++] = c == '\b' ? 'b' : c == '\f' ? 'f' : c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : c;
+        } else if (w == 12) { /* a UTF-16 surrogate pair */
+            m += write_u(buf + m, Py_UNICODE_HIGH_SURROGATE(c));
+            m += write_u(buf + m, Py_UNICODE_LOW_SURROGATE(c));
+        } else {
+            m += write_u(buf + m, c);
+        }
+    }
+    PyObject *out = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, m);
+    PyMem_Free(buf);
+    return out;
+}
+
+/* The forms credit/project.py _forms gives text[a:b] (JSON-escaped: the same as its plain replace
+   wherever that is used), in its order: the escape index of each into escapes, their count. */
+static int form_escapes(PyObject *text, Py_ssize_t a, Py_ssize_t b, int *escapes) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    int json = 0, wide = 0, html = 0, slash = 0;
+    for (Py_ssize_t k = a; k < b; k++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        if (c < 0x20 || c == '"' || c == '\\') json = 1;
+        else if (c >= 0x80) wide = 1;
+        else if (c == '<' || c == '>' || c == '&' || c == '\'') html = 1;
+        else if (c == '/') slash = 1;
+    }
+    int n = 0;
+    escapes[n++] = 0;
+    if (json) escapes[n++] = 1;
+    if (wide) escapes[n++] = 2;
+    if (html) escapes[n++] = 3;
+    if (slash) escapes[n++] = 4;
+    return n;
+}
+
+/* The first place of needle[0 .. m) in hay[0 .. n), NULL if none: where SSE2 is, 16 places at a time
+   whose first and last characters both match, then the rest compared (memmem prepares a table on
+   every call, most of the time of a search that finds its text a few characters on). */
+static inline const char *find_bytes(const char *hay, size_t n, const char *needle, size_t m) {
+    if (m == 0) return hay;
+    if (n < m) return NULL;
+    if (m == 1) return memchr(hay, needle[0], n);
+    size_t i = 0;
+#if defined(__SSE2__)
+    const __m128i first = _mm_set1_epi8(needle[0]), last = _mm_set1_epi8(needle[m - 1]);
+    for (; i + m + 15 <= n; i += 16) { /* places i .. i + 15, their last characters below n */
+        __m128i a = _mm_loadu_si128((const __m128i *)(hay + i)), b = _mm_loadu_si128((const __m128i *)(hay + i + m - 1));
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(first, a), _mm_cmpeq_epi8(last, b)));
+        while (mask) {
+            unsigned bit = (unsigned)__builtin_ctz(mask);
+            if (memcmp(hay + i + bit + 1, needle + 1, m - 2) == 0) return hay + i + bit;
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; i + m <= n; i++)
+        if (hay[i] == needle[0] && hay[i + m - 1] == needle[m - 1] && memcmp(hay + i + 1, needle + 1, m - 2) == 0)
+            return hay + i;
+    return NULL;
+}
+
+/* The first position p with start <= p < limit, p + len(form) <= end, where form stands in action
+   between line boundaries (credit/project.py _find); -1 if none, -2 on an error. */
+static Py_ssize_t find_form(PyObject *action, PyObject *form, Py_ssize_t start, Py_ssize_t end, Py_ssize_t limit) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(action), m = PyUnicode_GET_LENGTH(form);
     if (end > n) end = n;
-    if (start > end) return -1;
-    PyObject *head = m > HEAD ? PyUnicode_Substring(text, 0, HEAD) : (Py_INCREF(text), text);
-    if (head == NULL) return -2;
+    Py_ssize_t last = end - m; /* the last position the form fits at */
+    if (limit - 1 < last) last = limit - 1;
+    if (start < 0 || start > last) return -1;
     int kind = PyUnicode_KIND(action);
     const void *data = PyUnicode_DATA(action);
-    Py_ssize_t pos = PyUnicode_Find(action, head, start, end, 1);
-    while (pos >= 0) {
-        if (pos + m <= end) {
-            int whole = m <= HEAD ? 1 : PyUnicode_Tailmatch(action, text, pos, pos + m, -1);
-            if (whole < 0) { pos = -2; break; }
-            if (whole && at_line_start(kind, data, pos) && at_line_end(kind, data, n, pos + m)) break;
+    if (kind == PyUnicode_1BYTE_KIND && PyUnicode_KIND(form) == PyUnicode_1BYTE_KIND) {
+        const char *text = data, *f = (const char *)PyUnicode_DATA(form);
+        while (start <= last) {
+            const char *at = find_bytes(text + start, (size_t)(last + m - start), f, (size_t)m);
+            if (at == NULL) return -1;
+            Py_ssize_t pos = at - text;
+            if (at_line_start(kind, data, pos) && at_line_end(kind, data, n, pos + m)) return pos;
+            start = pos + 1;
         }
-        if (pos + 1 > end) { pos = -1; break; }
-        pos = PyUnicode_Find(action, head, pos + 1, end, 1);
-    }
-    Py_DECREF(head);
-    return pos;
-}
-
-/* Whether joined[c0:c1] is one line that credit/project.py `_forms` gives in its written form
-   alone: ASCII, no line break or other control character, nothing that a JSON escape (with or
-   without ASCII escapes, HTML-safe, with / escaped) writes another way. */
-static int one_form(PyObject *joined, Py_ssize_t c0, Py_ssize_t c1) {
-    int kind = PyUnicode_KIND(joined);
-    const void *data = PyUnicode_DATA(joined);
-    for (Py_ssize_t k = c0; k < c1; k++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, k);
-        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c == '\'' || c == '/')
-            return 0;
-    }
-    return c1 > c0;
-}
-
-static int int64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t n, int writable, const char *name) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    if (view->itemsize != 8 || view->len / 8 != n) {
-        PyErr_Format(PyExc_ValueError, "first_tries: %s must be int64 of the blocks' count", name);
-        PyBuffer_Release(view);
         return -1;
     }
+    while (start <= last) {
+        Py_ssize_t pos = PyUnicode_Find(action, form, start, last + m, 1);
+        if (pos < 0) return pos;
+        if (at_line_start(kind, data, pos) && at_line_end(kind, data, n, pos + m)) return pos;
+        start = pos + 1;
+    }
+    return -1;
+}
+
+/* A step's cursors: one per kind of line. */
+typedef struct {
+    int64_t *kind, *at;
+    Py_ssize_t n, size;
+} Cursors;
+
+static Py_ssize_t cursor_of(const Cursors *c, int64_t kind) {
+    for (Py_ssize_t k = 0; k < c->n; k++)
+        if (c->kind[k] == kind) return (Py_ssize_t)c->at[k];
     return 0;
 }
 
-/* first_tries(actions, joined, step, kind, c0, c1, w0, w1, begin, current, cursors, pos) -> stop
+static int set_cursor(Cursors *c, int64_t kind, Py_ssize_t at) {
+    for (Py_ssize_t k = 0; k < c->n; k++)
+        if (c->kind[k] == kind) {
+            c->at[k] = at;
+            return 0;
+        }
+    if (c->n == c->size) {
+        Py_ssize_t size = c->size ? 2 * c->size : 8;
+        int64_t *kinds = PyMem_Realloc(c->kind, sizeof(int64_t) * (size_t)size);
+        if (kinds == NULL) return -1;
+        c->kind = kinds;
+        int64_t *ats = PyMem_Realloc(c->at, sizeof(int64_t) * (size_t)size);
+        if (ats == NULL) return -1;
+        c->at = ats;
+        c->size = size;
+    }
+    c->kind[c->n] = kind;
+    c->at[c->n++] = at;
+    return 0;
+}
 
-   Blocks begin, begin + 1, ... (int64 buffers of one length: step, kind, c0, c1, w0, w1 with w1 < 0
-   for the action's end; pos is written): block b's text joined[c0[b]:c1[b]] is searched in
-   actions[step[b]] from max(cursor of its kind, w0[b]) to w1[b], as written. Found: pos[b] is where,
-   and the cursor of its kind moves past it. A new step starts with no cursors (`cursors`, a dict
-   kind -> cursor, holds the step `current`'s, and is cleared in place when the step changes).
-   A block not found that has no other form to look for (one_form), and is no window's indented
-   line, gets the rest of credit/project.py's searches here (its text from its window's start, when
-   the cursor was past it), since there is no other: found, as above; else pos[b] = -1 and on.
-   Stops at the first other block not found (its index, pos[b] = -1, the cursors as its search saw
-   them), or at the end (the blocks' count). */
-static PyObject *first_tries(PyObject *self, PyObject *args) {
-    PyObject *actions, *joined, *objs[7], *cursors;
-    Py_ssize_t begin, current;
-    if (!PyArg_ParseTuple(args, "O!UOOOOOOnnO!O", &PyList_Type, &actions, &joined, &objs[0], &objs[1], &objs[2],
-                          &objs[3], &objs[4], &objs[5], &begin, &current, &PyDict_Type, &cursors, &objs[6]))
+/* Search the forms of text[a:b] (their escapes, count n_forms) from max(cursor, w0), then from w0
+   (credit/project.py _search), skipping the first form's first search when `skip_first` (done
+   already, not found). A search from w0 looks only before where the first began: every match at
+   or after it was the first search's to find. The position found (-1: none, -2: error), and in
+   *form the form found (a new reference) and in *escape its escape. */
+static Py_ssize_t search_forms(PyObject *action, PyObject *text, Py_ssize_t a, Py_ssize_t b, const int *escapes,
+                               int n_forms, Py_ssize_t cursor, Py_ssize_t w0, Py_ssize_t w1, int skip_first,
+                               PyObject **form, int *escape) {
+    PyObject *forms[5] = {NULL, NULL, NULL, NULL, NULL};
+    Py_ssize_t first = cursor > w0 ? cursor : w0, found = -1;
+    for (int pass = 0; pass < (cursor > w0 ? 2 : 1) && found == -1; pass++) {
+        Py_ssize_t start = pass ? w0 : first, limit = pass ? first : PY_SSIZE_T_MAX;
+        for (int k = 0; k < n_forms; k++) {
+            if (pass == 0 && k == 0 && skip_first) continue;
+            if (forms[k] == NULL) {
+                forms[k] = escapes[k] == 0 && a == 0 && b == PyUnicode_GET_LENGTH(text)
+                               ? (Py_INCREF(text), text)
+                               : escapes[k] == 0 ? PyUnicode_Substring(text, a, b) : escaped_form(text, a, b, escapes[k]);
+                if (forms[k] == NULL) {
+                    found = -2;
+                    break;
+                }
+            }
+            found = find_form(action, forms[k], start, w1, limit);
+            if (found != -1) {
+                if (found >= 0) {
+                    *form = forms[k];
+                    forms[k] = NULL;
+                    *escape = escapes[k];
+                }
+                break;
+            }
+        }
+    }
+    for (int k = 0; k < 5; k++) Py_XDECREF(forms[k]);
+    return found;
+}
+
+/* Each line's length in the form `escape` of text (its lines split at line breaks, as
+   credit/project.py _escaped_sizes splits them), with and without trailing whitespace: a tuple of
+   two lists; NULL on an error. */
+static PyObject *escaped_sizes(PyObject *text, int escape) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *sizes = PyList_New(0), *kept = PyList_New(0), *out = NULL;
+    if (sizes == NULL || kept == NULL) goto done;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t k = 0; k <= n; k++) {
+        if (k < n && PyUnicode_READ(kind, data, k) != '\n') continue;
+        Py_ssize_t size = 0, stripped = k; /* the line text[start:k] */
+        while (stripped > start && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, stripped - 1))) stripped--;
+        Py_ssize_t size_kept = 0;
+        for (Py_ssize_t j = start; j < k; j++) {
+            Py_ssize_t w = escaped_width(PyUnicode_READ(kind, data, j), escape);
+            size += w;
+            if (j < stripped) size_kept += w;
+        }
+        PyObject *x = PyLong_FromSsize_t(size), *y = PyLong_FromSsize_t(size_kept);
+        int bad = x == NULL || y == NULL || PyList_Append(sizes, x) < 0 || PyList_Append(kept, y) < 0;
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+        if (bad) goto done;
+        start = k + 1;
+    }
+    out = PyTuple_Pack(2, sizes, kept);
+done:
+    Py_XDECREF(sizes);
+    Py_XDECREF(kept);
+    return out;
+}
+
+/* search_blocks(actions, joined, lo, hi, step, kind, c0, c1, w0, w1, at, kept, pos, escape)
+   -> (recounted, alone)
+
+   credit/project.py `_search_blocks` whole, over int64 buffers: blocks lo, hi, step, kind, c0,
+   c1, w0, w1 (w1 < 0: the action's end; every w0 >= 0), pos and escape written; lines at, kept.
+   Block b (lines lo[b]..hi[b]-1, text joined[c0[b]:c1[b]]) is looked for in actions[step[b]] in
+   its forms, from its kind's cursor in the step, then from its window's start; found: pos[b],
+   escape[b] (and in recounted, {b: (sizes, kept sizes)} where more than line breaks were escaped);
+   else pos[b] = -1 and its lines are looked for one by one, those found listed in alone as (line,
+   start, end). */
+static PyObject *search_blocks(PyObject *self, PyObject *args) {
+    PyObject *actions, *joined, *objs[14];
+    if (!PyArg_ParseTuple(args, "O!UOOOOOOOOOOOO", &PyList_Type, &actions, &joined, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10],
+                          &objs[11]))
         return NULL;
-    Py_buffer views[7];
-    Py_ssize_t n = PyObject_Length(objs[0]);
-    if (n < 0) return NULL;
-    const char *names[7] = {"step", "kind", "c0", "c1", "w0", "w1", "pos"};
+    Py_buffer views[12];
+    Py_ssize_t n = PyObject_Length(objs[0]), n_lines = PyObject_Length(objs[8]);
+    if (n < 0 || n_lines < 0) return NULL;
+    const char *names[12] = {"lo", "hi", "step", "kind", "c0", "c1", "w0", "w1", "at", "kept", "pos", "escape"};
     int got = 0;
-    for (; got < 7; got++)
-        if (int64_buffer(objs[got], &views[got], n, got == 6, names[got]) < 0) break;
-    Py_ssize_t stop = -1;
-    if (got < 7) goto done;
-    const int64_t *step = views[0].buf, *kind = views[1].buf, *c0 = views[2].buf, *c1 = views[3].buf,
-                  *w0 = views[4].buf, *w1 = views[5].buf;
-    int64_t *pos = views[6].buf;
-    Py_ssize_t n_actions = PyList_GET_SIZE(actions), n_joined = PyUnicode_GET_LENGTH(joined);
-    for (Py_ssize_t b = begin < 0 ? 0 : begin; b < n; b++) {
-        if (step[b] < 0 || step[b] >= n_actions || c0[b] < 0 || c1[b] < c0[b] || c1[b] > n_joined) {
-            PyErr_SetString(PyExc_ValueError, "first_tries: a block's step or text bounds are out of range");
-            goto done;
-        }
-        PyObject *action = PyList_GET_ITEM(actions, step[b]);
-        if (!PyUnicode_Check(action)) {
-            PyErr_SetString(PyExc_TypeError, "first_tries: actions must be str");
-            goto done;
-        }
-        if (step[b] != current) {
-            PyDict_Clear(cursors);
-            current = step[b];
-        }
-        PyObject *key = PyLong_FromLongLong(kind[b]);
-        if (key == NULL) goto done;
-        PyObject *at = PyDict_GetItemWithError(cursors, key); /* borrowed */
-        Py_ssize_t cursor = 0;
-        if (at != NULL) {
-            cursor = PyLong_AsSsize_t(at);
-            if (cursor == -1 && PyErr_Occurred()) { Py_DECREF(key); goto done; }
-        } else if (PyErr_Occurred()) {
-            Py_DECREF(key);
-            goto done;
-        }
-        Py_ssize_t start = cursor > w0[b] ? cursor : (Py_ssize_t)w0[b];
-        Py_ssize_t end = w1[b] < 0 ? PyUnicode_GET_LENGTH(action) : (Py_ssize_t)w1[b];
-        PyObject *text = PyUnicode_Substring(joined, c0[b], c1[b]);
-        if (text == NULL) { Py_DECREF(key); goto done; }
-        Py_ssize_t found = find_line_text(action, text, start, end);
-        int alone = found == -1 && one_form(joined, c0[b], c1[b]);
-        if (alone && cursor > w0[b]) found = find_line_text(action, text, w0[b], end); /* then from the start */
-        Py_DECREF(text);
-        if (found == -2) { Py_DECREF(key); goto done; }
-        pos[b] = found;
-        /* not found in its only form: the rest of the searches (credit/project.py `rest`) has nothing
-           to try, but for a window's indented line without its indentation */
-        if (found < 0 && alone && !(w1[b] >= 0 && (w0[b] > 0 || w1[b] < PyUnicode_GET_LENGTH(action))
-                                    && PyUnicode_READ_CHAR(joined, c0[b]) == ' ')) {
-            Py_DECREF(key);
-            continue;
-        }
-        if (found < 0) {
-            Py_DECREF(key);
-            stop = b;
+    for (; got < 12; got++) {
+        if (PyObject_GetBuffer(objs[got], &views[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got >= 10 ? PyBUF_WRITABLE : 0))
+            < 0)
+            break;
+        if (views[got].itemsize != 8 || views[got].len / 8 != (got == 8 || got == 9 ? n_lines : n)) {
+            PyErr_Format(PyExc_ValueError, "search_blocks: %s must be int64 of the %s' count", names[got],
+                         got == 8 || got == 9 ? "lines" : "blocks");
+            PyBuffer_Release(&views[got]);
             break;
         }
-        PyObject *moved = PyLong_FromSsize_t(found + (c1[b] - c0[b]));
-        int bad = moved == NULL || PyDict_SetItem(cursors, key, moved) < 0;
-        Py_XDECREF(moved);
-        Py_DECREF(key);
-        if (bad) goto done;
     }
-    if (stop < 0) stop = n;
+    PyObject *recounted = NULL, *alone = NULL, *result = NULL, *action = NULL;
+    Cursors cursors = {NULL, NULL, 0, 0};
+    if (got < 12) goto done;
+    const int64_t *lo = views[0].buf, *hi = views[1].buf, *step = views[2].buf, *kind = views[3].buf,
+                  *c0 = views[4].buf, *c1 = views[5].buf, *w0 = views[6].buf, *w1 = views[7].buf,
+                  *at = views[8].buf, *kept = views[9].buf;
+    int64_t *pos = views[10].buf, *escape = views[11].buf;
+    Py_ssize_t n_actions = PyList_GET_SIZE(actions), n_joined = PyUnicode_GET_LENGTH(joined);
+    for (Py_ssize_t b = 0; b < n; b++) {
+        if (step[b] < 0 || step[b] >= n_actions || c0[b] < 0 || c1[b] < c0[b] || c1[b] > n_joined || w0[b] < 0
+            || lo[b] < 0 || hi[b] < lo[b] || hi[b] > n_lines) {
+            PyErr_SetString(PyExc_ValueError, "search_blocks: a block's step, lines, window or text bounds are out of "
+                                              "range");
+            goto done;
+        }
+        if (!PyUnicode_Check(PyList_GET_ITEM(actions, step[b]))) {
+            PyErr_SetString(PyExc_TypeError, "search_blocks: actions must be str");
+            goto done;
+        }
+    }
+    for (Py_ssize_t j = 0; j < n_lines; j++)
+        if (at[j] < 0 || kept[j] < 0 || kept[j] > n_joined - at[j]) {
+            PyErr_SetString(PyExc_ValueError, "search_blocks: a line's text bounds are out of range");
+            goto done;
+        }
+    recounted = PyDict_New();
+    alone = PyList_New(0);
+    if (recounted == NULL || alone == NULL) goto done;
+    int64_t current = -1;
+    for (Py_ssize_t b = 0; b < n; b++) {
+        /* held: an allocation below may run a collection, and so Python code that changes actions */
+        if (step[b] >= PyList_GET_SIZE(actions) || !PyUnicode_Check(PyList_GET_ITEM(actions, step[b]))) {
+            PyErr_SetString(PyExc_RuntimeError, "search_blocks: actions changed during the search");
+            goto done;
+        }
+        Py_XSETREF(action, Py_NewRef(PyList_GET_ITEM(actions, step[b])));
+        if (step[b] != current) {
+            cursors.n = 0;
+            current = step[b];
+        }
+        Py_ssize_t length = PyUnicode_GET_LENGTH(action);
+        Py_ssize_t end = w1[b] < 0 ? length : (Py_ssize_t)w1[b], cursor = cursor_of(&cursors, kind[b]);
+        PyObject *text = PyUnicode_Substring(joined, c0[b], c1[b]);
+        if (text == NULL) goto done;
+        Py_ssize_t found = find_form(action, text, cursor > w0[b] ? cursor : (Py_ssize_t)w0[b], end, PY_SSIZE_T_MAX);
+        pos[b] = found;
+        escape[b] = 0;
+        if (found >= 0) {
+            Py_DECREF(text);
+            if (set_cursor(&cursors, kind[b], found + (c1[b] - c0[b])) < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            continue;
+        }
+        if (found == -2) {
+            Py_DECREF(text);
+            goto done;
+        }
+        /* the rest of the searches: the other forms, then the lines one by one */
+        int escapes[5], esc = 0;
+        int n_forms = form_escapes(text, 0, PyUnicode_GET_LENGTH(text), escapes);
+        PyObject *form = NULL;
+        found = search_forms(action, text, 0, PyUnicode_GET_LENGTH(text), escapes, n_forms, cursor, w0[b], end, 1,
+                             &form, &esc);
+        if (found >= 0) {
+            Py_ssize_t size = PyUnicode_GET_LENGTH(form);
+            Py_DECREF(form);
+            pos[b] = found;
+            escape[b] = esc;
+            int bad = set_cursor(&cursors, kind[b], found + size) < 0;
+            if (bad) PyErr_NoMemory();
+            if (!bad && esc > 0 && size != PyUnicode_GET_LENGTH(text) + (hi[b] - lo[b]) - 1) {
+                PyObject *sizes = escaped_sizes(text, esc), *key = PyLong_FromSsize_t(b);
+                bad = sizes == NULL || key == NULL || PyDict_SetItem(recounted, key, sizes) < 0;
+                Py_XDECREF(sizes);
+                Py_XDECREF(key);
+            }
+            Py_DECREF(text);
+            if (bad) goto done;
+            continue;
+        }
+        Py_DECREF(text);
+        if (found == -2) goto done;
+        int narrow = w1[b] >= 0 && (w0[b] > 0 || w1[b] < length); /* a window inside the action */
+        int several = hi[b] - lo[b] > 1;
+        if (!several && !narrow) continue;
+        for (int64_t j = lo[b]; j < hi[b]; j++) {
+            if (kept[j] == 0) continue;
+            Py_ssize_t a = (Py_ssize_t)at[j], e = a + (Py_ssize_t)kept[j], a_stripped = a;
+            while (a_stripped < e && Py_UNICODE_ISSPACE(PyUnicode_READ_CHAR(joined, a_stripped))) a_stripped++;
+            /* as written (a block's line), then without its indentation (inside a window) */
+            Py_ssize_t tries[2];
+            int n_tries = 0;
+            if (several) tries[n_tries++] = a;
+            if (narrow && a_stripped > a) tries[n_tries++] = a_stripped;
+            for (int t = 0; t < n_tries; t++) {
+                n_forms = form_escapes(joined, tries[t], e, escapes);
+                cursor = cursor_of(&cursors, kind[b]);
+                found = search_forms(action, joined, tries[t], e, escapes, n_forms, cursor, w0[b], end, 0, &form,
+                                     &esc);
+                if (found == -2) goto done;
+                if (found >= 0) {
+                    Py_ssize_t moved = found + PyUnicode_GET_LENGTH(form);
+                    Py_DECREF(form);
+                    PyObject *entry = Py_BuildValue("(Lnn)", (long long)j, found, moved);
+                    int bad = entry == NULL || PyList_Append(alone, entry) < 0;
+                    Py_XDECREF(entry);
+                    if (bad) goto done;
+                    if (set_cursor(&cursors, kind[b], moved) < 0) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    result = PyTuple_Pack(2, recounted, alone);
+done:
+    Py_XDECREF(action);
+    PyMem_Free(cursors.kind);
+    PyMem_Free(cursors.at);
+    Py_XDECREF(recounted);
+    Py_XDECREF(alone);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
+/* --- the lines joined (credit/project.py: _joined_lines) --------------------------------------- */
+
+/* Whether JSON writes c another way (other than a line break, which joins the lines). */
+static inline int json_escaped(Py_UCS4 c) { return (c < 0x20 && c != '\n') || c == '"' || c == '\\'; }
+
+/* Of the characters data[a .. b) of a str of kind `kind`: 1 when one is a line break, else 0, with
+   *count the characters JSON escapes and *max raised to the widest (a one-byte ASCII str: its kind's
+   widest, 127). When `at` is given, the escapes' positions (as at_base + their index - a) go there. */
+#define SCAN_CHARS(T)                                                                                                  \
+    do {                                                                                                               \
+        const T *x = (const T *)data;                                                                                  \
+        for (Py_ssize_t k = a; k < b; k++) {                                                                           \
+            Py_UCS4 c = x[k];                                                                                          \
+            if (c == '\n') return 1;                                                                                   \
+            if (c > widest) widest = c;                                                                                \
+            if (c < 0x20 || c == '"' || c == '\\') {                                                                   \
+                if (at != NULL) at[n] = at_base + (k - a);                                                             \
+                n++;                                                                                                   \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+
+static int scan_chars(int kind, const void *data, int ascii, Py_ssize_t a, Py_ssize_t b, Py_ssize_t *count,
+                      Py_UCS4 *max, int64_t *at, int64_t at_base) {
+    Py_ssize_t n = 0;
+    Py_UCS4 widest = 0;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const unsigned char *x = data;
+        if (b > a && memchr(x + a, '\n', (size_t)(b - a)) != NULL) return 1;
+        if (ascii) widest = 127;
+        for (Py_ssize_t k = a; k < b; k++) {
+            unsigned char c = x[k];
+            if (!ascii && c > widest) widest = c;
+            if (c < 0x20 || c == '"' || c == '\\') {
+                if (at != NULL) at[n] = at_base + (k - a);
+                n++;
+            }
+        }
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        SCAN_CHARS(Py_UCS2);
+    } else {
+        SCAN_CHARS(Py_UCS4);
+    }
+    *count += n;
+    if (b > a && widest > *max) *max = widest;
+    return 0;
+}
+
+/* joined_lines' usual case, every text one byte a character: each text read once (its object is far
+   from the last in memory), into a buffer that becomes the joined str; the escapes and the widest
+   character read off the buffer after. 1 when some text is wider (the caller then reads them all
+   twice), 0 on success with *joined and the arrays made, -1 on an error; -2 for None (a line break
+   in a text, a line index outside texts, a text that is no str). */
+static int joined_narrow(PyObject *texts, const int64_t *line, Py_ssize_t n, Py_ssize_t skip, PyObject **joined,
+                         PyObject **arrays) {
+    Py_ssize_t n_texts = PyList_GET_SIZE(texts), capacity = 64 * n + 64, total = 0;
+    char *buf = PyMem_Malloc((size_t)capacity);
+    int status = -1;
+    for (int k = 0; k < 3; k++) arrays[k] = PyByteArray_FromStringAndSize(NULL, 8 * n);
+    if (buf == NULL || arrays[0] == NULL || arrays[1] == NULL || arrays[2] == NULL) {
+        if (buf == NULL) PyErr_NoMemory();
+        goto done;
+    }
+    /* (no Python code runs from here to the str's making: the texts are read while listed) */
+    int64_t *start = (int64_t *)PyByteArray_AS_STRING(arrays[0]), *size = (int64_t *)PyByteArray_AS_STRING(arrays[1]),
+            *kept = (int64_t *)PyByteArray_AS_STRING(arrays[2]);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + AHEAD < n && line[i + AHEAD] >= 0 && line[i + AHEAD] < n_texts) { /* a str's head and first chars */
+            PyObject *ahead = PyList_GET_ITEM(texts, line[i + AHEAD]);
+            PREFETCH(ahead);
+            PREFETCH((const char *)ahead + 64);
+        }
+        if (line[i] < 0 || line[i] >= n_texts) {
+            status = -2;
+            goto done;
+        }
+        PyObject *text = PyList_GET_ITEM(texts, line[i]);
+        if (!PyUnicode_Check(text)) {
+            status = -2;
+            goto done;
+        }
+        if (PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND) {
+            status = 1;
+            goto done;
+        }
+        Py_ssize_t length = PyUnicode_GET_LENGTH(text), cut = length < skip ? length : skip;
+        const unsigned char *data = PyUnicode_1BYTE_DATA(text);
+        if (length > 0 && memchr(data, '\n', (size_t)length) != NULL) {
+            status = -2;
+            goto done;
+        }
+        if (total + length + 1 > capacity) {
+            capacity = 2 * (total + length + 1);
+            char *grown = PyMem_Realloc(buf, (size_t)capacity);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            buf = grown;
+        }
+        if (i > 0) buf[total++] = '\n';
+        Py_ssize_t stripped = length;
+        while (stripped > cut && Py_UNICODE_ISSPACE(data[stripped - 1])) stripped--;
+        start[i] = total;
+        size[i] = length - cut;
+        kept[i] = stripped - cut;
+        memcpy(buf + total, data + cut, (size_t)(length - cut));
+        total += length - cut;
+    }
+    Py_ssize_t n_escaped = 0;
+    unsigned char widest = 0;
+    for (Py_ssize_t k = 0; k < total; k++) {
+        unsigned char c = (unsigned char)buf[k];
+        widest |= c;
+        n_escaped += (c < 0x20 && c != '\n') || c == '"' || c == '\\';
+    }
+    *joined = PyUnicode_New(total, widest & 0x80 ? 0xff : 0x7f);
+    arrays[3] = PyByteArray_FromStringAndSize(NULL, 8 * n_escaped);
+    if (*joined == NULL || arrays[3] == NULL) goto done;
+    memcpy(PyUnicode_1BYTE_DATA(*joined), buf, (size_t)total);
+    int64_t *escaped = (int64_t *)PyByteArray_AS_STRING(arrays[3]);
+    Py_ssize_t e = 0;
+    for (Py_ssize_t k = 0; k < total && e < n_escaped; k++) {
+        unsigned char c = (unsigned char)buf[k];
+        if ((c < 0x20 && c != '\n') || c == '"' || c == '\\') escaped[e++] = k;
+    }
+    status = 0;
+done:
+    PyMem_Free(buf);
+    return status;
+}
+
+/* joined_lines(texts, line, skip) -> (joined, start, size, kept, escaped_at) or None
+
+   credit/project.py `_joined_lines` of texts[line[0]][skip:], texts[line[1]][skip:], ...: the lines
+   joined by line breaks, each one's start in it, length and length without trailing whitespace
+   (int64 bytes), and the positions of the characters JSON escapes but line breaks. None where
+   Python's loop is to do it: no lines, a line index outside texts, a text that is no str or holds
+   a line break itself. */
+static PyObject *joined_lines(PyObject *self, PyObject *args) {
+    PyObject *texts, *line_obj;
+    Py_ssize_t skip;
+    if (!PyArg_ParseTuple(args, "O!On", &PyList_Type, &texts, &line_obj, &skip)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(line_obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    PyObject *joined = NULL, *arrays[4] = {NULL, NULL, NULL, NULL}, *result = NULL, **held = NULL;
+    Py_ssize_t n_held = 0;
+    if (view.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "joined_lines: line must be int64");
+        goto done;
+    }
+    const int64_t *line = view.buf;
+    Py_ssize_t n = view.len / 8, n_texts = PyList_GET_SIZE(texts), total = n > 0 ? n - 1 : 0, n_escaped = 0;
+    Py_UCS4 max = 0;
+    if (n == 0 || skip < 0) goto none;
+    int narrow = joined_narrow(texts, line, n, skip, &joined, arrays);
+    if (narrow == 0) goto made;
+    if (narrow == -1) goto done;
+    if (narrow == -2) goto none;
+    Py_CLEAR(joined);
+    for (int k = 0; k < 4; k++) Py_CLEAR(arrays[k]);
+    /* the texts, held: the allocations below may run a collection, and so Python code */
+    held = PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
+    if (held == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) { /* the lengths, the widest character, the escapes; or None */
+        if (i + AHEAD < n && line[i + AHEAD] >= 0 && line[i + AHEAD] < n_texts) { /* a str's head and first chars */
+            PyObject *ahead = PyList_GET_ITEM(texts, line[i + AHEAD]);
+            PREFETCH(ahead);
+            PREFETCH((const char *)ahead + 64);
+        }
+        if (line[i] < 0 || line[i] >= n_texts) goto none;
+        PyObject *text = PyList_GET_ITEM(texts, line[i]);
+        if (!PyUnicode_Check(text)) goto none;
+        held[n_held++] = Py_NewRef(text);
+        Py_ssize_t length = PyUnicode_GET_LENGTH(text), cut = length < skip ? length : skip;
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        Py_ssize_t ignored = 0;
+        Py_UCS4 ignored_max = 0;
+        if (scan_chars(kind, data, PyUnicode_IS_ASCII(text), 0, cut, &ignored, &ignored_max, NULL, 0)
+            || scan_chars(kind, data, PyUnicode_IS_ASCII(text), cut, length, &n_escaped, &max, NULL, 0))
+            goto none;
+        total += length - cut;
+    }
+    joined = PyUnicode_New(total, max);
+    for (int k = 0; k < 4; k++) arrays[k] = PyByteArray_FromStringAndSize(NULL, 8 * (k < 3 ? n : n_escaped));
+    if (joined == NULL || arrays[0] == NULL || arrays[1] == NULL || arrays[2] == NULL || arrays[3] == NULL) goto done;
+    int64_t *start = (int64_t *)PyByteArray_AS_STRING(arrays[0]), *size = (int64_t *)PyByteArray_AS_STRING(arrays[1]),
+            *kept = (int64_t *)PyByteArray_AS_STRING(arrays[2]), *escaped = (int64_t *)PyByteArray_AS_STRING(arrays[3]);
+    int out_kind = PyUnicode_KIND(joined);
+    void *out = PyUnicode_DATA(joined);
+    Py_ssize_t at = 0, e = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + AHEAD < n) {
+            PREFETCH(held[i + AHEAD]);
+            PREFETCH((const char *)held[i + AHEAD] + 64);
+        }
+        PyObject *text = held[i];
+        Py_ssize_t length = PyUnicode_GET_LENGTH(text), cut = length < skip ? length : skip;
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        if (i > 0) PyUnicode_WRITE(out_kind, out, at++, '\n');
+        start[i] = at;
+        size[i] = length - cut;
+        Py_ssize_t stripped = length;
+        while (stripped > cut && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, stripped - 1))) stripped--;
+        kept[i] = stripped - cut;
+        if (kind == out_kind) {
+            memcpy((char *)out + at * kind, (const char *)data + cut * kind, (size_t)(length - cut) * (size_t)kind);
+        } else {
+            for (Py_ssize_t k = cut; k < length; k++)
+                PyUnicode_WRITE(out_kind, out, at + (k - cut), PyUnicode_READ(kind, data, k));
+        }
+        Py_ssize_t found = 0;
+        Py_UCS4 ignored_max = 0;
+        scan_chars(kind, data, PyUnicode_IS_ASCII(text), cut, length, &found, &ignored_max, escaped + e, at);
+        e += found;
+        at += length - cut;
+    }
+made:
+    result = Py_BuildValue("OOOOO", joined, arrays[0], arrays[1], arrays[2], arrays[3]);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(joined);
+    for (int k = 0; k < 4; k++) Py_XDECREF(arrays[k]);
+    for (Py_ssize_t i = 0; i < n_held; i++) Py_DECREF(held[i]);
+    PyMem_Free(held);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* --- the gaps between lines (credit/project.py: _joins) ----------------------------------------- */
+
+/* join_gaps(actions, step, end, start, out) -> True, or False for Python's loop to do it
+
+   Whether the line ending at end[k] and the next starting at start[k] in actions[step[k]] join: they
+   touch or overlap, or the text between them fully matches credit/project.py _GAP, (?:\s|\\[nrt])*
+   (each character a space as re's \s reads it, Py_UNICODE_ISSPACE, or a backslash and the n, r or
+   t after it: the two never start alike, so one pass decides it). Into out (one byte each). False,
+   with nothing written, where a step is out of range, an action is no str or a gap lies outside
+   its action. */
+static PyObject *join_gaps(PyObject *self, PyObject *args) {
+    PyObject *actions, *objs[4];
+    if (!PyArg_ParseTuple(args, "O!OOOO", &PyList_Type, &actions, &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    Py_buffer views[4];
+    int got = 0;
+    Py_ssize_t n = PyObject_Length(objs[0]);
+    if (n < 0) return NULL;
+    for (; got < 4; got++) {
+        if (PyObject_GetBuffer(objs[got], &views[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == 3 ? PyBUF_WRITABLE : 0))
+            < 0)
+            break;
+        if (views[got].itemsize != (got == 3 ? 1 : 8) || views[got].len / views[got].itemsize != n) {
+            PyErr_SetString(PyExc_ValueError, "join_gaps: step, end, start must be int64 and out one byte each, of one "
+                                              "length");
+            PyBuffer_Release(&views[got]);
+            break;
+        }
+    }
+    PyObject *result = NULL;
+    if (got < 4) goto done;
+    const int64_t *step = views[0].buf, *end = views[1].buf, *start = views[2].buf;
+    char *out = views[3].buf;
+    Py_ssize_t n_actions = PyList_GET_SIZE(actions);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (step[k] < 0 || step[k] >= n_actions || !PyUnicode_Check(PyList_GET_ITEM(actions, step[k]))) goto python;
+        if (start[k] > end[k] && (end[k] < 0 || start[k] > PyUnicode_GET_LENGTH(PyList_GET_ITEM(actions, step[k]))))
+            goto python;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) { /* (no Python code runs here: the actions are read while listed) */
+        if (start[k] <= end[k]) {
+            out[k] = 1;
+            continue;
+        }
+        PyObject *action = PyList_GET_ITEM(actions, step[k]);
+        int kind = PyUnicode_KIND(action);
+        const void *data = PyUnicode_DATA(action);
+        Py_ssize_t i = (Py_ssize_t)end[k], e = (Py_ssize_t)start[k];
+        while (i < e) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (Py_UNICODE_ISSPACE(c)) {
+                i++;
+            } else if (c == '\\' && i + 1 < e) {
+                Py_UCS4 d = PyUnicode_READ(kind, data, i + 1);
+                if (d != 'n' && d != 'r' && d != 't') break;
+                i += 2;
+            } else {
+                break;
+            }
+        }
+        out[k] = i == e;
+    }
+    result = Py_NewRef(Py_True);
+    goto done;
+python:
+    result = Py_NewRef(Py_False);
 done:
     for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
-    if (PyErr_Occurred()) return NULL;
-    return Py_BuildValue("nn", stop, current);
+    return result;
+}
+
+/* --- the projection (credit/project.py: project_steps' searches and _paint) ----------------------- */
+
+/* The next unpainted item at or after i (items painted point past themselves), paths halved. */
+static inline int64_t unpainted(int64_t *next, int64_t i) {
+    while (next[i] != i) {
+        next[i] = next[next[i]];
+        i = next[i];
+    }
+    return i;
+}
+
+/* project_flat(tokens, n_tokens, spans, span_step, values, by_rank, value, covered) -> None
+
+   credit/project.py `project_flat` after its checks: tokens (T, 2) int64, the steps' one after
+   another, n_tokens[s] of step s; spans (m, 2) int64 of steps span_step (m,) int64, each in
+   0 .. len(n_tokens) - 1; values (m,) float64; by_rank (m,) the spans from the lowest priority
+   (of equal ones the earlier first): a permutation of 0 .. m - 1. Each real token (end > start)
+   that a span covers gets, in value (T,) float64 and covered (T,) one byte each (zeros given),
+   the value of the highest-ranked span covering it, and covered 1. A step at a time: its real
+   tokens copied out (the searches of its spans then stay in a few cache lines), its spans from
+   the highest rank down, each painting the tokens no span painted before it. */
+static PyObject *project_flat(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7]))
+        return NULL;
+    Py_buffer views[8];
+    int got = 0;
+    for (; got < 8; got++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got >= 6 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[got], &views[got], flags) < 0) break;
+        if (views[got].itemsize != (got == 7 ? 1 : 8)) {
+            PyErr_SetString(PyExc_ValueError, "project_flat: arrays must be int64 or float64 (covered: one byte each)");
+            PyBuffer_Release(&views[got]);
+            break;
+        }
+    }
+    int64_t *start = NULL, *order = NULL, *local = NULL;
+    uint8_t *seen = NULL;
+    PyObject *result = NULL;
+    if (got < 8) goto done;
+    Py_ssize_t n_all = views[0].len / 16, n_steps = views[1].len / 8, m = views[2].len / 16;
+    if (views[0].len != 16 * n_all || views[2].len != 16 * m || views[3].len / 8 != m || views[4].len / 8 != m
+        || views[5].len / 8 != m || views[6].len / 8 != n_all || views[7].len != n_all) {
+        PyErr_SetString(PyExc_ValueError, "project_flat: the arrays' lengths do not fit together");
+        goto done;
+    }
+    const int64_t *tokens = views[0].buf, *n_tokens = views[1].buf, *spans = views[2].buf, *span_step = views[3].buf,
+                  *by_rank = views[5].buf;
+    const double *values = views[4].buf;
+    double *value = views[6].buf;
+    char *covered = views[7].buf;
+    /* start: each step's first token, then (from n_steps + 1 on) its first span in order */
+    start = PyMem_Malloc(sizeof(int64_t) * (2 * (size_t)n_steps + 3));
+    order = PyMem_Malloc(sizeof(int64_t) * ((size_t)m + 1));
+    seen = PyMem_Calloc((size_t)m + 1, 1);
+    if (start == NULL || order == NULL || seen == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t total = 0, widest = 0, *first_span = start + n_steps + 1;
+    for (Py_ssize_t s = 0; s < n_steps; s++) {
+        if (n_tokens[s] < 0 || n_tokens[s] > n_all - total) {
+            total = -1;
+            break;
+        }
+        start[s] = total;
+        total += n_tokens[s];
+        if (n_tokens[s] > widest) widest = n_tokens[s];
+    }
+    start[n_steps] = total;
+    if (total != n_all) {
+        PyErr_SetString(PyExc_ValueError, "project_flat: n_tokens does not fit the tokens");
+        goto done;
+    }
+    memset(first_span, 0, sizeof(int64_t) * ((size_t)n_steps + 2));
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (by_rank[k] < 0 || by_rank[k] >= m || seen[by_rank[k]] || span_step[k] < 0 || span_step[k] >= n_steps) {
+            PyErr_SetString(PyExc_ValueError, "project_flat: by_rank is no permutation of the spans, or a span's step "
+                                              "is out of range");
+            goto done;
+        }
+        seen[by_rank[k]] = 1;
+        first_span[span_step[k] + 2]++;
+    }
+    for (Py_ssize_t s = 0; s < n_steps; s++) first_span[s + 2] += first_span[s + 1];
+    for (Py_ssize_t k = m - 1; k >= 0; k--) { /* each step's spans, from the highest rank down */
+        int64_t x = by_rank[k];
+        order[first_span[span_step[x] + 1]++] = x;
+    }
+    /* first_span[s] .. first_span[s + 1]: step s's spans in order */
+    local = PyMem_Malloc(sizeof(int64_t) * (4 * (size_t)widest + 1));
+    if (local == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *ends = local, *starts = local + widest, *at = local + 2 * widest, *next = local + 3 * widest;
+    for (Py_ssize_t s = 0; s < n_steps; s++) {
+        if (first_span[s] == first_span[s + 1]) continue;
+        int64_t r = 0;
+        for (int64_t t = start[s]; t < start[s + 1]; t++) /* the step's real tokens */
+            if (tokens[2 * t + 1] > tokens[2 * t]) {
+                starts[r] = tokens[2 * t];
+                ends[r] = tokens[2 * t + 1];
+                at[r++] = t;
+            }
+        for (int64_t i = 0; i <= r; i++) next[i] = i;
+        for (int64_t k = first_span[s]; k < first_span[s + 1]; k++) {
+            int64_t x = order[k], a = 0, b = r, lo = 0, hi = r, from = spans[2 * x], to = spans[2 * x + 1];
+            while (a < b) { /* #{real tokens ending at or before the span's start} (selects, not branches) */
+                int64_t mid = a + (b - a) / 2, right = ends[mid] <= from;
+                a = right ? mid + 1 : a;
+                b = right ? b : mid;
+            }
+            while (lo < hi) { /* #{real tokens starting before its end} */
+                int64_t mid = lo + (hi - lo) / 2, right = starts[mid] < to;
+                lo = right ? mid + 1 : lo;
+                hi = right ? hi : mid;
+            }
+            for (int64_t i = unpainted(next, a); i < lo; i = unpainted(next, i + 1)) {
+                value[at[i]] = values[x];
+                covered[at[i]] = 1;
+                next[i] = i + 1;
+            }
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(start);
+    PyMem_Free(order);
+    PyMem_Free(local);
+    PyMem_Free(seen);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    return result;
 }
 
 /* --- the greedy anchor pass (credit/anchors.py: _greedy's loop over candidates) ---------------- */
@@ -877,10 +1583,21 @@ static PyMethodDef methods[] = {
      "read_windows(steps, first, last, span_a, span_b, lengths, n_read) -> (pairs, index): the tokens of each "
      "step's windows around its spans (credit/offsets.py _windows), read and checked; n_read[k] = -1 for a step "
      "left to the caller."},
-    {"first_tries", first_tries, METH_VARARGS,
-     "first_tries(actions, joined, step, kind, c0, c1, w0, w1, begin, current, cursors, pos) -> (stop, current): "
-     "the first search of blocks begin.. as written (credit/project.py), up to the first not found that has "
-     "other searches to try."},
+    {"search_blocks", search_blocks, METH_VARARGS,
+     "search_blocks(actions, joined, lo, hi, step, kind, c0, c1, w0, w1, at, kept, pos, escape) -> (recounted, "
+     "alone): credit/project.py's block search (_search_blocks) whole: the blocks' positions and escapes into pos "
+     "and escape; {block: (sizes, kept sizes)} where more than line breaks were escaped; the lines found alone, "
+     "(line, start, end)."},
+    {"joined_lines", joined_lines, METH_VARARGS,
+     "joined_lines(texts, line, skip) -> (joined, start, size, kept, escaped_at) or None: texts[line[i]][skip:] "
+     "joined by line breaks, with each line's start, length and length without trailing whitespace, and where "
+     "JSON escapes a character (credit/project.py _joined_lines); None for Python's loop to do it."},
+    {"join_gaps", join_gaps, METH_VARARGS,
+     "join_gaps(actions, step, end, start, out) -> bool: whether each pair of lines joins (credit/project.py "
+     "_joins) into out; False, with nothing written, for Python to decide them."},
+    {"project_flat", project_flat, METH_VARARGS,
+     "project_flat(tokens, n_tokens, spans, span_step, values, by_rank, value, covered) -> None: each real token's "
+     "value of the highest-ranked span covering it (credit/project.py project_flat), into value and covered."},
     {"greedy", greedy, METH_VARARGS,
      "greedy(lines, line_ptr, member_ptr, members, tasks, contested, order, max_anchors, taken, per_task, is_taken, "
      "rescored) -> {candidate: kept member positions}: the greedy anchor pass of credit/anchors.py."},

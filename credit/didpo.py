@@ -55,10 +55,10 @@ from credit._util import csr_pointers, gc_paused, option, pieces, ranges, segmen
 from credit.anchors import select_anchors
 from credit.baselines import anchor_effect_split, within_anchor_contrast
 from credit.episode import check_mode
-from credit.offsets import OffsetsError, token_windows
+from credit.offsets import OffsetsError, flat_token_windows
 from credit.grouping import cluster_units
 from credit.text import Contents, line_table, marker_code
-from credit.project import (line_calls, locate_blocks, occurrence_spans, project_steps, provenance_spans,
+from credit.project import (line_calls, locate_blocks, occurrence_spans, project_flat, provenance_spans,
                             widen_spans)
 from credit.groupability import check_options as check_score_options
 from credit.split import ADDED, LEVELS, DiffBatch, DiffError, split_diffs
@@ -386,15 +386,24 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     anchor = np.repeat(np.arange(len(selection.members)), [m.shape[0] for m in selection.members])
     value = lambda_ * (np.concatenate(advantages) if advantages else np.zeros(0))
     value_outside = value if outside is None else lambda_ * (np.concatenate(outside) if outside else np.zeros(0))
-    token_offsets = [s.token_offsets for s in table.steps]
-    with_tokens = np.array([o is not None for o in token_offsets], bool)
+    # the rows of the occurrences that have tokens (only the member rows' steps are looked at)
+    member_rows = np.flatnonzero(np.bincount(units.row[members], minlength=len(table.steps)))
+    # (each step's attributes read in one pass: the steps lie far apart in memory)
+    steps, offsets, actions = [], [], []
+    with_tokens = np.zeros(len(table.steps), bool)
+    for r in member_rows.tolist():
+        step = table.steps[r]
+        if step.token_offsets is not None:
+            steps.append(step)
+            offsets.append(step.token_offsets)
+            actions.append(step.action)
+            with_tokens[r] = True
     occ = np.flatnonzero(with_tokens[units.row[members]])
     occ_units = members[occ]
-    rows = np.flatnonzero(np.bincount(units.row[occ_units], minlength=len(table.steps)))
-    steps = [table.steps[r] for r in rows.tolist()]
+    rows = np.flatnonzero(with_tokens)
     # the batch's flat arrays, not one SubDiffs per row (building those costs more than the search)
     batch, diff_of_row = units.batch, units.diff_of_row
-    line_spans, line_step, line_block, call = _line_spans(steps, batch, diff_of_row[rows])
+    line_spans, line_step, line_block, call = _line_spans(steps, batch, diff_of_row[rows], actions)
     lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
     member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
@@ -405,7 +414,6 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     # argument or call that made a line with no span of its own (1), then the argument or call
     # holding a placed line (2); so every anchor keeps the tokens of its own lines, and a line
     # written nowhere keeps its argument's other tokens
-    actions = [s.action for s in steps]
     n_occ = occ.shape[0]
     if cover != "lines":
         wide = _covered_spans(cover, steps, batch, diff_of_row[rows], line_spans, line_step, call)
@@ -423,36 +431,41 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     priority = selection.gs[anchor[occ[owner]]].astype(np.float64)
     # below every span of a line's own text: an edit argument or call credits the tokens no line holds
     priority -= level * (priority.max(initial=0.0) + 1.0)
-    windows = _token_windows(table, rows, [token_offsets[r] for r in rows.tolist()], spans, span_step)
+    # the tokens read, the rows' one after another: n_read of each row, each one's number in its
+    # row (read_index; None: every row read whole)
+    pairs, n_read, read_index = _token_windows(table, rows, offsets, actions, spans, span_step)
     # level 2 is the cover around a placed line (levels 0 and 1 stand for the line's own text)
     span_value = np.where(level == 2, value_outside[occ[owner]], value[occ[owner]])
-    token_extra, covered = project_steps([w[1] for w in windows], spans, span_step, span_value, priority)
-    n_read = np.fromiter((w[1].shape[0] for w in windows), np.int64, len(windows))
-    # each read token's number in its row (None: every row read whole)
-    read_index = None
-    if any(w[0] is not None for w in windows):
-        read_index = np.concatenate([np.arange(n) if w[0] is None else w[0] for w, n in zip(windows, n_read.tolist())])
+    token_extra, covered = project_flat(pairs, n_read, spans, span_step, span_value, priority)
+
+    n_covered = int(covered.sum())
 
     def extra(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # the share of the batch's tokens covered: starts[-1] counts them (`_didpo` calls `tokens`,
+        # which calls this, before the stats are read; counting them in `_project` would touch
+        # every step's offsets)
+        coverage["tokens"] = n_covered / int(starts[-1]) if starts[-1] else 0.0
         if read_index is None:  # every projected row read whole: a mask of their tokens, in order
             projected = np.zeros(starts.shape[0] - 1, bool)
             projected[rows] = True
             return np.repeat(projected, np.diff(starts)), token_extra
         # each read token's place in the batch (tokens outside the windows are covered by no span)
         return np.repeat(starts[rows], n_read) + read_index, token_extra
-    n_tokens = sum(map(len, [o for o in token_offsets if o is not None]))
     n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
-    return extra, {
-        "tokens": int(covered.sum()) / n_tokens if n_tokens else 0.0,
+    coverage = {
+        "tokens": float("nan"),  # set by extra
         "occurrences_located": n_located / occ.shape[0] if occ.shape[0] else 0.0,
         "lines_located": float(own_span.mean()) if own_span.shape[0] else 0.0,
     }
+    return extra, coverage
 
 
-def _token_windows(table: StepTable, rows: np.ndarray, offsets: list, spans: np.ndarray, span_step: np.ndarray):
-    """`token_windows` of the projected rows, bad offsets reported with their trajectory and step."""
+def _token_windows(table: StepTable, rows: np.ndarray, offsets: list, actions: list, spans: np.ndarray,
+                   span_step: np.ndarray):
+    """`flat_token_windows` of the projected rows (`actions` theirs), bad offsets reported with their
+    trajectory and step."""
     try:
-        return token_windows(offsets, [table.steps[r].action for r in rows.tolist()], spans, span_step)
+        return flat_token_windows(offsets, actions, spans, span_step)
     except OffsetsError as err:
         r = int(rows[err.step])
         i = int(table.traj[r])
@@ -460,7 +473,7 @@ def _token_windows(table: StepTable, rows: np.ndarray, offsets: list, spans: np.
                          f"step {int(table.index[r])}: {err}") from None
 
 
-def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray):
+def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray, actions: Optional[list] = None):
     """Action spans of the changed lines of `steps` (diff diffs[i] for steps[i], one step's lines after
     another's), each line's step, its block (`locate_blocks`, -1: none) and the call that made it
     (`Step.line_calls`, -1: not given; None when no step gives them): provenance for added lines
@@ -480,7 +493,8 @@ def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray):
         call = line_calls([s.line_calls for s in steps], line_step, batch.path_ids[line], batch.path_names,
                           kinds.astype(np.int64), numbers)
     window = None if call is None else _deleted_windows(steps, line_step, call, kinds)
-    spans, block = locate_blocks([step.action for step in steps], batch.source, batch.line_source[line], line_step,
+    actions = [step.action for step in steps] if actions is None else actions  # (the steps' own, given)
+    spans, block = locate_blocks(actions, batch.source, batch.line_source[line], line_step,
                                  new_block, ~from_provenance, skip=1, kind=kinds, window=window)
     asked = np.flatnonzero(from_provenance)
     spans[asked] = provenance_spans(provenance, line_step[asked], batch.path_ids[line[asked]], batch.path_names,

@@ -35,6 +35,7 @@ except ImportError:  # not built: the install had no C compiler
 # spans of one step closer than this (in characters) are read as one window: a binary search in
 # a list costs about as much as reading 40 tokens
 _JOIN_GAP = 128
+_PAIR_TYPES = (tuple, list)  # a pair as Python and JSON give it
 # zero-width or overlapping tokens walked past at a window's edge before the whole step is read
 _MAX_WALK = 8
 
@@ -105,7 +106,7 @@ def check_listed_offsets(offsets: Sequence[Any], action: str) -> None:
     if not offsets:
         return
     first, last = offsets[0], offsets[-1]
-    if type(first) is tuple is type(last) and len(first) == 2 == len(last):  # the usual case, checked at once
+    if type(first) in _PAIR_TYPES and type(last) in _PAIR_TYPES and len(first) == 2 == len(last):  # the usual case
         (s0, e0), (s1, e1) = first, last
         if (type(s0) is int is type(e0) is type(s1) is type(e1) and 0 <= s0 <= e0 and 0 <= s1 <= e1
                 and e1 <= len(action) and e0 <= len(action) and not (e0 > s0 and e1 > s1 and (s1 < s0 or e1 < e0))):
@@ -178,19 +179,50 @@ def token_windows(offsets: Sequence[Any], actions: Sequence[str], spans: np.ndar
     return out
 
 
+def flat_token_windows(offsets: Sequence[Any], actions: Sequence[str], spans: np.ndarray,
+                       span_step: np.ndarray) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """`token_windows`' tokens one step after another: (pairs (T, 2) int64, n_read (S,) the count of
+    each step's, index (T,) each token's number in its step; None: every step read whole).
+
+    Where every step's offsets are lists that `credit._native.read_windows` reads in windows (the
+    usual batch), its arrays are the answer as they come; else `token_windows`, joined."""
+    if c_read_windows is not None and offsets and isinstance(offsets[0], (list, tuple)):
+        # (read_windows leaves a step that is no list or tuple, an array say, to the readers below)
+        pairs, index, n_read = _c_windows(offsets, actions, None, spans, span_step)
+        if (n_read >= 0).all():
+            return pairs, n_read, index
+    windows = token_windows(offsets, actions, spans, span_step)
+    n_read = np.fromiter((w[1].shape[0] for w in windows), np.int64, len(windows))
+    pairs = np.concatenate([w[1] for w in windows]).reshape(-1, 2) if windows else np.zeros((0, 2), np.int64)
+    if not any(w[0] is not None for w in windows):
+        return pairs, n_read, None
+    index = np.concatenate([np.arange(n) if w[0] is None else w[0] for w, n in zip(windows, n_read.tolist())])
+    return pairs, n_read, index
+
+
+def _c_windows(offsets: Sequence[Any], actions: Sequence[str], listed: Optional[list[int]], spans: np.ndarray,
+               span_step: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`credit._native.read_windows` on the `listed` steps (None: all): (pairs, index) of the steps
+    read, one after another, and n_read (-1: a step left to the other readers)."""
+    step, start, end = _joined_spans(spans, span_step)
+    at = np.arange(len(offsets)) if listed is None else np.asarray(listed, np.int64)
+    first, last = np.searchsorted(step, at, "left"), np.searchsorted(step, at, "right")
+    chosen = list(actions) if listed is None else list(map(actions.__getitem__, listed))
+    lengths = np.fromiter(map(len, chosen), np.int64, len(chosen))
+    steps = (offsets if type(offsets) is list else list(offsets)) if listed is None else [offsets[s] for s in listed]
+    n_read = np.empty(len(steps), np.int64)
+    pairs, index = c_read_windows(steps, first, last, start, end, lengths, n_read)
+    pairs = np.frombuffer(pairs, np.int64).reshape(-1, 2) if pairs else np.zeros((0, 2), np.int64)
+    index = np.frombuffer(index, np.int64) if index else np.zeros(0, np.int64)
+    return pairs, index, n_read
+
+
 def _read_listed_windows(offsets: Sequence[Any], actions: Sequence[str], listed: list[int], spans: np.ndarray,
                          span_step: np.ndarray, out: list) -> tuple[list[int], list[int]]:
     """Read the windows of the `listed` steps with `credit._native` (the windows of `_windows`,
     checked as `_read_windows` checks them); give the steps read so, and return (the others, for
     the readers below, which report them or read them as before; the steps read)."""
-    step, start, end = _joined_spans(spans, span_step)
-    at = np.asarray(listed, np.int64)
-    first, last = np.searchsorted(step, at, "left"), np.searchsorted(step, at, "right")
-    lengths = np.fromiter(map(len, map(actions.__getitem__, listed)), np.int64, len(listed))
-    n_read = np.empty(len(listed), np.int64)
-    pairs, index = c_read_windows([offsets[s] for s in listed], first, last, start, end, lengths, n_read)
-    pairs = np.frombuffer(pairs, np.int64).reshape(-1, 2) if pairs else np.zeros((0, 2), np.int64)
-    index = np.frombuffer(index, np.int64) if index else np.zeros(0, np.int64)
+    pairs, index, n_read = _c_windows(offsets, actions, listed, spans, span_step)
     read = n_read >= 0
     bounds = np.cumsum(np.where(read, n_read, 0)).tolist()
     done, left = [], []
@@ -239,7 +271,11 @@ def _joined_spans(spans: np.ndarray, span_step: np.ndarray) -> tuple[np.ndarray,
     start, end) of each joined span."""
     if not span_step.shape[0]:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    order = np.lexsort((spans[:, 0], span_step))
+    width = int(spans[:, 0].max()) + 1
+    if int(spans[:, 0].min()) >= 0 and int(span_step.min()) >= 0 and width * (int(span_step.max()) + 1) < 2 ** 62:
+        order = np.argsort(span_step * width + spans[:, 0], kind="stable")  # lexsort's order, one key sorted
+    else:
+        order = np.lexsort((spans[:, 0], span_step))
     step, starts = span_step[order], spans[order, 0]
     ends = spans[order, 1]
     new = np.ones(step.shape[0], bool)

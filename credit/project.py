@@ -43,10 +43,12 @@ import numpy as np
 
 from credit._util import ranges, segment_starts
 
-try:  # the block search's first tries in C (credit/_native.c); without it, the loop below
-    from credit._native import first_tries as c_first_tries
+try:  # the lines joined, the block search and the projection in C (credit/_native.c); without them, numpy
+    # and the loops below
+    from credit._native import joined_lines as c_joined_lines, project_flat as c_project_flat
+    from credit._native import join_gaps as c_join_gaps, search_blocks as c_search_blocks
 except ImportError:  # not built: the install had no C compiler
-    c_first_tries = None
+    c_joined_lines = c_join_gaps = c_project_flat = c_search_blocks = None
 
 _JSON = json.JSONEncoder(ensure_ascii=False).encode
 _JSON_ASCII = json.JSONEncoder().encode
@@ -145,8 +147,7 @@ def locate_blocks(
     searched = np.ones(n, bool) if searched is None else searched
     look = np.flatnonzero(searched)
     at, size, kept = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
-    joined, at[look], size[look], kept[look], escaped_at = _joined_lines(
-        list(map(texts.__getitem__, line[look].tolist())), skip)
+    joined, at[look], size[look], kept[look], escaped_at = _joined_texts(texts, line[look], skip)
     kind = np.zeros(n, np.int64) if kind is None else np.asarray(kind, np.int64)
     new_block = new_block | np.concatenate([[True], (line[1:] != line[:-1] + 1) | (kind[1:] != kind[:-1])])
     if window is not None:
@@ -161,6 +162,17 @@ def locate_blocks(
         where, start, end = np.asarray(alone, np.int64).T
         out[where, 0], out[where, 1] = start, end
     return out, _place_blocks(out, found, size, kept)
+
+
+def _joined_texts(texts: Sequence[str], line: np.ndarray, skip: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray,
+                                                                              np.ndarray]:
+    """`_joined_lines` of texts[line[0]], texts[line[1]], ...: by `credit._native.joined_lines` where
+    it is built and takes them (a list of str, no line holding a line break itself)."""
+    if c_joined_lines is not None and type(texts) is list:
+        got = c_joined_lines(texts, np.ascontiguousarray(line, np.int64), skip)
+        if got is not None:
+            return (got[0], *(np.frombuffer(a, np.int64) if a else np.zeros(0, np.int64) for a in got[1:]))
+    return _joined_lines(list(map(texts.__getitem__, line.tolist())), skip)
 
 
 def _joined_lines(texts: Sequence[str], skip: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -217,11 +229,11 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
                    kept: np.ndarray, bounds: Optional[np.ndarray] = None) -> tuple[tuple, list]:
     """Search the blocks (lines lo..hi-1, text joined[c0:c1]) in order, each from the end of the
     previous match of its step and kind, then from the start (of its window `bounds`, when given);
-    line by line where the block is not found. The first search of each block, the text as written
-    from the cursor, finds most blocks; `credit._native.first_tries` runs those in C where it is
-    built, and hands each block it does not find to the rest of the searches here (but a line with
-    no other form to look for: the C search looks for it from the start too, as `_search` does,
-    and passes on).
+    line by line where the block is not found. `credit._native.search_blocks` runs the same
+    searches in C where it is built (but for windows that start before the action: Python's
+    slices read a negative start from the end), with one saving: a search from the window's
+    start looks only before where the search from the cursor began (a match after it was that
+    search's to find).
 
     Returns:
       (blocks found whole: arrays lo, hi, position, escape index, and {index among them: the lines'
@@ -230,6 +242,14 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
     """
     n_blocks = lo.shape[0]
     pos, escape = np.full(n_blocks, -1, np.int64), np.zeros(n_blocks, np.int64)
+    if c_search_blocks is not None and (bounds is None or (bounds >= 0).all()):
+        w0 = np.zeros(n_blocks, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 0], np.int64)
+        w1 = np.full(n_blocks, -1, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 1], np.int64)
+        listed = actions if isinstance(actions, list) else list(actions)
+        arrays = [np.ascontiguousarray(x, np.int64) for x in (lo, hi, step, kind, c0, c1)]
+        by_c = c_search_blocks(listed, joined, *arrays, w0, w1, np.ascontiguousarray(at, np.int64),
+                               np.ascontiguousarray(kept, np.int64), pos, escape)
+        return _found_blocks(lo, hi, pos, escape, by_c[0]), by_c[1]
     recounted: dict[int, tuple[list[int], list[int]]] = {}
     alone: list[tuple[int, int, int]] = []
     forms_of: dict[str, list[_Form]] = {}
@@ -266,31 +286,24 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
 
     cursors: dict[int, int] = {}
     current = -1
-    if c_first_tries is not None and (bounds is None or (bounds[:, 1] >= 0).all()):
-        w0 = np.zeros(n_blocks, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 0], np.int64)
-        w1 = np.full(n_blocks, -1, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 1], np.int64)
-        listed = actions if isinstance(actions, list) else list(actions)
-        arrays = [np.ascontiguousarray(x, np.int64) for x in (step, kind, c0, c1)]
-        b = 0
-        while b < n_blocks:
-            b, current = c_first_tries(listed, joined, *arrays, w0, w1, b, current, cursors, pos)
-            if b < n_blocks:
-                rest(b, cursors)
-                b += 1
-    else:
-        for b in range(n_blocks):
-            s, c = step_l[b], kind_l[b]
-            if s != current:
-                cursors, current = {}, s
-            text = joined[c0_l[b]:c1_l[b]]
-            found = _find(actions[s], text, max(cursors.get(c, 0), w0_l[b]), w1_l[b])
-            if found >= 0:
-                cursors[c], pos[b] = found + len(text), found
-            else:
-                rest(b, cursors)
+    for b in range(n_blocks):
+        s, c = step_l[b], kind_l[b]
+        if s != current:
+            cursors, current = {}, s
+        text = joined[c0_l[b]:c1_l[b]]
+        found = _find(actions[s], text, max(cursors.get(c, 0), w0_l[b]), w1_l[b])
+        if found >= 0:
+            cursors[c], pos[b] = found + len(text), found
+        else:
+            rest(b, cursors)
+    return _found_blocks(lo, hi, pos, escape, recounted), alone
+
+
+def _found_blocks(lo: np.ndarray, hi: np.ndarray, pos: np.ndarray, escape: np.ndarray, recounted: dict) -> tuple:
+    """The blocks found whole, as `_search_blocks` returns them."""
     whole = np.flatnonzero(pos >= 0)
     index = np.cumsum(pos >= 0) - 1
-    return (lo[whole], hi[whole], pos[whole], escape[whole], {int(index[b]): v for b, v in recounted.items()}), alone
+    return lo[whole], hi[whole], pos[whole], escape[whole], {int(index[b]): v for b, v in recounted.items()}
 
 
 def _forms(text: str, plain: bool = False) -> list[_Form]:
@@ -597,6 +610,10 @@ def _joins(actions: Sequence[str], step: np.ndarray, end: np.ndarray, start: np.
     letter follows a backslash (a backslash never ends an escape, so the pairs cannot overlap);
     gaps with non-ASCII characters and no such fault go to _GAP itself.
     """
+    if c_join_gaps is not None and type(actions) is list:  # one pass over each gap in C (see join_gaps)
+        joined = np.zeros(step.shape[0], bool)
+        if c_join_gaps(actions, *(np.ascontiguousarray(x, np.int64) for x in (step, end, start)), joined):
+            return joined
     out = start <= end
     gap = np.flatnonzero(~out)
     width = (start - end)[gap]
@@ -686,11 +703,38 @@ def project_steps(
         raise ValueError(f"span_step, values and priority must have shape ({m},)")
     n_tokens = np.fromiter(map(len, offsets), np.int64, len(offsets))
     tokens = np.concatenate(offsets).reshape(-1, 2) if offsets else np.zeros((0, 2), np.int64)
+    return project_flat(tokens, n_tokens, spans, span_step, values, priority)
+
+
+def project_flat(
+    tokens: np.ndarray,
+    n_tokens: np.ndarray,
+    spans: np.ndarray,
+    span_step: np.ndarray,
+    values: np.ndarray,
+    priority: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`project_steps` with the steps' token offsets one after another in `tokens` (T, 2),
+    n_tokens[s] of step s. `credit._native.project_flat` does it in C where it is built (spans
+    of steps in range, int64 offsets and spans, float64 values): the same searches, then each
+    token painted once, by the spans from the highest priority down."""
+    m = spans.shape[0]
+    if values.shape != (m,) or priority.shape != (m,) or span_step.shape != (m,):
+        raise ValueError(f"span_step, values and priority must have shape ({m},)")
     n_all = tokens.shape[0]
+    if (c_project_flat is not None and m and tokens.dtype == np.int64 and spans.dtype == np.int64
+            and values.dtype == np.float64 and span_step.dtype.kind in "iu" and int(span_step.min()) >= 0
+            and int(span_step.max()) < n_tokens.shape[0]):
+        value, covered = np.zeros(n_all), np.zeros(n_all, bool)
+        by_rank = np.lexsort((np.arange(m), priority))  # lowest priority first; of equal ones the later span last
+        c_project_flat(np.ascontiguousarray(tokens).reshape(-1, 2), np.ascontiguousarray(n_tokens, np.int64),
+                       np.ascontiguousarray(spans).reshape(-1, 2), np.ascontiguousarray(span_step, np.int64),
+                       np.ascontiguousarray(values), by_rank.astype(np.int64, copy=False), value, covered)
+        return value, covered
     real = None if (tokens[:, 1] > tokens[:, 0]).all() else np.flatnonzero(tokens[:, 1] > tokens[:, 0])
     if real is not None:  # zero-width tokens cover nothing and may stand anywhere: leave them out
         tokens = tokens[real]
-        n_tokens = np.bincount(np.repeat(np.arange(len(offsets)), n_tokens)[real], minlength=len(offsets))
+        n_tokens = np.bincount(np.repeat(np.arange(len(n_tokens)), n_tokens)[real], minlength=len(n_tokens))
     bounds = np.concatenate([[0], np.cumsum(n_tokens)])
     lo, hi = bounds[span_step], bounds[span_step + 1]
     first = _count_sorted(tokens[:, 1], lo, hi, spans[:, 0], below=False)

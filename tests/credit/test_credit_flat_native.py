@@ -1,0 +1,219 @@
+"""The projection in C (`credit._native.project_flat`) and the lines joined in C
+(`credit._native.joined_lines`) against the numpy code they replace, and the tokens read for the
+projection one step after another (`credit.offsets.flat_token_windows`) against `token_windows`'
+per-step arrays."""
+import numpy as np
+import pytest
+from credit_testlib import need_native
+from test_credit_offsets import _random_batch
+
+import credit.offsets as offsets_module
+import credit.project as project_module
+from credit.offsets import OffsetsError, flat_token_windows, token_windows
+from credit.project import project_flat, project_steps
+
+_C_PROJECT = project_module.c_project_flat
+
+
+def _random_projection(rng):
+    """Steps of tokens (zero-width ones anywhere, sometimes out of order, some steps empty), spans
+    of any width (empty, reversed, outside the text), priorities with ties, values with NaN."""
+    n_steps = int(rng.integers(1, 6))
+    offsets = []
+    for _ in range(n_steps):
+        n = int(rng.integers(0, 40))
+        starts = np.cumsum(rng.integers(0, 4, size=n))
+        pairs = np.stack([starts, starts + rng.integers(0, 5, size=n)], axis=1).astype(np.int64)
+        if rng.random() < 0.2 and n > 1:  # out of order: the searches must probe where numpy's probe
+            pairs = pairs[rng.permutation(n)]
+        offsets.append(pairs.reshape(-1, 2))
+    m = int(rng.integers(0, 30))
+    a = rng.integers(-3, 90, size=m)
+    spans = np.stack([a, a + rng.integers(-5, 40, size=m)], axis=1).astype(np.int64).reshape(-1, 2)
+    span_step = rng.integers(0, n_steps, size=m).astype(np.int64)
+    values = rng.normal(size=m)
+    values[rng.random(m) < 0.1] = np.nan
+    priority = rng.integers(0, 4, size=m).astype(np.float64)
+    return offsets, spans, span_step, values, priority
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_c_projection_paints_what_numpy_paints(seed, monkeypatch):
+    need_native(_C_PROJECT)
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        case = _random_projection(rng)
+        got = []
+        for native in (_C_PROJECT, None):
+            monkeypatch.setattr(project_module, "c_project_flat", native)
+            got.append(project_steps(*case))
+        for c, py in zip(*got):
+            assert c.dtype == py.dtype
+            np.testing.assert_array_equal(c, py)
+
+
+def test_spans_of_steps_out_of_range_go_to_numpy(monkeypatch):
+    """A span's step outside the steps: numpy's indexing decides (a negative one counts from the end)."""
+    need_native(_C_PROJECT)
+    offsets = [np.array([[0, 2], [2, 4]], np.int64), np.array([[0, 1]], np.int64)]
+    spans = np.array([[0, 3], [0, 1]], np.int64)
+    values, priority = np.array([1.0, 2.0]), np.array([0.0, 1.0])
+    for step in ([0, -1], [0, 1]):
+        got = []
+        for native in (_C_PROJECT, None):
+            monkeypatch.setattr(project_module, "c_project_flat", native)
+            got.append(project_steps(offsets, spans, np.array(step, np.int64), values, priority))
+        for c, py in zip(*got):
+            np.testing.assert_array_equal(c, py)
+    monkeypatch.setattr(project_module, "c_project_flat", _C_PROJECT)
+    with pytest.raises(IndexError):
+        project_steps(offsets, spans, np.array([0, 2], np.int64), values, priority)
+
+
+def test_the_c_projection_refuses_arrays_that_do_not_fit():
+    need_native(_C_PROJECT)
+    tokens = np.array([[0, 1], [1, 2]], np.int64)
+    spans = np.array([[0, 2]], np.int64)
+    args = [tokens, np.array([2], np.int64), spans, np.zeros(1, np.int64), np.ones(1), np.zeros(1, np.int64),
+            np.zeros(2), np.zeros(2, bool)]
+    _C_PROJECT(*args)
+    assert args[6].tolist() == [1.0, 1.0] and args[7].tolist() == [True, True]
+    for k, bad in [(1, np.array([3], np.int64)), (1, np.array([-1, 3], np.int64)), (3, np.ones(1, np.int64)),
+                   (5, np.ones(1, np.int64)), (6, np.zeros(3)), (7, np.zeros(2, np.int64)),
+                   (1, np.array([2], np.int32))]:
+        with pytest.raises(ValueError):
+            _C_PROJECT(*args[:k], bad, *args[k + 1:])
+
+
+def _flat(windows):
+    n_read = [w[1].shape[0] for w in windows]
+    pairs = np.concatenate([w[1] for w in windows]).reshape(-1, 2) if windows else np.zeros((0, 2), np.int64)
+    if not any(w[0] is not None for w in windows):
+        return pairs, n_read, None
+    return pairs, n_read, np.concatenate([np.arange(n) if w[0] is None else w[0] for w, n in zip(windows, n_read)])
+
+
+def _read(fn, batch):
+    try:
+        return fn(*batch)
+    except (OffsetsError, ValueError) as err:
+        return type(err), str(err), getattr(err, "step", None)
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("seed", range(6))
+def test_flat_windows_are_the_windows_one_step_after_another(seed, native, monkeypatch):
+    """Whatever the entries (some steps given as arrays too): the same tokens, counts and numbers,
+    or the same error, as `token_windows`' per-step arrays, with the C readers and without."""
+    if native:
+        need_native(offsets_module.c_read_windows)
+    else:
+        monkeypatch.setattr(offsets_module, "c_read_windows", None)
+        monkeypatch.setattr(offsets_module, "c_read_pairs", None)
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        steps, actions, spans, span_step = _random_batch(rng)
+        if rng.random() < 0.3:  # a step given as an array (read whole)
+            k = int(rng.integers(0, len(steps)))
+            try:
+                steps[k] = np.array(steps[k], np.int64).reshape(-1, 2)
+            except (TypeError, ValueError, OverflowError):
+                pass
+        batch = (steps, actions, spans, span_step)
+        per_step, flat = _read(token_windows, batch), _read(flat_token_windows, batch)
+        if isinstance(per_step, tuple):
+            assert flat == per_step
+            continue
+        want = _flat(per_step)
+        np.testing.assert_array_equal(flat[0], want[0])
+        assert flat[0].shape == want[0].shape and flat[1].tolist() == want[1]
+        assert (flat[2] is None) == (want[2] is None)
+        if want[2] is not None:
+            np.testing.assert_array_equal(flat[2], want[2])
+
+
+def test_project_flat_is_project_steps_on_the_steps_joined():
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        offsets, spans, span_step, values, priority = _random_projection(rng)
+        tokens = np.concatenate(offsets).reshape(-1, 2)
+        n_tokens = np.array([len(o) for o in offsets], np.int64)
+        for a, b in zip(project_flat(tokens, n_tokens, spans, span_step, values, priority),
+                        project_steps(offsets, spans, span_step, values, priority)):
+            np.testing.assert_array_equal(a, b)
+
+
+_CHARS = ["a", " ", "\t", "\u00a0", "\u2003", "é", "✓", "😀", '"', "\\", "\x01", "\x1f", "\x7f", "\r", "\ud800", "<",
+          "/", "x = 1"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_c_joined_lines_are_the_numpy_ones(seed):
+    """Lines of any characters (whitespace of every width at their ends, escapes, surrogates),
+    shorter than the skip or not, some holding a line break (Python's loop then): the same text,
+    starts, sizes, kept sizes and escapes."""
+    need_native(project_module.c_joined_lines)
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        texts = ["".join(rng.choice(_CHARS, size=int(rng.integers(0, 8)))) for _ in range(int(rng.integers(1, 12)))]
+        if rng.random() < 0.1:
+            texts[int(rng.integers(0, len(texts)))] += "\n" + str(rng.choice(_CHARS))
+        line = rng.integers(0, len(texts), size=int(rng.integers(0, 15))).astype(np.int64)
+        skip = int(rng.integers(0, 3))
+        want = project_module._joined_lines([texts[k] for k in line.tolist()], skip)
+        got = project_module._joined_texts(texts, line, skip)
+        assert got[0] == want[0]
+        for a, b in zip(got[1:], want[1:]):
+            assert a.tolist() == b.tolist()
+
+
+def test_the_c_joined_lines_leave_odd_input_to_python():
+    need_native(project_module.c_joined_lines)
+    join = project_module.c_joined_lines
+    assert join(["a", "b"], np.array([0, 2], np.int64), 0) is None  # outside texts
+    assert join(["a", "b"], np.array([-1], np.int64), 0) is None  # Python counts from the end
+    assert join(["a", 3], np.array([0, 1], np.int64), 0) is None  # not a str: Python's error
+    assert join(["a\nb"], np.array([0], np.int64), 0) is None
+    assert join(["a"], np.zeros(0, np.int64), 0) is None
+    with pytest.raises(ValueError):
+        join(["a"], np.zeros(1, np.int32), 0)
+    with pytest.raises(TypeError):
+        project_module._joined_texts(["a", 3], np.array([0, 1], np.int64), 0)
+    assert project_module._joined_texts(["ab", "c"], np.array([-1, 0], np.int64), 1)[0] == "\nb"
+
+
+_GAP_PIECES = [" ", "\t", "\n", "\r", "\x0b", "\x1c", "\u00a0", "\u2003", "\\n", "\\t", "\\r", "\\", "\\x", "n", "t",
+               "a", "é", "😀", "\\\\n"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_c_gaps_join_as_the_pattern_joins(seed, monkeypatch):
+    """Gaps of every width (over and under the width numpy reads at once) of spaces of every kind,
+    escapes, backslashes at a gap's ends, letters, wide characters; touching and overlapping lines:
+    the same verdict with the C pass as with numpy and the pattern."""
+    need_native(project_module.c_join_gaps)
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        actions = ["".join(rng.choice(_GAP_PIECES, size=int(rng.integers(0, 120)))) for _ in range(int(rng.integers(1, 5)))]
+        n = int(rng.integers(0, 40))
+        step = rng.integers(0, len(actions), size=n).astype(np.int64)
+        length = np.array([len(actions[s]) for s in step.tolist()], np.int64)
+        end = (rng.random(n) * (length + 1)).astype(np.int64)
+        start = np.minimum(end + rng.integers(-3, 80, size=n), length)
+        got = []
+        for native in (project_module.c_join_gaps, None):
+            monkeypatch.setattr(project_module, "c_join_gaps", native)
+            got.append(project_module._joins(actions, step, end, start))
+        assert got[0].dtype == got[1].dtype and got[0].tolist() == got[1].tolist()
+
+
+def test_the_c_gaps_leave_odd_input_to_python():
+    need_native(project_module.c_join_gaps)
+    out = np.zeros(1, bool)
+    one = np.ones(1, np.int64)
+    assert project_module.c_join_gaps(["a  b"], np.zeros(1, np.int64), one, 3 * one, out) and out[0]
+    assert not project_module.c_join_gaps(["a  b"], one, one, 3 * one, out)  # no such step
+    assert not project_module.c_join_gaps(["a  b"], np.zeros(1, np.int64), one, 9 * one, out)  # past the action
+    assert not project_module.c_join_gaps([3], np.zeros(1, np.int64), one, 3 * one, out)
+    with pytest.raises(ValueError):
+        project_module.c_join_gaps(["a"], np.zeros(1, np.int32), one, one, out)
