@@ -1369,6 +1369,16 @@ done:
 
 /* --- the greedy anchor pass (credit/anchors.py: _greedy's loop over candidates) ---------------- */
 
+/* 0 when every x[i] (i in [from, to)) lies in [0, bound); else -1 with ValueError(message). */
+static int in_range(const int64_t *x, Py_ssize_t from, Py_ssize_t to, int64_t bound, const char *message) {
+    for (Py_ssize_t i = from; i < to; i++)
+        if (x[i] < 0 || x[i] >= bound) {
+            PyErr_SetString(PyExc_ValueError, message);
+            return -1;
+        }
+    return 0;
+}
+
 /* Whether any of lines[lo .. hi) is marked taken. */
 static int any_taken(const int64_t *lines, int64_t lo, int64_t hi, const uint8_t *taken) {
     for (int64_t j = lo; j < hi; j++)
@@ -1440,16 +1450,9 @@ static PyObject *greedy(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "greedy: line_ptr not sorted");
             goto done;
         }
-    for (Py_ssize_t j = line_ptr[0]; j < line_ptr[n_members]; j++)
-        if (lines[j] < 0 || lines[j] >= n_taken) {
-            PyErr_SetString(PyExc_ValueError, "greedy: a line id outside taken");
-            goto done;
-        }
-    for (Py_ssize_t q = 0; q < n_order; q++)
-        if (order[q] < 0 || order[q] >= n) {
-            PyErr_SetString(PyExc_ValueError, "greedy: order names a candidate out of range");
-            goto done;
-        }
+    if (in_range(lines, line_ptr[0], line_ptr[n_members], n_taken, "greedy: a line id outside taken") < 0
+        || in_range(order, 0, n_order, n, "greedy: order names a candidate out of range") < 0)
+        goto done;
     cut = PyDict_New();
     if (cut == NULL) goto done;
     for (Py_ssize_t q = 0; q < n_order; q++) {
@@ -1540,16 +1543,9 @@ static PyObject *founders(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "founders: ptr not sorted inside neighbours");
             goto done;
         }
-    for (Py_ssize_t j = 0; j < n_neighbours; j++)
-        if (neighbours[j] < 0 || neighbours[j] >= n) {
-            PyErr_SetString(PyExc_ValueError, "founders: a neighbour out of range");
-            goto done;
-        }
-    for (Py_ssize_t q = 0; q < n_order; q++)
-        if (order[q] < 0 || order[q] >= n) {
-            PyErr_SetString(PyExc_ValueError, "founders: order names a class out of range");
-            goto done;
-        }
+    if (in_range(neighbours, 0, n_neighbours, n, "founders: a neighbour out of range") < 0
+        || in_range(order, 0, n_order, n, "founders: order names a class out of range") < 0)
+        goto done;
     assigned = PyMem_Calloc(n > 0 ? n : 1, 1);
     if (assigned == NULL) {
         PyErr_NoMemory();

@@ -68,3 +68,32 @@ def need_native(native, module: str = "credit._native") -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(why)
         pytest.skip(why)
+
+
+def stdlib_windows(rng) -> list[tuple[str, ...]]:
+    """Windows of 3-60 lines cut at random from every other module of the standard library (a
+    fifteenth as many windows as a file has lines), drawn with `rng` (random.Random)."""
+    import sysconfig
+
+    windows = []
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))[::2]:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for _ in range(len(lines) // 15):
+            at = rng.randrange(len(lines))
+            windows.append(tuple(lines[at:at + rng.randint(3, 60)]))
+    return windows
+
+
+def assert_didpo_unchanged_without(monkeypatch, module, name: str) -> None:
+    """credit.didpo on a benchmark batch gives the same coverage and tokens with `module.name` (a C
+    function) set to None, so that the Python path runs instead."""
+    import credit
+
+    batch = [t.to_dict() for t in load_bench().rollouts(3, 8, 4, seed=5)]
+    with_c = credit.didpo(batch)
+    monkeypatch.setattr(module, name, None)
+    without = credit.didpo(batch)
+    assert with_c.stats["coverage"] == without.stats["coverage"]
+    for a, b in zip(with_c.tokens, without.tokens):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)

@@ -7,13 +7,11 @@ spans must equal `split._block_spans(rows, python=True)`.
 """
 
 import random
-import sysconfig
-from pathlib import Path
 
 import numpy as np
 
 from credit import pyspans, split
-from credit_testlib import load_bench
+from credit_testlib import load_bench, stdlib_windows
 
 
 def answers(windows):
@@ -114,14 +112,6 @@ def test_the_benchmark_code_is_answered_and_agrees():
 
 def test_windows_of_the_standard_library_agree_with_tree_sitter():
     rng = random.Random(0)
-    files = sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))[::2]
-    windows = []
-    for path in files:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        for _ in range(len(lines) // 15):
-            at = rng.randrange(len(lines))
-            window = tuple(lines[at:at + rng.randint(3, 60)])
-            if not any("\r" in row or "\x0c" in row for row in window):
-                windows.append(window)
+    windows = [window for window in stdlib_windows(rng) if not any("\r" in row or "\x0c" in row for row in window)]
     got = check(windows)
     assert len(windows) > 2000 and sum(g is not None for g in got) > 100

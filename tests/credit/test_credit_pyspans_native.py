@@ -10,12 +10,10 @@ out of order (gathered first). Many groups go in one batch: a group's answer may
 group before it.
 """
 import random
-import sysconfig
-from pathlib import Path
 
 import numpy as np
 import pytest
-from credit_testlib import load_bench, need_native
+from credit_testlib import assert_didpo_unchanged_without, load_bench, need_native, stdlib_windows
 
 import credit
 from credit import pyspans, split
@@ -236,15 +234,7 @@ def _check_windows(rng: random.Random, windows: list[tuple[str, ...]], what: str
 def test_the_c_scan_answers_as_numpy_on_windows_of_the_standard_library():
     need_native(_C, "credit._pyspans")
     rng = random.Random(0)
-    files = sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))[::2]
-    windows = []
-    for path in files:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        for _ in range(len(lines) // 15):
-            at = rng.randrange(len(lines))
-            window = tuple(lines[at:at + rng.randint(3, 60)])
-            if window:
-                windows.append(window)
+    windows = [window for window in stdlib_windows(rng) if window]
     answered = _check_windows(rng, windows, "stdlib windows")
     assert len(windows) > 2000 and 100 < answered.sum() < len(windows)
 
@@ -278,15 +268,7 @@ def test_the_c_scan_answers_as_numpy_on_the_benchmark_hunk_sides():
 
 def test_didpo_gives_the_same_tokens_with_the_c_scan(monkeypatch):
     need_native(_C, "credit._pyspans")
-    bench = load_bench()
-    batch = [t.to_dict() for t in bench.rollouts(3, 8, 4, seed=5)]
-    with_c = credit.didpo(batch)
-    monkeypatch.setattr(pyspans, "c_python_spans", None)
-    without = credit.didpo(batch)
-    assert with_c.stats["coverage"] == without.stats["coverage"]
-    for a, b in zip(with_c.tokens, without.tokens):
-        for x, y in zip(a, b):
-            np.testing.assert_array_equal(x, y)
+    assert_didpo_unchanged_without(monkeypatch, pyspans, "c_python_spans")
 
 
 @pytest.mark.parametrize("seed", range(8))

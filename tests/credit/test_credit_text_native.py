@@ -14,9 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from credit_testlib import load_bench, need_native
+from credit_testlib import assert_didpo_unchanged_without, load_bench, need_native
 
-import credit
 from credit import text
 from credit.split import split_diffs
 from credit.text import MARKERS, line_table, line_table_numpy
@@ -76,15 +75,7 @@ def test_the_c_table_is_the_numpy_table_on_the_benchmark_lines():
 
 def test_didpo_gives_the_same_result_with_the_c_table(monkeypatch):
     need_native(_C, "credit._text")
-    bench = load_bench()
-    batch = [t.to_dict() for t in bench.rollouts(3, 8, 4, seed=5)]
-    with_c = credit.didpo(batch)
-    monkeypatch.setattr(text, "c_line_table", None)
-    without = credit.didpo(batch)
-    assert with_c.stats["coverage"] == without.stats["coverage"]
-    for a, b in zip(with_c.tokens, without.tokens):
-        for x, y in zip(a, b):
-            np.testing.assert_array_equal(x, y)
+    assert_didpo_unchanged_without(monkeypatch, text, "c_line_table")
 
 
 def test_the_c_table_is_the_numpy_table_on_the_standard_library():
