@@ -109,9 +109,12 @@ def select_anchors(
     candidates = np.flatnonzero(gs > 0)
     candidates = candidates[np.lexsort((c[start[candidates]], -size[candidates], -lines[candidates], -gs[candidates]))]
 
-    compared_of, trajectory_of = compared.tolist(), trajectory.tolist()
+    as_lists: list[list[int]] = []  # compared and trajectory as lists, made at the first cut
 
     def rescored(kept: list[int]) -> float:  # the mean of ints as numpy gives it: their exact sum / n
+        if not as_lists:
+            as_lists.extend((compared.tolist(), trajectory.tolist()))
+        compared_of, trajectory_of = as_lists
         n = len({trajectory_of[u] for u in kept}) if count == "trajectories" else len(kept)
         return score_one(sum(compared_of[u] for u in kept) / len(kept), float(n), **score)
 

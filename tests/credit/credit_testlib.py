@@ -97,3 +97,21 @@ def assert_didpo_unchanged_without(monkeypatch, module, name: str) -> None:
     for a, b in zip(with_c.tokens, without.tokens):
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
+
+
+def through_c(module, name: str, run, what: str):
+    """run() with the C function `module.name` watched: its result, once the C function was called
+    once and took the input (returned something other than None, its way of handing it back)."""
+    real, calls = getattr(module, name), []
+
+    def watched(*args):
+        calls.append(real(*args))
+        return calls[-1]
+
+    setattr(module, name, watched)
+    try:
+        got = run()
+    finally:
+        setattr(module, name, real)
+    assert len(calls) == 1 and calls[0] is not None, f"{module.__name__}.{name} did not take {what}"
+    return got

@@ -13,7 +13,7 @@ import random
 
 import numpy as np
 import pytest
-from credit_testlib import assert_didpo_unchanged_without, load_bench, need_native, stdlib_windows
+from credit_testlib import assert_didpo_unchanged_without, load_bench, need_native, stdlib_windows, through_c
 
 import credit
 from credit import pyspans, split
@@ -204,18 +204,8 @@ def _layouts(rng: random.Random, windows: list[tuple[str, ...]]):
 
 def _assert_same(data, starts, ends, group, n_groups, what=""):
     """python_spans (through the C scan, which must take the input) equals the numpy passes."""
-    calls = []
-
-    def c_scan(*args):
-        calls.append(_C(*args))
-        return calls[-1]
-
-    pyspans.c_python_spans = c_scan
-    try:
-        got = pyspans.python_spans(data, starts, ends, group, n_groups)
-    finally:
-        pyspans.c_python_spans = _C
-    assert len(calls) == 1 and calls[0] is not None, f"the C scan did not take {what}"
+    got = through_c(pyspans, "c_python_spans", lambda: pyspans.python_spans(data, starts, ends, group, n_groups),
+                    what)
     expected = pyspans.python_spans_numpy(data, starts, ends, group, n_groups)
     for name, a, b in zip(("answered", "first", "last"), got, expected):
         assert a.dtype == b.dtype and a.shape == b.shape, (what, name, a.dtype, b.dtype, a.shape, b.shape)

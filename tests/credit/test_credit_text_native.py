@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from credit_testlib import assert_didpo_unchanged_without, load_bench, need_native
+from credit_testlib import assert_didpo_unchanged_without, load_bench, need_native, through_c
 
 from credit import text
 from credit.split import split_diffs
@@ -25,18 +25,7 @@ _C = text.c_line_table
 
 def _assert_same(texts, markers, skip=0, what=""):
     """line_table (through the C table, which must take the input) equals the numpy passes."""
-    calls = []
-
-    def c_table(*args):
-        calls.append(_C(*args))
-        return calls[-1]
-
-    text.c_line_table = c_table
-    try:
-        got = line_table(texts, markers, skip=skip)
-    finally:
-        text.c_line_table = _C
-    assert len(calls) == 1 and calls[0] is not None, f"the C table did not take {what}"
+    got = through_c(text, "c_line_table", lambda: line_table(texts, markers, skip=skip), what)
     expected = line_table_numpy(texts, markers, skip=skip)
     pairs = {"content": (got.content, expected.content), "indent": (got.indent, expected.indent),
              "hashes": (got.contents.hashes, expected.contents.hashes),
