@@ -12,7 +12,7 @@ from credit._tensor import is_torch
 from credit._util import csr_pointers, group_codes, pieces
 from credit.anchors import COUNTS
 from credit.episode import episode_advantage, step_returns
-from credit.types import Anchor, Result, Step, StepCredit, Trajectory, as_trajectories
+from credit.types import Anchor, Result, Step, StepCredit, Trajectory, as_trajectories, plain_batch
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,21 +33,28 @@ class StepTable:
     index: np.ndarray
     reward: np.ndarray
     first_row: np.ndarray
+    n_tokens: Optional[np.ndarray] = None  # (S,) when every step's offsets are known lists (plain dicts)
 
 
 def step_table(trajectories: Iterable[Any]) -> StepTable:
-    trajs = as_trajectories(trajectories)
+    plain = plain_batch(trajectories)
+    if plain is not None:  # plain dicts, read in one pass (C)
+        trajs, steps, n_steps, outcome, reward, n_tokens = plain
+    else:
+        trajs = as_trajectories(trajectories)
+        n_steps = np.fromiter((len(t.steps) for t in trajs), np.int64, len(trajs))
+        steps = [s for t in trajs for s in t.steps]
+        outcome = np.fromiter((t.reward for t in trajs), np.float64, len(trajs))
+        reward = np.fromiter((s.reward for s in steps), np.float64, len(steps))
+        n_tokens = None
     task, n_tasks = group_codes([t.task_id for t in trajs])
-    n_steps = np.fromiter((len(t.steps) for t in trajs), np.int64, len(trajs))
-    steps = [s for t in trajs for s in t.steps]
     first_row = np.zeros(len(trajs), np.int64)
     np.cumsum(n_steps[:-1], out=first_row[1:])
     traj = np.repeat(np.arange(len(trajs)), n_steps)
     return StepTable(
-        trajectories=trajs, task=task, n_tasks=n_tasks, n_steps=n_steps,
-        outcome=np.fromiter((t.reward for t in trajs), np.float64, len(trajs)),
-        steps=steps, traj=traj, index=np.arange(len(steps)) - first_row[traj],
-        reward=np.fromiter((s.reward for s in steps), np.float64, len(steps)), first_row=first_row,
+        trajectories=trajs, task=task, n_tasks=n_tasks, n_steps=n_steps, outcome=outcome,
+        steps=steps, traj=traj, index=np.arange(len(steps)) - first_row[traj], reward=reward, first_row=first_row,
+        n_tokens=n_tokens,
     )
 
 
@@ -82,8 +89,11 @@ def tokens(table: StepTable, base: np.ndarray, extra: Optional[Callable[[np.ndar
     positions: indices into the flat array, or a boolean mask over it (one value per True).
     """
     steps = table.steps
-    offsets = [s.token_offsets for s in steps]
-    sizes = np.fromiter((0 if o is None else len(o) for o in offsets), np.int64, len(steps))
+    if table.n_tokens is not None:  # plain dicts: every step's offsets a list, counted when read
+        sizes, offsets = table.n_tokens, None
+    else:
+        offsets = [s.token_offsets for s in steps]
+        sizes = np.fromiter((0 if o is None else len(o) for o in offsets), np.int64, len(steps))
     flat = np.repeat(np.asarray(base, np.float64), sizes)
     starts = csr_pointers(sizes)
     if extra is not None:
@@ -92,6 +102,8 @@ def tokens(table: StepTable, base: np.ndarray, extra: Optional[Callable[[np.ndar
     views = pieces(flat, starts.tolist())
     first = table.first_row.tolist()
     ends = (table.first_row + table.n_steps).tolist()
+    if offsets is None:
+        return [views[a:b] for a, b in zip(first, ends)]
     torch_given = any(map(is_torch, offsets)) if "torch" in sys.modules else False
     if not torch_given and all(o is not None for o in offsets):  # usual: each step a view of `flat`
         return [views[a:b] for a, b in zip(first, ends)]

@@ -18,6 +18,11 @@ import numpy as np
 from credit._tensor import to_numpy
 from credit.offsets import check_listed_offsets, checked_offsets
 
+try:  # the plain-dict batch read in one pass in C (credit/_input.c); without it, Python
+    from credit._input import plain_batch as c_plain_batch
+except ImportError:  # pragma: no cover - built wherever a C compiler is found
+    c_plain_batch = None
+
 Provenance = tuple  # (path: str, line: int, start: int, end: int)
 CallSpan = tuple  # (start: int, end: int)
 EditSpan = tuple  # (call: int, kind: str, start: int, end: int)
@@ -215,6 +220,21 @@ def dump_jsonl(trajectories: Iterable[Trajectory], path: Union[str, PathLike]) -
             f.write(json.dumps(Trajectory.from_dict(traj).to_dict(), ensure_ascii=False) + "\n")
 
 
+def plain_batch(trajectories: Iterable[Any]) -> Optional[tuple]:
+    """A batch of plain dicts read in one pass by `credit._input.plain_batch` (C): (trajectories,
+    their steps one after another, n_steps, outcome per trajectory, reward, n_tokens per step as
+    arrays); None where it is not built, not a list, or any trajectory or step is not plain (the
+    `_trajectory_of_dict` / `_plain_step` fast path), which `as_trajectories` then reads."""
+    if c_plain_batch is None or type(trajectories) is not list or not trajectories:
+        return None
+    got = c_plain_batch(trajectories, Step, Trajectory)
+    if got is None:
+        return None
+    trajs, steps, n_steps, outcome, reward, n_tokens = got
+    return (trajs, steps, np.frombuffer(n_steps, np.int64), np.frombuffer(outcome, np.float64),
+            np.frombuffer(reward, np.float64), np.frombuffer(n_tokens, np.int64))
+
+
 def as_trajectories(trajectories: Iterable[Any]) -> list[Trajectory]:
     """Trajectory objects from Trajectory objects or dicts (the estimators' input coercion).
 
@@ -261,7 +281,7 @@ def _trajectory_of_dict(d: Any) -> Trajectory:
 
 
 _PLAIN_KEYS = frozenset(("action", "diff", "reward", "token_offsets", "observation"))
-_NO_EXTRAS = {k: None for k in _STEP_KEYS if k not in _PLAIN_KEYS}
+_NO_EXTRAS = {k: None for k in _STEP_KEYS[_STEP_KEYS.index("observation") + 1:]}
 
 
 def _plain_step(d: Mapping[str, Any]) -> Optional[Step]:
@@ -282,8 +302,8 @@ def _plain_step(d: Mapping[str, Any]) -> Optional[Step]:
         return None
     check_listed_offsets(offsets, action)
     step = object.__new__(Step)
-    step.__dict__.update(_NO_EXTRAS, action=action, diff=diff, reward=reward, token_offsets=offsets,
-                         observation=observation)
+    step.__dict__.update(action=action, diff=diff, reward=reward, token_offsets=offsets, provenance=None,
+                         observation=observation, **_NO_EXTRAS)  # in field order, as the dataclass sets them
     return step
 
 
