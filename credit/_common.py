@@ -16,6 +16,22 @@ from credit.types import Anchor, Result, Step, StepCredit, Trajectory, as_trajec
 
 
 @dataclass(frozen=True, eq=False)
+class Columns:
+    """Per-step columns of a batch of plain dicts, read with it (`credit.types.plain_batch`): every
+    step's offsets are a list, and no step has provenance, calls, edits or line_calls.
+
+    n_tokens (S,); actions, offsets: (S,) lists; diff_of (S,): the number of each step's diff in
+    `diffs` (the distinct non-empty diffs, in order of first appearance), -1 for "".
+    """
+
+    n_tokens: np.ndarray
+    actions: list[str]
+    offsets: list
+    diff_of: np.ndarray
+    diffs: list[str]
+
+
+@dataclass(frozen=True, eq=False)
 class StepTable:
     """Trajectories flattened to one row per step.
 
@@ -33,20 +49,21 @@ class StepTable:
     index: np.ndarray
     reward: np.ndarray
     first_row: np.ndarray
-    n_tokens: Optional[np.ndarray] = None  # (S,) when every step's offsets are known lists (plain dicts)
+    columns: Optional[Columns] = None  # plain dicts: what their one-pass reading gave
 
 
 def step_table(trajectories: Iterable[Any]) -> StepTable:
     plain = plain_batch(trajectories)
+    columns = None
     if plain is not None:  # plain dicts, read in one pass (C)
-        trajs, steps, n_steps, outcome, reward, n_tokens = plain
+        trajs, steps, n_steps, outcome, reward = plain[:5]
+        columns = Columns(*plain[5:])
     else:
         trajs = as_trajectories(trajectories)
         n_steps = np.fromiter((len(t.steps) for t in trajs), np.int64, len(trajs))
         steps = [s for t in trajs for s in t.steps]
         outcome = np.fromiter((t.reward for t in trajs), np.float64, len(trajs))
         reward = np.fromiter((s.reward for s in steps), np.float64, len(steps))
-        n_tokens = None
     task, n_tasks = group_codes([t.task_id for t in trajs])
     first_row = np.zeros(len(trajs), np.int64)
     np.cumsum(n_steps[:-1], out=first_row[1:])
@@ -54,7 +71,7 @@ def step_table(trajectories: Iterable[Any]) -> StepTable:
     return StepTable(
         trajectories=trajs, task=task, n_tasks=n_tasks, n_steps=n_steps, outcome=outcome,
         steps=steps, traj=traj, index=np.arange(len(steps)) - first_row[traj], reward=reward, first_row=first_row,
-        n_tokens=n_tokens,
+        columns=columns,
     )
 
 
@@ -89,8 +106,8 @@ def tokens(table: StepTable, base: np.ndarray, extra: Optional[Callable[[np.ndar
     positions: indices into the flat array, or a boolean mask over it (one value per True).
     """
     steps = table.steps
-    if table.n_tokens is not None:  # plain dicts: every step's offsets a list, counted when read
-        sizes, offsets = table.n_tokens, None
+    if table.columns is not None:  # plain dicts: every step's offsets a list, counted when read
+        sizes, offsets = table.columns.n_tokens, None
     else:
         offsets = [s.token_offsets for s in steps]
         sizes = np.fromiter((0 if o is None else len(o) for o in offsets), np.int64, len(steps))

@@ -79,9 +79,10 @@ static int offsets_pass(PyObject *offsets, Py_ssize_t length) {
 }
 
 /* A Step (object.__new__ and object.__setattr__, in field order) of the plain step dict d, its
-   reward and token count; NULL with no error set where d is not plain, NULL with an error set on
-   failure. */
-static PyObject *plain_step(PyObject *d, PyTypeObject *step_type, double *reward, int64_t *n_tokens) {
+   reward and token count, and its action, diff and offsets (borrowed from d) in fields; NULL with
+   no error set where d is not plain, NULL with an error set on failure. */
+static PyObject *plain_step(PyObject *d, PyTypeObject *step_type, double *reward, int64_t *n_tokens,
+                            PyObject **fields) {
     if (!PyDict_CheckExact(d)) return NULL;
     PyObject *action = PyDict_GetItemWithError(d, S_action), *diff = PyDict_GetItemWithError(d, S_diff);
     PyObject *offsets = PyDict_GetItemWithError(d, S_token_offsets);
@@ -99,6 +100,9 @@ static PyObject *plain_step(PyObject *d, PyTypeObject *step_type, double *reward
     if (reward_obj != NULL && finite_number(reward_obj, reward) < 0) return NULL;
     if (offsets_pass(offsets, PyUnicode_GET_LENGTH(action)) < 0) return NULL;
     *n_tokens = PySequence_Fast_GET_SIZE(offsets);
+    fields[0] = action; /* borrowed from d */
+    fields[1] = diff;
+    fields[2] = offsets;
     PyObject *step = PyBaseObject_Type.tp_new(step_type, EMPTY, NULL);
     if (step == NULL) return NULL;
     PyObject *value_of[N_FIELDS] = {action, diff, NULL, offsets, Py_None, observation ? observation : Py_None,
@@ -128,6 +132,19 @@ static int set_trajectory(PyObject *traj, PyObject *task_id, PyObject *steps, do
     return bad ? -1 : 0;
 }
 
+/* The number of a non-empty diff among the distinct ones (`diffs`, numbered by first appearance,
+   `seen` mapping each to its number); -1 for "", -2 on failure. */
+static int64_t diff_number(PyObject *seen, PyObject *diffs, PyObject *diff) {
+    if (PyUnicode_GET_LENGTH(diff) == 0) return -1;
+    PyObject *number = PyDict_GetItemWithError(seen, diff);
+    if (number != NULL) return PyLong_AsLongLong(number);
+    if (PyErr_Occurred()) return -2;
+    number = PyLong_FromSsize_t(PyList_GET_SIZE(diffs));
+    int bad = number == NULL || PyDict_SetItem(seen, diff, number) < 0 || PyList_Append(diffs, diff) < 0;
+    Py_XDECREF(number);
+    return bad ? -2 : PyList_GET_SIZE(diffs) - 1;
+}
+
 typedef struct {
     PyObject *bytes;
     Py_ssize_t size, cap; /* in items of 8 bytes */
@@ -151,12 +168,14 @@ static int trimmed(Column *c) {
 }
 
 /* plain_batch(trajectories, Step, Trajectory) -> (trajectories, steps, n_steps, outcome, reward,
-   n_tokens) or None
+   n_tokens, actions, offsets, diff_of, diffs) or None
 
    trajectories: a list of dicts; Step, Trajectory: the classes of credit/types.py. Returns the
-   Trajectory objects and all their Steps (lists), and as bytearrays int64 n_steps and float64
-   outcome per trajectory, float64 reward and int64 n_tokens per step; None when a trajectory or a
-   step is not plain (see the top of this file). */
+   Trajectory objects and all their Steps (lists), as bytearrays int64 n_steps and float64 outcome
+   per trajectory, float64 reward and int64 n_tokens per step, the steps' actions and token offsets
+   (lists), each step's diff as a number (int64 bytearray, -1: "") among the distinct non-empty
+   diffs (a list, in order of first appearance); None when a trajectory or a step is not plain (see
+   the top of this file). */
 static PyObject *plain_batch(PyObject *self, PyObject *args) {
     PyObject *trajectories;
     PyTypeObject *step_type, *traj_type;
@@ -164,9 +183,11 @@ static PyObject *plain_batch(PyObject *self, PyObject *args) {
                           &traj_type))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(trajectories);
-    PyObject *trajs = PyList_New(n), *all_steps = PyList_New(0), *result = NULL;
-    Column n_steps = {0}, outcome = {0}, reward = {0}, n_tokens = {0};
-    if (trajs == NULL || all_steps == NULL) goto done;
+    PyObject *trajs = PyList_New(n), *all_steps = PyList_New(0), *actions = PyList_New(0), *offsets = PyList_New(0);
+    PyObject *diffs = PyList_New(0), *seen = PyDict_New(), *result = NULL;
+    Column n_steps = {0}, outcome = {0}, reward = {0}, n_tokens = {0}, diff_of = {0};
+    if (trajs == NULL || all_steps == NULL || actions == NULL || offsets == NULL || diffs == NULL || seen == NULL)
+        goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *d = PyList_GET_ITEM(trajectories, i);
         if (!PyDict_CheckExact(d) || PyDict_GET_SIZE(d) != 3) goto plain_no;
@@ -184,14 +205,18 @@ static PyObject *plain_batch(PyObject *self, PyObject *args) {
         for (Py_ssize_t t = 0; t < m; t++) {
             double step_reward;
             int64_t count;
-            PyObject *step = plain_step(PySequence_Fast_GET_ITEM(steps, t), step_type, &step_reward, &count);
+            PyObject *fields[3];
+            PyObject *step = plain_step(PySequence_Fast_GET_ITEM(steps, t), step_type, &step_reward, &count, fields);
             if (step == NULL) {
                 Py_DECREF(own);
                 if (PyErr_Occurred()) goto done;
                 goto plain_no;
             }
             PyTuple_SET_ITEM(own, t, step);
-            if (PyList_Append(all_steps, step) < 0 || push(&reward, &step_reward) < 0 || push(&n_tokens, &count) < 0) {
+            int64_t which = diff_number(seen, diffs, fields[1]);
+            if (which < -1 || PyList_Append(all_steps, step) < 0 || PyList_Append(actions, fields[0]) < 0
+                || PyList_Append(offsets, fields[2]) < 0 || push(&reward, &step_reward) < 0
+                || push(&n_tokens, &count) < 0 || push(&diff_of, &which) < 0) {
                 Py_DECREF(own);
                 goto done;
             }
@@ -207,8 +232,11 @@ static PyObject *plain_batch(PyObject *self, PyObject *args) {
         PyList_SET_ITEM(trajs, i, traj);
         if (push(&n_steps, &size) < 0 || push(&outcome, &r) < 0) goto done;
     }
-    if (trimmed(&n_steps) < 0 || trimmed(&outcome) < 0 || trimmed(&reward) < 0 || trimmed(&n_tokens) < 0) goto done;
-    result = PyTuple_Pack(6, trajs, all_steps, n_steps.bytes, outcome.bytes, reward.bytes, n_tokens.bytes);
+    if (trimmed(&n_steps) < 0 || trimmed(&outcome) < 0 || trimmed(&reward) < 0 || trimmed(&n_tokens) < 0
+        || trimmed(&diff_of) < 0)
+        goto done;
+    result = PyTuple_Pack(10, trajs, all_steps, n_steps.bytes, outcome.bytes, reward.bytes, n_tokens.bytes, actions,
+                          offsets, diff_of.bytes, diffs);
     goto done;
 plain_no:
     result = Py_NewRef(Py_None);
@@ -219,12 +247,18 @@ done:
     Py_XDECREF(outcome.bytes);
     Py_XDECREF(reward.bytes);
     Py_XDECREF(n_tokens.bytes);
+    Py_XDECREF(diff_of.bytes);
+    Py_XDECREF(actions);
+    Py_XDECREF(offsets);
+    Py_XDECREF(diffs);
+    Py_XDECREF(seen);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"plain_batch", plain_batch, METH_VARARGS,
-     "plain_batch(trajectories, Step, Trajectory) -> (trajectories, steps, n_steps, outcome, reward, n_tokens) "
+     "plain_batch(trajectories, Step, Trajectory) -> (trajectories, steps, n_steps, outcome, reward, n_tokens, "
+     "actions, offsets, diff_of, diffs) "
      "or None: a batch of plain trajectory dicts read in one pass (None where one is not plain)."},
     {NULL, NULL, 0, NULL},
 };

@@ -20,6 +20,8 @@ ms. Optional: credit falls back to numpy and Python when this is not built, with
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+
+#include "_threads.h"
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -173,6 +175,24 @@ done:
 #define PREFETCH(p) ((void)(p))
 #endif
 
+/* An exact int's value read from the object alone (no call into Python, so worker threads may read
+   it): 0, or -1 for a value of more than two digits (2**60 and beyond; the step then goes to the
+   caller, which reads it as Python does). */
+static inline int plain_int_value(PyObject *o, int64_t *value) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (!PyUnstable_Long_IsCompact((PyLongObject *)o)) return -1;
+    *value = (int64_t)PyUnstable_Long_CompactValue((PyLongObject *)o);
+    return 0;
+#else
+    Py_ssize_t size = Py_SIZE(o);
+    const digit *d = ((PyLongObject *)o)->ob_digit;
+    if (size < -2 || size > 2) return -1;
+    int64_t v = size == 0 ? 0 : (int64_t)d[0] | (size == 2 || size == -2 ? (int64_t)d[1] << PyLong_SHIFT : 0);
+    *value = size < 0 ? -v : v;
+    return 0;
+#endif
+}
+
 /* The items of a list or tuple of two items (exactly of type `type`, when given), else NULL. */
 static inline PyObject **pair_items(PyObject *pair, PyTypeObject *type) {
     if (type != NULL ? Py_TYPE(pair) != type : !(PyList_CheckExact(pair) || PyTuple_CheckExact(pair))) return NULL;
@@ -182,7 +202,7 @@ static inline PyObject **pair_items(PyObject *pair, PyTypeObject *type) {
 /* A pair's two items as int64: 0, or -1 when they are not exact ints that fit. */
 static inline int pair_ints(PyObject **items, int64_t *start, int64_t *end) {
     if (!PyLong_CheckExact(items[0]) || !PyLong_CheckExact(items[1])) return -1;
-    return int_value(items[0], start) < 0 || int_value(items[1], end) < 0 ? -1 : 0;
+    return plain_int_value(items[0], start) < 0 || plain_int_value(items[1], end) < 0 ? -1 : 0;
 }
 
 static inline int pair_values(PyObject *pair, int64_t *start, int64_t *end) {
@@ -324,12 +344,12 @@ static int begin(Search *s, PyObject *step, Py_ssize_t k, const int64_t *a, cons
     return n_spans > 0 && seek(s, 0);
 }
 
-/* Every step's windows into win (step k's at win + 2 * first[k]), their count into n_win[k]
-   (-1: left to the caller). */
-static void find_windows(PyObject *steps, const int64_t *first, const int64_t *last, const int64_t *span_a,
-                         const int64_t *span_b, int64_t *win, int64_t *n_win) {
+/* The windows of steps next .. n_steps - 1 into win (step k's at win + 2 * first[k]), their count
+   into n_win[k] (-1: left to the caller). */
+static void find_windows(PyObject *steps, Py_ssize_t next, Py_ssize_t n_steps, const int64_t *first,
+                         const int64_t *last, const int64_t *span_a, const int64_t *span_b, int64_t *win,
+                         int64_t *n_win) {
     Search lanes[LANES];
-    Py_ssize_t n_steps = PyList_GET_SIZE(steps), next = 0;
     memset(lanes, 0, sizeof(lanes));
     for (int l = 0; l < LANES; l++) lanes[l].step = -1;
     int busy;
@@ -386,6 +406,53 @@ static int read_tokens(PyObject **refs, Py_ssize_t size, Py_ssize_t ahead, int64
     return 0;
 }
 
+/* The two passes of read_windows, each cut by steps into parts (credit/_threads.h) weighed by the
+   spans (finding) or tokens (reading) of their steps: a step's windows, tokens and outputs are its
+   own, so the parts run on threads and the result does not depend on their number. */
+typedef struct {
+    PyObject *steps;
+    Py_ssize_t n_steps;
+    const int64_t *first, *last, *span_a, *span_b, *lengths;
+    int64_t *win, *n_win;
+    int64_t *cum;      /* (n_steps + 1) prefix sums of each step's work in the running pass */
+    int64_t *at;       /* (n_steps + 1) each step's first token in the outputs */
+    PyObject **refs;   /* the tokens' pairs, in output order */
+    int64_t *pairs, *index, *n_read;
+} Windows;
+
+static void find_part(void *arg, int k, int n) {
+    Windows *w = arg;
+    Py_ssize_t lo = credit_part_start(w->cum, w->n_steps, k, n), hi = credit_part_start(w->cum, w->n_steps, k + 1, n);
+    find_windows(w->steps, lo, hi, w->first, w->last, w->span_a, w->span_b, w->win, w->n_win);
+}
+
+/* Read the windows' tokens of the part's steps, each checked as `_read_windows` checks it
+   (n_read[k]: the count read, -1 where the step fails). */
+static void read_part(void *arg, int k, int n) {
+    Windows *w = arg;
+    Py_ssize_t lo = credit_part_start(w->cum, w->n_steps, k, n), hi = credit_part_start(w->cum, w->n_steps, k + 1, n);
+    for (Py_ssize_t j = lo; j < hi; j++) { /* the windows' tokens, in order */
+        const int64_t *at = w->win + 2 * w->first[j];
+        PyObject **items = w->n_win[j] > 0 ? PySequence_Fast_ITEMS(PyList_GET_ITEM(w->steps, j)) : NULL;
+        int64_t m = w->at[j];
+        for (int64_t v = 0; v < w->n_win[j]; v++) {
+            for (int64_t t = at[2 * v]; t < at[2 * v + 1]; t++, m++) {
+                w->refs[m] = items[t];
+                w->index[m] = t;
+            }
+        }
+    }
+    int64_t end = w->at[hi];
+    for (Py_ssize_t j = lo; j < hi; j++) {
+        if (w->n_win[j] < 0) {
+            w->n_read[j] = -1;
+            continue;
+        }
+        int64_t m = w->at[j], size = w->at[j + 1] - m;
+        w->n_read[j] = read_tokens(w->refs + m, size, end - m, w->lengths[j], w->pairs + 2 * m) == 0 ? size : -1;
+    }
+}
+
 /* read_windows(steps, first, last, span_a, span_b, lengths, n_read) -> (pairs, index) bytearrays
 
    steps: a list of lists or tuples of pairs; first, last: int64 (len(steps)): step k's joined
@@ -394,7 +461,7 @@ static int read_tokens(PyObject **refs, Py_ssize_t size, Py_ssize_t ahead, int64
    Each step's windows (`_windows`) are read and checked (`_read_windows`): n_read[k] is the count
    of tokens read, the steps' one after another in pairs (int64 start, end each) and index (int64
    token numbers); -1 for a step left to the caller (no list or tuple, `_windows` gives None, an
-   entry that is no pair of ints, a failed check). */
+   entry that is no pair of ints or an int of 2**60 or more, a failed check). */
 static PyObject *read_windows(PyObject *self, PyObject *args) {
     PyObject *steps, *objs[6];
     if (!PyArg_ParseTuple(args, "O!OOOOOO", &PyList_Type, &steps, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
@@ -403,8 +470,7 @@ static PyObject *read_windows(PyObject *self, PyObject *args) {
     Py_ssize_t n_steps = PyList_GET_SIZE(steps);
     Py_buffer views[6];
     int got = 0;
-    int64_t *win = NULL, *n_win = NULL;
-    PyObject **refs = NULL;
+    Windows w = {0};
     PyObject *pairs_obj = NULL, *index_obj = NULL, *result = NULL;
     for (; got < 6; got++) {
         int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == 5 ? PyBUF_WRITABLE : 0);
@@ -422,68 +488,72 @@ static PyObject *read_windows(PyObject *self, PyObject *args) {
                                           "items, span_a and span_b as many as each other");
         goto done;
     }
-    const int64_t *first = views[0].buf, *last = views[1].buf, *span_a = views[2].buf, *span_b = views[3].buf,
-                  *lengths = views[4].buf;
-    int64_t *n_read = views[5].buf;
+    w.steps = steps;
+    w.n_steps = n_steps;
+    w.first = views[0].buf;
+    w.last = views[1].buf;
+    w.span_a = views[2].buf;
+    w.span_b = views[3].buf;
+    w.lengths = views[4].buf;
+    w.n_read = views[5].buf;
     for (Py_ssize_t k = 0; k < n_steps; k++) {
-        if (first[k] < 0 || last[k] < first[k] || last[k] > n_spans) {
+        if (w.first[k] < 0 || w.last[k] < w.first[k] || w.last[k] > n_spans) {
             PyErr_SetString(PyExc_ValueError, "read_windows: a step's spans lie outside span_a");
             goto done;
         }
     }
-    win = PyMem_Malloc(sizeof(int64_t) * (2 * (size_t)n_spans + 1));
-    n_win = PyMem_Malloc(sizeof(int64_t) * ((size_t)n_steps + 1));
-    if (win == NULL || n_win == NULL) {
+    w.win = PyMem_Malloc(sizeof(int64_t) * (2 * (size_t)n_spans + 1));
+    w.n_win = PyMem_Malloc(sizeof(int64_t) * ((size_t)n_steps + 1));
+    w.cum = PyMem_Malloc(sizeof(int64_t) * ((size_t)n_steps + 1));
+    w.at = PyMem_Malloc(sizeof(int64_t) * ((size_t)n_steps + 1));
+    if (w.win == NULL || w.n_win == NULL || w.cum == NULL || w.at == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    find_windows(steps, first, last, span_a, span_b, win, n_win);
-    Py_ssize_t total = 0;
-    for (Py_ssize_t k = 0; k < n_steps; k++)
-        for (int64_t w = 0; w < n_win[k]; w++) total += win[2 * (first[k] + w) + 1] - win[2 * (first[k] + w)];
+    w.cum[0] = 0;
+    for (Py_ssize_t k = 0; k < n_steps; k++) w.cum[k + 1] = w.cum[k] + 1 + (w.last[k] - w.first[k]);
+    credit_run_parts(find_part, &w, credit_parts(w.cum[n_steps], 256));
+    w.at[0] = 0;
+    w.cum[0] = 0;
+    for (Py_ssize_t k = 0; k < n_steps; k++) {
+        const int64_t *at = w.win + 2 * w.first[k];
+        if (w.n_win[k] > 0 && at[2 * w.n_win[k] - 1] > PySequence_Fast_GET_SIZE(PyList_GET_ITEM(steps, k)))
+            w.n_win[k] = -1; /* past the list's end */
+        int64_t size = 0;
+        for (int64_t v = 0; v < w.n_win[k]; v++) size += at[2 * v + 1] - at[2 * v];
+        w.at[k + 1] = w.at[k] + size;
+        w.cum[k + 1] = w.cum[k] + 8 + size;
+    }
+    Py_ssize_t total = w.at[n_steps];
     pairs_obj = PyByteArray_FromStringAndSize(NULL, 16 * total);
     index_obj = PyByteArray_FromStringAndSize(NULL, 8 * total);
-    refs = PyMem_Malloc(sizeof(PyObject *) * ((size_t)total + 1));
-    if (pairs_obj == NULL || index_obj == NULL || refs == NULL) {
-        if (refs == NULL) PyErr_NoMemory();
+    w.refs = PyMem_Malloc(sizeof(PyObject *) * ((size_t)total + 1));
+    if (pairs_obj == NULL || index_obj == NULL || w.refs == NULL) {
+        if (w.refs == NULL) PyErr_NoMemory();
         goto done;
     }
-    int64_t *pairs = (int64_t *)PyByteArray_AS_STRING(pairs_obj), *index = (int64_t *)PyByteArray_AS_STRING(index_obj);
-    Py_ssize_t m = 0;
-    for (Py_ssize_t k = 0; k < n_steps; k++) { /* the windows' tokens, in order */
-        PyObject *step = PyList_GET_ITEM(steps, k);
-        const int64_t *at = win + 2 * first[k];
-        if (n_win[k] > 0 && at[2 * n_win[k] - 1] > PySequence_Fast_GET_SIZE(step)) n_win[k] = -1; /* changed since */
-        for (int64_t w = 0; w < n_win[k]; w++) {
-            PyObject **items = PySequence_Fast_ITEMS(step);
-            for (int64_t t = at[2 * w]; t < at[2 * w + 1]; t++, m++) {
-                refs[m] = items[t];
-                index[m] = t;
-            }
+    w.pairs = (int64_t *)PyByteArray_AS_STRING(pairs_obj);
+    w.index = (int64_t *)PyByteArray_AS_STRING(index_obj);
+    credit_run_parts(read_part, &w, credit_parts(w.cum[n_steps], 4096));
+    Py_ssize_t kept = 0; /* the steps that failed left out */
+    for (Py_ssize_t k = 0; k < n_steps; k++) {
+        int64_t m = w.at[k], size = w.at[k + 1] - m;
+        if (w.n_read[k] < 0) continue;
+        if (kept < m) {
+            memmove(w.pairs + 2 * kept, w.pairs + 2 * m, 16 * size);
+            memmove(w.index + kept, w.index + m, 8 * size);
         }
-    }
-    total = m;
-    Py_ssize_t kept = 0;
-    m = 0;
-    for (Py_ssize_t k = 0; k < n_steps; k++) { /* read and checked; a step that fails is left out */
-        n_read[k] = -1;
-        if (n_win[k] < 0) continue;
-        Py_ssize_t size = 0;
-        for (int64_t w = 0; w < n_win[k]; w++) size += win[2 * (first[k] + w) + 1] - win[2 * (first[k] + w)];
-        if (read_tokens(refs + m, size, total - m, lengths[k], pairs + 2 * kept) == 0) {
-            if (kept < m) memmove(index + kept, index + m, sizeof(int64_t) * size);
-            n_read[k] = size;
-            kept += size;
-        }
-        m += size;
+        kept += size;
     }
     if (kept < total && (PyByteArray_Resize(pairs_obj, 16 * kept) < 0 || PyByteArray_Resize(index_obj, 8 * kept) < 0))
         goto done;
     result = PyTuple_Pack(2, pairs_obj, index_obj);
 done:
-    PyMem_Free(win);
-    PyMem_Free(n_win);
-    PyMem_Free(refs);
+    PyMem_Free(w.win);
+    PyMem_Free(w.n_win);
+    PyMem_Free(w.cum);
+    PyMem_Free(w.at);
+    PyMem_Free(w.refs);
     Py_XDECREF(pairs_obj);
     Py_XDECREF(index_obj);
     for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
@@ -1571,6 +1641,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    CREDIT_LAST_PARTS_METHOD,
     {"read_pairs", read_pairs, METH_VARARGS,
      "read_pairs(steps, bounds, out[, lengths]) -> indices of the steps not read (with lengths: and of those "
      "read whose pairs do not plainly pass the offset checks): each step's (start, end) pairs into "

@@ -261,13 +261,17 @@ class _Units:
 def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
     """Split every distinct diff of the batch once (`split_diffs`), compare its lines once
     (`line_table`), and give each step row its diff's units."""
-    distinct: dict[str, int] = {}
-    diff_of = np.full(len(table.steps), -1, np.int64)
-    for r, step in enumerate(table.steps):
-        if step.diff:
-            diff_of[r] = distinct.setdefault(step.diff, len(distinct))
+    if table.columns is not None:  # plain dicts: numbered as they were read
+        diff_of, distinct = table.columns.diff_of, table.columns.diffs
+    else:
+        numbers: dict[str, int] = {}
+        diff_of = np.full(len(table.steps), -1, np.int64)
+        for r, step in enumerate(table.steps):
+            if step.diff:
+                diff_of[r] = numbers.setdefault(step.diff, len(numbers))
+        distinct = list(numbers)
     try:
-        batch = split_diffs(list(distinct), levels=levels, syntax=syntax)
+        batch = split_diffs(distinct, levels=levels, syntax=syntax)
     except DiffError as err:
         r = int(np.flatnonzero(diff_of == err.index)[0])
         i = int(table.traj[r])
@@ -389,21 +393,28 @@ def _project(table: StepTable, units: _Units, selection, advantages, lambda_: fl
     # the rows of the occurrences that have tokens (only the member rows' steps are looked at)
     member_rows = np.flatnonzero(np.bincount(units.row[members], minlength=len(table.steps)))
     # (each step's attributes read in one pass: the steps lie far apart in memory)
-    steps, offsets, actions = [], [], []
     with_tokens = np.zeros(len(table.steps), bool)
-    for r in member_rows.tolist():
-        step = table.steps[r]
-        if step.token_offsets is not None:
-            steps.append(step)
-            offsets.append(step.token_offsets)
-            actions.append(step.action)
-            with_tokens[r] = True
+    if table.columns is not None:  # plain dicts: every step has offsets, read into columns
+        listed = member_rows.tolist()
+        steps, offsets, actions = ([x[r] for r in listed] for x in (table.steps, table.columns.offsets,
+                                                                     table.columns.actions))
+        with_tokens[member_rows] = True
+    else:
+        steps, offsets, actions = [], [], []
+        for r in member_rows.tolist():
+            step = table.steps[r]
+            if step.token_offsets is not None:
+                steps.append(step)
+                offsets.append(step.token_offsets)
+                actions.append(step.action)
+                with_tokens[r] = True
     occ = np.flatnonzero(with_tokens[units.row[members]])
     occ_units = members[occ]
     rows = np.flatnonzero(with_tokens)
     # the batch's flat arrays, not one SubDiffs per row (building those costs more than the search)
     batch, diff_of_row = units.batch, units.diff_of_row
-    line_spans, line_step, line_block, call = _line_spans(steps, batch, diff_of_row[rows], actions)
+    line_spans, line_step, line_block, call = _line_spans(steps, batch, diff_of_row[rows], actions,
+                                                          plain=table.columns is not None)
     lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
     member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
@@ -473,23 +484,26 @@ def _token_windows(table: StepTable, rows: np.ndarray, offsets: list, actions: l
                          f"step {int(table.index[r])}: {err}") from None
 
 
-def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray, actions: Optional[list] = None):
+def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray, actions: Optional[list] = None, plain: bool = False):
     """Action spans of the changed lines of `steps` (diff diffs[i] for steps[i], one step's lines after
     another's), each line's step, its block (`locate_blocks`, -1: none) and the call that made it
     (`Step.line_calls`, -1: not given; None when no step gives them): provenance for added lines
     when a step has it, the text search for the rest, by blocks of lines of one kind with
     consecutive line numbers. A deleted line whose call is known is searched only in that call's
-    deleted edit arguments (`_deleted_windows`)."""
+    deleted edit arguments (`_deleted_windows`). plain: no step has provenance or line_calls (plain
+    dicts), so they are not looked for."""
     lo, hi = batch.line_ptr[diffs], batch.line_ptr[diffs + 1]
     line = ranges(lo, hi)
     line_step = np.repeat(np.arange(diffs.shape[0]), hi - lo)
     kinds, numbers = batch.kinds[line], batch.line_numbers[line]
     new_block = np.ones(line.shape[0], bool)
     new_block[1:] = (kinds[1:] != kinds[:-1]) | (numbers[1:] != numbers[:-1] + 1)
-    provenance = [step.provenance for step in steps]
-    from_provenance = (kinds == ADDED) & np.asarray([p is not None for p in provenance], bool)[line_step]
+    provenance = [None] * len(steps) if plain else [step.provenance for step in steps]
+    from_provenance = np.zeros(line.shape[0], bool)
+    if not plain:
+        from_provenance = (kinds == ADDED) & np.asarray([p is not None for p in provenance], bool)[line_step]
     call = None
-    if any(step.line_calls for step in steps):
+    if not plain and any(step.line_calls for step in steps):
         call = line_calls([s.line_calls for s in steps], line_step, batch.path_ids[line], batch.path_names,
                           kinds.astype(np.int64), numbers)
     window = None if call is None else _deleted_windows(steps, line_step, call, kinds)

@@ -223,16 +223,18 @@ def dump_jsonl(trajectories: Iterable[Trajectory], path: Union[str, PathLike]) -
 def plain_batch(trajectories: Iterable[Any]) -> Optional[tuple]:
     """A batch of plain dicts read in one pass by `credit._input.plain_batch` (C): (trajectories,
     their steps one after another, n_steps, outcome per trajectory, reward, n_tokens per step as
-    arrays); None where it is not built, not a list, or any trajectory or step is not plain (the
-    `_trajectory_of_dict` / `_plain_step` fast path), which `as_trajectories` then reads."""
+    arrays, the steps' actions and offsets as lists, each step's diff number (-1: none) and the
+    distinct diffs); None where it is not built, not a list, or any trajectory or step is not plain
+    (the `_trajectory_of_dict` / `_plain_step` fast path), which `as_trajectories` then reads."""
     if c_plain_batch is None or type(trajectories) is not list or not trajectories:
         return None
     got = c_plain_batch(trajectories, Step, Trajectory)
     if got is None:
         return None
-    trajs, steps, n_steps, outcome, reward, n_tokens = got
+    trajs, steps, n_steps, outcome, reward, n_tokens, actions, offsets, diff_of, diffs = got
     return (trajs, steps, np.frombuffer(n_steps, np.int64), np.frombuffer(outcome, np.float64),
-            np.frombuffer(reward, np.float64), np.frombuffer(n_tokens, np.int64))
+            np.frombuffer(reward, np.float64), np.frombuffer(n_tokens, np.int64), actions, offsets,
+            np.frombuffer(diff_of, np.int64), diffs)
 
 
 def as_trajectories(trajectories: Iterable[Any]) -> list[Trajectory]:

@@ -33,11 +33,14 @@ def _batch(pair=list):
 
 
 def _python(batch):
-    """What the Python path reads: the trajectories and step_table's arrays."""
+    """What the Python path reads: the trajectories, step_table's arrays and the columns."""
     trajs = as_trajectories(batch)
     steps = [s for t in trajs for s in t.steps]
+    numbers: dict = {}
+    diff_of = [numbers.setdefault(s.diff, len(numbers)) if s.diff else -1 for s in steps]
     return (trajs, steps, np.array([len(t.steps) for t in trajs]), np.array([t.reward for t in trajs]),
-            np.array([s.reward for s in steps]), _n_tokens(steps))
+            np.array([s.reward for s in steps]), _n_tokens(steps), [s.action for s in steps],
+            [s.token_offsets for s in steps], np.array(diff_of, np.int64), list(numbers))
 
 
 def _n_tokens(steps):
@@ -55,8 +58,12 @@ def _assert_same(got, want):
         assert list(vars(a)) == [f.name for f in dataclasses.fields(credit.Step)]
         assert a.token_offsets is b.token_offsets  # the caller's list, kept as given
     assert [s for t in trajs for s in t.steps] == steps
-    for x, y in zip(got[2:], want[2:]):
+    for x, y in zip(got[2:6], want[2:6]):
         np.testing.assert_array_equal(x, y)
+    if len(got) > 6:  # the columns
+        assert got[6] == want[6] and all(a is b for a, b in zip(got[7], want[7])) and len(got[7]) == len(want[7])
+        np.testing.assert_array_equal(got[8], want[8])
+        assert got[9] == want[9]
 
 
 @pytest.mark.parametrize("pair", [list, tuple])
@@ -67,6 +74,7 @@ def test_the_c_batch_reads_what_python_reads(pair):
     assert got is not None
     _assert_same(got, _python(batch))
     assert got[2].dtype == np.int64 and got[3].dtype == np.float64 and got[5].dtype == np.int64
+    assert got[8].dtype == np.int64 and (got[8] == -1).any() and len(got[9]) < (got[8] >= 0).sum()
 
 
 def test_didpo_reads_plain_dicts_through_c_and_gives_what_python_gives(monkeypatch):
@@ -177,7 +185,7 @@ def test_every_batch_off_the_fast_path_goes_to_python(where, change, monkeypatch
                       with_c[1].reward, _n_tokens(with_c[1].steps)),
                      (without[1].trajectories, without[1].steps, without[1].n_steps, without[1].outcome,
                       without[1].reward, _n_tokens(without[1].steps)))
-        assert with_c[1].n_tokens is None
+        assert with_c[1].columns is None
     else:
         assert with_c == without
 
@@ -206,7 +214,7 @@ def test_a_batch_left_to_python_keeps_no_reference():
     assert sys.getrefcount(action) == before
     batch[-1]["steps"][-1]["reward"] = 0.0
     got = _C(batch, credit.Step, credit.Trajectory)
-    assert sys.getrefcount(action) == before + 1  # held once, by the Step
+    assert sys.getrefcount(action) == before + 2  # held by the Step and by the actions column
     del got
     assert sys.getrefcount(action) == before
 

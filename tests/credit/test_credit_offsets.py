@@ -375,3 +375,39 @@ def test_the_c_reader_refuses_bounds_that_do_not_fit():
     assert out.tolist() == [7, 7, 7, 7]
     assert c_read_pairs([[[1, 2]], [[3, 4.0]]], np.array([0, 1, 2], np.int64), out) == [1]
     assert out.tolist() == [1, 2, 7, 7]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_c_window_reader_reads_the_same_with_any_number_of_threads(seed, native_readers, monkeypatch):
+    """read_windows cuts its steps into parts read on threads (CREDIT_THREADS): the same tokens,
+    numbers and steps left to Python, whatever the parts, on a batch of every kind of step (odd
+    tokens, broken rules, odd entries and huge ints among them)."""
+    import credit._native as native
+    import credit.offsets as offsets_module
+    from credit.offsets import flat_token_windows
+
+    rng = np.random.default_rng(seed)
+    steps, actions, spans, span_step = [], [], [], []
+    while sum(len(s) for s in steps) < 60_000:
+        s, a, p, q = _random_batch(rng)
+        span_step.append(q + len(steps))
+        steps += s
+        actions += a
+        spans.append(p)
+    batch = (steps, actions, np.concatenate(spans), np.concatenate(span_step))
+    calls = []
+    monkeypatch.setattr(offsets_module, "c_read_windows", lambda *args: calls.append(args) or _NATIVE["c_read_windows"](*args))
+    try:
+        flat_token_windows(*batch)
+    except (OffsetsError, ValueError):
+        pass
+    args = calls[0]
+    got = {}
+    for threads in (1, 2, 3, 4):
+        monkeypatch.setenv("CREDIT_THREADS", str(threads))
+        n_read = args[-1].copy()
+        pairs, index = _NATIVE["c_read_windows"](*args[:-1], n_read)
+        assert native.last_parts() == threads
+        got[threads] = (bytes(pairs), bytes(index), n_read.tolist())
+    assert got[1] == got[2] == got[3] == got[4]
+    assert -1 in got[1][2] and len(got[1][1]) > 0  # steps left to Python among those read
