@@ -14,12 +14,13 @@ checked for such cuts.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from credit._util import ranges, segment_starts
+from credit._util import csr_pointers, pieces, ranges, segment_starts
 from credit.groupability import groupability_score, score_one
 
 try:  # the greedy loop in C (credit/_native.c); without it, the Python loop below
@@ -35,7 +36,8 @@ class Selection:
     """The chosen anchors, in selection order.
 
     Attributes:
-      members: per anchor, the (n,) unit indices of its occurrences (one per step row).
+      flat, ptr: the unit indices of the anchors' occurrences (one per step row), anchor k's at
+        flat[ptr[k]:ptr[k + 1]].
       gs: (A,) groupability scores after the overlap cut.
       mean_lines: (A,) mean compared lines per occurrence.
       size: (A,) group size n seen by psi.
@@ -43,12 +45,28 @@ class Selection:
       n_candidates: clusters that had GS > 0 before selection.
     """
 
-    members: list[np.ndarray]
+    flat: np.ndarray
+    ptr: np.ndarray
     gs: np.ndarray
     mean_lines: np.ndarray
     size: np.ndarray
     cluster: np.ndarray
     n_candidates: int
+
+    @functools.cached_property
+    def members(self) -> list[np.ndarray]:
+        """Per anchor, the (n,) unit indices of its occurrences (views of `flat`)."""
+        return pieces(self.flat, self.ptr.tolist())
+
+    @property
+    def anchor_of(self) -> np.ndarray:
+        """(len(flat),) the anchor of each occurrence."""
+        return np.repeat(np.arange(self.ptr.shape[0] - 1), np.diff(self.ptr))
+
+
+def _none(n_candidates: int) -> Selection:
+    empty = np.zeros(0, np.int64)
+    return Selection(empty, np.zeros(1, np.int64), np.zeros(0), np.zeros(0), empty, empty, n_candidates)
 
 
 def select_anchors(
@@ -99,7 +117,7 @@ def select_anchors(
 
     units = _one_per_row(cluster, row, compared)
     if units.shape[0] == 0:
-        return Selection([], np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), 0)
+        return _none(0)
     c = cluster[units]
     bounds = np.flatnonzero(np.diff(c, prepend=-1, append=-1))
     start, end = bounds[:-1], bounds[1:]
@@ -119,23 +137,23 @@ def select_anchors(
         return score_one(sum(compared_of[u] for u in kept) / len(kept), float(n), **score)
 
     cap = candidates.shape[0] if max_anchors is None else max_anchors
-    taken, members = _greedy(units[ranges(start[candidates], end[candidates])], end[candidates] - start[candidates],
-                             task, unit_ptr, unit_lines, cap, rescored)
-    return _selection(members, c[start[candidates[taken]]], compared, trajectory, count, score,
+    taken, flat, n_members = _greedy(units[ranges(start[candidates], end[candidates])],
+                                     end[candidates] - start[candidates], task, unit_ptr, unit_lines, cap, rescored)
+    return _selection(flat, n_members, c[start[candidates[taken]]], compared, trajectory, count, score,
                       int(candidates.shape[0]))
 
 
-def _selection(members, cluster_of, compared, trajectory, count, score, n_candidates) -> Selection:
-    """The Selection of the taken anchors, scored on the members each kept (one vectorised call)."""
-    if not members:
-        return Selection([], np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), n_candidates)
-    n_members = np.array([m.shape[0] for m in members])
+def _selection(flat, n_members, cluster_of, compared, trajectory, count, score, n_candidates) -> Selection:
+    """The Selection of the taken anchors (their members concatenated, n_members each), scored on
+    the members each kept (one vectorised call)."""
+    if not n_members.shape[0]:
+        return _none(n_candidates)
     first = segment_starts(n_members)
-    flat = np.concatenate(members)
     mean_lines = np.add.reduceat(compared[flat].astype(np.float64), first) / n_members
     n = _sizes(flat, first, first + n_members, trajectory) if count == "trajectories" else n_members
     gs = groupability_score(mean_lines, n.astype(np.float64), **score)
-    return Selection(members, gs, mean_lines, n.astype(np.int64), cluster_of.astype(np.int64), n_candidates)
+    return Selection(flat.astype(np.int64, copy=False), csr_pointers(n_members), gs, mean_lines, n.astype(np.int64),
+                     cluster_of.astype(np.int64), n_candidates)
 
 
 def _greedy(members, n_members, task, unit_ptr, unit_lines, max_anchors, rescored):
@@ -150,7 +168,7 @@ def _greedy(members, n_members, task, unit_ptr, unit_lines, max_anchors, rescore
     Python over the line ids (a few numpy calls per candidate cost more than the whole check).
 
     Returns:
-      (indices of the taken candidates, the members kept of each).
+      (indices of the taken candidates, the members kept of each one after another, their count).
     """
     line_lo, line_hi = unit_ptr[members], unit_ptr[members + 1]
     lines = unit_lines[ranges(line_lo, line_hi)]
@@ -178,8 +196,16 @@ def _greedy(members, n_members, task, unit_ptr, unit_lines, max_anchors, rescore
                            contested.tolist(), order.tolist(), max_anchors, set(first_lines.tolist()), is_taken,
                            rescored)
     taken = np.flatnonzero(is_taken)
-    bounds = member_ptr.tolist()
-    return taken, [members[cut[k]] if k in cut else members[bounds[k]:bounds[k + 1]] for k in taken.tolist()]
+    # the taken candidates' members, less those a cut left out (a cut keeps some in order)
+    keep = np.zeros(members.shape[0], bool)
+    keep[ranges(member_ptr[taken], member_ptr[taken + 1])] = True
+    n_kept = member_ptr[taken + 1] - member_ptr[taken]
+    for k, kept in cut.items():
+        keep[member_ptr[k]:member_ptr[k + 1]] = False
+        keep[kept] = True
+    if cut:
+        n_kept[np.searchsorted(taken, list(cut))] = [len(kept) for kept in cut.values()]
+    return taken, members[keep], n_kept
 
 
 def _greedy_loop(lines, line_ptr, member_ptr, members, tasks, contested, order, max_anchors, taken_lines, is_taken,

@@ -58,8 +58,8 @@ from credit.episode import check_mode
 from credit.offsets import OffsetsError, flat_token_windows
 from credit.grouping import cluster_units
 from credit.text import Contents, line_table, marker_code
-from credit.project import (line_calls, locate_blocks, occurrence_spans, project_flat, provenance_spans,
-                            widen_spans)
+from credit.project import (joined_texts, line_calls, locate_blocks, occurrence_spans, project_flat,
+                            provenance_spans, widen_spans)
 from credit.groupability import check_options as check_score_options
 from credit.split import ADDED, LEVELS, DiffBatch, DiffError, split_diffs
 from credit.split import check_options as check_split_options
@@ -176,7 +176,7 @@ def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, 
     outside = None  # values for the covered tokens outside the changed lines (None: the same)
     base = episode_adv  # per trajectory, the value of the tokens no occurrence covers
     if baseline == "reference":
-        advantages = _reference_advantage(selection.members, units.row, returns, mode, eps)
+        advantages = _reference_advantage(selection, units.row, returns, mode, eps)
     elif baseline == "contrast":
         advantages = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
     elif baseline == "split":
@@ -189,26 +189,23 @@ def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, 
             outside = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
         advantages = within_anchor_contrast(selection.members, table.traj[units.row], clusters.exact,
                                             table.outcome, table.task, eps, contrast_std)
+    flat_advantage = np.concatenate(advantages) if len(advantages) else np.zeros(0)  # (views of it, for "reference")
     anchors = _anchors(selection, advantages, units, table)
     clock.lap("advantage")
 
-    extra, coverage = _project(table, units, selection, advantages, lambda_, cover, outside)
+    extra, coverage = _project(table, units, selection, flat_advantage, lambda_, cover, outside)
     token_values = tokens(table, base[table.traj], extra)
     clock.lap("project")
 
-    diff = _occurrence_table(selection, advantages, units)
+    diff = _occurrence_table(selection, flat_advantage, units)
     stats = _stats(clock, units, clusters, selection, diff[0], coverage)
     return result("didpo", table, episode_adv, returns, np.zeros(len(table.steps)), token_values, stats,
                   tuple(anchors), diff)
 
 
-def _occurrence_table(selection, advantages, units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, anchor, A^D) of every anchor occurrence."""
-    if not selection.members:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    members = np.concatenate(selection.members)
-    anchor = np.repeat(np.arange(len(selection.members)), [m.shape[0] for m in selection.members])
-    return units.row[members], anchor.astype(np.int64), np.concatenate(advantages)
+def _occurrence_table(selection, advantage: np.ndarray, units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, anchor, A^D) of every anchor occurrence (`advantage`: theirs, one after another)."""
+    return units.row[selection.flat], selection.anchor_of.astype(np.int64), advantage
 
 
 def _stats(clock, units, clusters, selection, occurrence_rows, coverage) -> dict[str, Any]:
@@ -223,7 +220,7 @@ def _stats(clock, units, clusters, selection, occurrence_rows, coverage) -> dict
         "n_clusters": int(clusters.labels.max(initial=-1) + 1),
         "n_candidate_pairs": clusters.n_candidate_pairs,
         "n_candidate_anchors": selection.n_candidates,
-        "n_anchors": len(selection.members),
+        "n_anchors": len(selection.gs),
         "coverage": {
             "lines": _line_coverage(units, selection),
             "steps": float(np.unique(occurrence_rows).shape[0] / max(units.n_rows_with_diff, 1)),
@@ -313,15 +310,15 @@ def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
     )
 
 
-def _reference_advantage(members: list[np.ndarray], unit_row: np.ndarray, returns: np.ndarray,
+def _reference_advantage(selection, unit_row: np.ndarray, returns: np.ndarray,
                          mode: str, eps: float) -> list[np.ndarray]:
     """A^D = G - mean G over the anchor's occurrences (population std for mean_std_norm), for all
-    anchors in one pass over their concatenated occurrences."""
-    if not members:
+    anchors in one pass over their concatenated occurrences; per anchor, views of one array."""
+    if not len(selection.gs):
         return []
-    size = np.fromiter(map(len, members), np.int64, len(members))
-    first = segment_starts(size)
-    g = returns[unit_row[np.concatenate(members)]]
+    size = np.diff(selection.ptr)
+    first = selection.ptr[:-1]
+    g = returns[unit_row[selection.flat]]
     mean = np.add.reduceat(g, first) / size
     dev = g - np.repeat(mean, size)
     if mode == "mean_std_norm":
@@ -352,43 +349,59 @@ def _contrast_advantage(members: list[np.ndarray], unit_row: np.ndarray, table: 
 def _anchors(selection, advantages, units: _Units, table: StepTable) -> list[Anchor]:
     """The Anchor records: every occurrence's row, trajectory and step index read in one pass
     (each anchor gets views of those arrays), the preview from the representative unit's lines."""
-    if not selection.members:
+    if not len(selection.gs):
         return []
     batch = units.batch
-    first = np.fromiter((m[0] for m in selection.members), np.int64, len(selection.members))
-    n_members = np.fromiter(map(len, selection.members), np.int64, len(selection.members))
-    rows_all = units.row[np.concatenate(selection.members)]
-    bounds = np.concatenate([[0], np.cumsum(n_members)]).tolist()
+    first = selection.flat[selection.ptr[:-1]]
+    rows_all = units.row[selection.flat]
+    bounds = selection.ptr.tolist()
     rows_of, traj_of, steps_of = (pieces(x, bounds) for x in (rows_all, table.traj[rows_all], table.index[rows_all]))
     u = batch.diff_units[units.diff_of_row[units.row[first]]] + units.local[first]  # the units in the batch
     lo, hi = batch.unit_ptr[u], batch.unit_ptr[u + 1]
-    source = batch.source
-    held = batch.line_source[batch.unit_lines[ranges(lo, hi)]].tolist()  # every preview's source lines
-    at = np.concatenate([[0], np.cumsum(hi - lo)]).tolist()
+    previews = _previews(batch, lo, hi)
     task_ids = [table.trajectories[i].task_id for i in table.traj[units.row[first]].tolist()]
     added = (units.kind[first] == ADDED).tolist()
     gs, mean_lines, size = selection.gs.tolist(), selection.mean_lines.tolist(), selection.size.tolist()
     out = []
-    for k in range(len(selection.members)):
-        texts = [source[i][1:] for i in held[at[k]:at[k + 1]]]
-        if batch.carriage_returns:
-            texts = [t.rstrip("\r") for t in texts]
+    for k in range(len(selection.gs)):
         anchor = object.__new__(Anchor)  # every field given, of its type: the frozen __init__ costs 3x more
         anchor.__dict__.update(
             task_id=task_ids[k], kind="added" if added[k] else "deleted",
             rows=rows_of[k], trajectories=traj_of[k], steps=steps_of[k], advantage=advantages[k],
-            gs=gs[k], mean_lines=mean_lines[k], size=int(size[k]), preview="\n".join(texts)[:240])
+            gs=gs[k], mean_lines=mean_lines[k], size=int(size[k]), preview=previews[k])
         out.append(anchor)
     return out
 
 
-def _project(table: StepTable, units: _Units, selection, advantages, lambda_: float, cover: str, outside=None):
+def _previews(batch: DiffBatch, lo: np.ndarray, hi: np.ndarray, width: int = 240) -> list[str]:
+    """The first `width` characters of each unit's lines batch.unit_lines[lo[k]:hi[k]], joined by
+    line breaks (carriage returns at their ends dropped): all units' lines joined once
+    (`credit.project.joined_texts`), each preview a slice of that."""
+    lines = batch.line_source[batch.unit_lines[ranges(lo, hi)]]
+    if batch.carriage_returns:  # the lines one by one
+        source, at = batch.source, segment_starts(hi - lo).tolist() + [lines.shape[0]]
+        held = lines.tolist()
+        return ["\n".join(source[i][1:].rstrip("\r") for i in held[a:b])[:width] for a, b in zip(at[:-1], at[1:])]
+    if not lines.shape[0]:
+        return [""] * lo.shape[0]
+    joined, start, size = joined_texts(batch.source, lines, 1)[:3]
+    n = hi - lo
+    first = segment_starts(n)
+    last = np.maximum(first + n - 1, 0)  # (a unit with no lines: any line, cut to nothing)
+    a = start[np.minimum(first, lines.shape[0] - 1)]
+    b = np.where(n > 0, np.minimum(start[last] + size[last], a + width), a)
+    return [joined[x:y] for x, y in zip(a.tolist(), b.tolist())]
+
+
+def _project(table: StepTable, units: _Units, selection, advantage: np.ndarray, lambda_: float, cover: str,
+             outside=None):
     """Per-row extra token values (lambda * A^D of the best covering occurrence) and coverage stats.
-    `outside`: per anchor, the occurrences' values for the tokens the cover adds around their lines
-    (the edit argument or call holding them); None: `advantages` there too."""
-    members = np.concatenate(selection.members) if selection.members else np.zeros(0, np.int64)
-    anchor = np.repeat(np.arange(len(selection.members)), [m.shape[0] for m in selection.members])
-    value = lambda_ * (np.concatenate(advantages) if advantages else np.zeros(0))
+    `advantage`: the occurrences' A^D, one anchor's after another; `outside`: per anchor, the
+    occurrences' values for the tokens the cover adds around their lines (the edit argument or call
+    holding them); None: `advantage` there too."""
+    members = selection.flat
+    anchor = selection.anchor_of
+    value = lambda_ * advantage
     value_outside = value if outside is None else lambda_ * (np.concatenate(outside) if outside else np.zeros(0))
     # the rows of the occurrences that have tokens (only the member rows' steps are looked at)
     member_rows = np.flatnonzero(np.bincount(units.row[members], minlength=len(table.steps)))
@@ -609,9 +622,9 @@ def _attributed_edits(steps, kinds: np.ndarray, line_step: np.ndarray, call: np.
 
 
 def _line_coverage(units: _Units, selection) -> float:
-    if units.n_lines == 0 or not selection.members:
+    if units.n_lines == 0 or not len(selection.gs):
         return 0.0
-    m = np.concatenate(selection.members)
+    m = selection.flat
     lo, hi = units.line_ptr[m], units.line_ptr[m + 1]
     covered = np.zeros(units.n_lines, bool)
     covered[units.lines[ranges(lo, hi)]] = True

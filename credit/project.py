@@ -147,7 +147,7 @@ def locate_blocks(
     searched = np.ones(n, bool) if searched is None else searched
     look = np.flatnonzero(searched)
     at, size, kept = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
-    joined, at[look], size[look], kept[look], escaped_at = _joined_texts(texts, line[look], skip)
+    joined, at[look], size[look], kept[look], escaped_at = joined_texts(texts, line[look], skip)
     kind = np.zeros(n, np.int64) if kind is None else np.asarray(kind, np.int64)
     new_block = new_block | np.concatenate([[True], (line[1:] != line[:-1] + 1) | (kind[1:] != kind[:-1])])
     if window is not None:
@@ -164,7 +164,7 @@ def locate_blocks(
     return out, _place_blocks(out, found, size, kept)
 
 
-def _joined_texts(texts: Sequence[str], line: np.ndarray, skip: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray,
+def joined_texts(texts: Sequence[str], line: np.ndarray, skip: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray,
                                                                               np.ndarray]:
     """`_joined_lines` of texts[line[0]], texts[line[1]], ...: by `credit._native.joined_lines` where
     it is built and takes them (a list of str, no line holding a line break itself)."""

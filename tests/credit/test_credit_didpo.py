@@ -277,3 +277,20 @@ def test_lines_in_json_as_other_encoders_write_it_are_found(encode):
         inside = token_mask(action, (action.index(text), action.index(text) + len(text)))
         np.testing.assert_allclose(result.tokens[0][0][inside], 1.0)
         np.testing.assert_allclose(result.tokens[0][0][~inside], 0.5)
+
+
+@pytest.mark.parametrize("crlf", [False, True])
+def test_an_anchor_preview_is_its_first_lines_joined_and_cut(crlf):
+    """Anchor.preview: the representative occurrence's changed lines joined by line breaks (no
+    carriage returns left on them), cut at 240 characters."""
+    long = ["def long_name(x):"] + [f"    value_{k} = x * {k} + {k * 7}  # a line long enough to run past the cut" for k in
+                                    range(8)] + ["    return x"]
+    trajs = [one_step([long, AREA], r) for r in (1, 0, 1)]
+    if crlf:
+        trajs = [credit.Trajectory(t.task_id, [credit.Step(s.action, s.diff.replace("\n", "\r\n"),
+                                                           token_offsets=s.token_offsets) for s in t.steps], t.reward)
+                 for t in trajs]
+    res = credit.didpo(trajs, levels=("hunk",))
+    previews = sorted(a.preview for a in res.anchors)
+    assert previews == sorted(["\n".join(long)[:240], "\n".join(AREA)])
+    assert len(previews[1]) == 240 and "\r" not in "".join(previews)

@@ -161,7 +161,7 @@ def test_the_c_joined_lines_are_the_numpy_ones(seed):
         line = rng.integers(0, len(texts), size=int(rng.integers(0, 15))).astype(np.int64)
         skip = int(rng.integers(0, 3))
         want = project_module._joined_lines([texts[k] for k in line.tolist()], skip)
-        got = project_module._joined_texts(texts, line, skip)
+        got = project_module.joined_texts(texts, line, skip)
         assert got[0] == want[0]
         for a, b in zip(got[1:], want[1:]):
             assert a.tolist() == b.tolist()
@@ -178,8 +178,8 @@ def test_the_c_joined_lines_leave_odd_input_to_python():
     with pytest.raises(ValueError):
         join(["a"], np.zeros(1, np.int32), 0)
     with pytest.raises(TypeError):
-        project_module._joined_texts(["a", 3], np.array([0, 1], np.int64), 0)
-    assert project_module._joined_texts(["ab", "c"], np.array([-1, 0], np.int64), 1)[0] == "\nb"
+        project_module.joined_texts(["a", 3], np.array([0, 1], np.int64), 0)
+    assert project_module.joined_texts(["ab", "c"], np.array([-1, 0], np.int64), 1)[0] == "\nb"
 
 
 _GAP_PIECES = [" ", "\t", "\n", "\r", "\x0b", "\x1c", "\u00a0", "\u2003", "\\n", "\\t", "\\r", "\\", "\\x", "n", "t",
