@@ -16,13 +16,36 @@ it is the numpy one exactly: both keep the pairs of distinct non-empty classes o
 that test (the overlap bounds here are the least integers that pass it, ceil of half the
 right-hand side). Pairs come out as numpy gives them: (y, x), y before x by (size, class), sorted
 by (y, x).
-Memory: the vocabulary, the units, and one bucket's elements and classes; never all pairs of a
-bucket's classes.
+Threads (credit/_threads.h): nearly all the time goes to the buckets' searches (bucket_elements,
+bucket_pairs, sort_bucket_pairs: about 0.02 us per element, in proportion to it bucket by bucket;
+checking the input and visit_by_unit take a few per cent), and buckets are independent. The
+buckets of two classes or more, weighed by their elements (each line's tokens, before the copies
+past max_copies are dropped) plus one per class, are cut into runs of about equal weight
+(credit_part_start), one run per part (MIN_PART_WORK or more each: about a third of a millisecond);
+each part searches its run with its own vocabulary arrays, work arrays and pairs, touching no
+Python object or allocator (malloc only; errors are codes), and the calling thread concatenates the
+parts' pairs in part order, which is bucket order: the pairs, and their order, of one thread. An
+error is the first in bucket order, as with one thread: each part stops at its first, and the
+caller raises the one of the first part that failed. Weighing reads the classes' lines' token
+counts (about 3% of the search; not done when one thread is allowed). On 2 cores, 2 threads: the
+large shape 46 -> 26 ms, the paper shape (12 buckets) 2.4 -> 1.7 ms.
+Memory: the vocabulary, the units, and one bucket's elements and classes per part; never all pairs
+of a bucket's classes.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "_threads.h"
+
+/* The least weight (elements plus classes) of a part: about 0.35 ms of search, against 30-50 us to
+   start a thread. The paper shape (about 125k) splits into 4 parts, small batches stay whole. */
+#define MIN_PART_WORK 16384
+
+/* Error codes of a part (it runs without the GIL, so it sets no Python exception). */
+enum { ERR_NONE = 0, ERR_MEMORY, ERR_UNIT_PTR, ERR_CONTENT, ERR_TOKEN_PTR, ERR_TOO_BIG };
 
 /* A growable array of `item`-byte entries. */
 typedef struct {
@@ -30,16 +53,14 @@ typedef struct {
     size_t cap;
 } grow_t;
 
-/* Room for n entries of `item` bytes (contents kept); -1 with MemoryError set on failure. */
+/* Room for n entries of `item` bytes (contents kept; never NULL after, even for n = 0, so that
+   memset may be given it); -1 on failure (no exception set: the parts call it without the GIL). */
 static int reserve(grow_t *g, size_t n, size_t item) {
-    if (n <= g->cap) return 0;
+    if (n <= g->cap && g->data != NULL) return 0;
     size_t cap = g->cap ? g->cap : 256;
     while (cap < n) cap *= 2;
-    void *data = cap > PY_SSIZE_T_MAX / item ? NULL : PyMem_Realloc(g->data, cap * item);
-    if (data == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    void *data = cap > PY_SSIZE_T_MAX / item ? NULL : realloc(g->data, cap * item);
+    if (data == NULL) return -1;
     g->data = data;
     g->cap = cap;
     return 0;
@@ -52,12 +73,20 @@ typedef struct {
     int32_t cls, pos, size;
 } entry_t;
 
+/* The caller's data, read by all parts. */
 typedef struct {
-    /* caller data */
     const int64_t *first_unit, *unit_ptr, *content, *token_ptr, *tokens;
     Py_ssize_t n_units, n_lines, n_contents, n_token_items;
-    int64_t max_copies;
+    int64_t max_copies, n_vocab;
     double scaled; /* threshold - 1e-12: the factor of the acceptance test */
+    /* each bucket's classes by unit, and each class's place in its bucket there (visit_by_unit) */
+    const int32_t *visit, *local_of;
+} input_t;
+
+/* One part's state: its vocabulary and work arrays, and its pairs. */
+typedef struct {
+    const input_t *in;
+    int err; /* ERR_*: the first error met */
     /* over the vocabulary: copies counted in the class (0 between classes), local id in the bucket
        (-1 between buckets), and by local id: the token, its most copies in a class */
     int32_t *copies, *local, *vocab, *most;
@@ -81,9 +110,6 @@ typedef struct {
     grow_t candidates; /* int32: the classes met */
     grow_t mark;       /* int32: last class probed that holds each rank */
     grow_t need;       /* int32: least_overlap by the sum of the sizes */
-    /* over all classes: each bucket's classes by unit, and each class's place in its bucket there */
-    grow_t visit, local_of_buffer;
-    const int32_t *local_of;
     /* output */
     grow_t pairs; /* int64: (y, x) */
     grow_t spare; /* int64: the pairs of one bucket, sorted by x */
@@ -105,30 +131,42 @@ static int bad_input(const char *what) {
     return -1;
 }
 
+/* Record the part's error `err`; -1. */
+static int fail(search_t *s, int err) {
+    s->err = err;
+    return -1;
+}
+
+/* Reserve for a part: -1 with ERR_MEMORY recorded on failure. */
+static int grow(search_t *s, grow_t *g, size_t n, size_t item) {
+    return reserve(g, n, item) < 0 ? fail(s, ERR_MEMORY) : 0;
+}
+
 /* The elements of one bucket's n classes (their first units' tokens, each token's copies past
    max_copies not counted) as ranks in the bucket (by the classes holding the element), class k's
    (classes[k]) increasing in s->sorted[start[k] .. start[k + 1]]; the number of distinct elements
-   in *n_ranks. 0, or -1 with an error set. */
+   in *n_ranks. 0, or -1 with s->err set. */
 static int bucket_elements(search_t *s, const int32_t *classes, Py_ssize_t n, Py_ssize_t *n_ranks) {
     size_t n_elements = 0, n_local = 0;
-    if (reserve(&s->start, (size_t)n + 1, 4) < 0) return -1;
+    if (grow(s, &s->start, (size_t)n + 1, 4) < 0) return -1;
     int32_t *start = s->start.data;
     int32_t *copies = s->copies, *local = s->local, *vocab = s->vocab, *most = s->most;
-    const int64_t *tokens = s->tokens;
-    int32_t max_copies = (int32_t)s->max_copies;
+    const input_t *in = s->in;
+    const int64_t *tokens = in->tokens;
+    int32_t max_copies = (int32_t)in->max_copies;
     start[0] = 0;
     for (Py_ssize_t c = 0; c < n; c++) {
-        int64_t u = s->first_unit[classes[c]]; /* checked in range by near_pairs */
-        int64_t l0 = s->unit_ptr[u], l1 = s->unit_ptr[u + 1];
-        if (l0 < 0 || l0 > l1 || l1 > s->n_lines) return bad_input("unit_ptr not sorted inside content");
+        int64_t u = in->first_unit[classes[c]]; /* checked in range by visit_by_unit */
+        int64_t l0 = in->unit_ptr[u], l1 = in->unit_ptr[u + 1];
+        if (l0 < 0 || l0 > l1 || l1 > in->n_lines) return fail(s, ERR_UNIT_PTR);
         for (int64_t l = l0; l < l1; l++) {
-            int64_t k = s->content[l];
-            if (k < 0 || k >= s->n_contents) return bad_input("content names a line out of range");
-            int64_t t0 = s->token_ptr[k], t1 = s->token_ptr[k + 1];
-            if (t0 < 0 || t0 > t1 || t1 > s->n_token_items) return bad_input("token_ptr not sorted inside tokens");
-            if (n_elements + (size_t)(t1 - t0) >= INT32_MAX) return bad_input("a bucket holds 2**31 elements or more");
-            if (reserve(&s->element, n_elements + (size_t)(t1 - t0), 4) < 0
-                || reserve(&s->occ, n_elements + (size_t)(t1 - t0), 4) < 0)
+            int64_t k = in->content[l];
+            if (k < 0 || k >= in->n_contents) return fail(s, ERR_CONTENT);
+            int64_t t0 = in->token_ptr[k], t1 = in->token_ptr[k + 1];
+            if (t0 < 0 || t0 > t1 || t1 > in->n_token_items) return fail(s, ERR_TOKEN_PTR);
+            if (n_elements + (size_t)(t1 - t0) >= INT32_MAX) return fail(s, ERR_TOO_BIG);
+            if (grow(s, &s->element, n_elements + (size_t)(t1 - t0), 4) < 0
+                || grow(s, &s->occ, n_elements + (size_t)(t1 - t0), 4) < 0)
                 return -1;
             int32_t *element = s->element.data, *occ = s->occ.data;
             for (int64_t q = t0; q < t1; q++) {
@@ -159,9 +197,9 @@ static int bucket_elements(search_t *s, const int32_t *classes, Py_ssize_t n, Py
         most[k] = (int32_t)n_ids; /* now the block's first id */
         n_ids += (size_t)block;
     }
-    if (reserve(&s->freq, n_ids, 4) < 0 || reserve(&s->rank, n_ids, 4) < 0 || reserve(&s->counts, (size_t)n + 2, 4) < 0
-        || reserve(&s->ptr, n_ids + 1, 4) < 0 || reserve(&s->fill, n_ids, 4) < 0 || reserve(&s->order, (size_t)n, 4) < 0
-        || reserve(&s->holder, n_elements, 4) < 0 || reserve(&s->sorted, n_elements, 4) < 0)
+    if (grow(s, &s->freq, n_ids, 4) < 0 || grow(s, &s->rank, n_ids, 4) < 0 || grow(s, &s->counts, (size_t)n + 2, 4) < 0
+        || grow(s, &s->ptr, n_ids + 1, 4) < 0 || grow(s, &s->fill, n_ids, 4) < 0 || grow(s, &s->order, (size_t)n, 4) < 0
+        || grow(s, &s->holder, n_elements, 4) < 0 || grow(s, &s->sorted, n_elements, 4) < 0)
         return -1;
     int32_t *element = s->element.data, *occ = s->occ.data, *freq = s->freq.data, *rank = s->rank.data;
     int32_t *counts = s->counts.data, *rank_start = s->ptr.data, *rank_fill = s->fill.data, *place = s->order.data;
@@ -196,7 +234,7 @@ static int bucket_elements(search_t *s, const int32_t *classes, Py_ssize_t n, Py
 
 /* Append the pair (y, x). */
 static int emit(search_t *s, int64_t y, int64_t x) {
-    if (reserve(&s->pairs, 2 * s->n_pairs + 2, 8) < 0) return -1;
+    if (grow(s, &s->pairs, 2 * s->n_pairs + 2, 8) < 0) return -1;
     int64_t *pairs = s->pairs.data;
     pairs[2 * s->n_pairs] = y;
     pairs[2 * s->n_pairs + 1] = x;
@@ -227,20 +265,20 @@ static int64_t least_partner(const int32_t *need, int64_t sx) {
    count plus the common ranks of y after j, at most min(|x| - 1 - i, |y| - 1 - j) of them (PPJoin's
    positional filter). A y too large to pass if it first met x at position i is not read from
    there on; it either met x before (and all its common ranks before i were met) or cannot pass.
-   0, or -1 with an error set. */
+   0, or -1 with s->err set. */
 static int bucket_pairs(search_t *s, const int32_t *classes, Py_ssize_t n, Py_ssize_t n_ranks, Py_ssize_t lo) {
-    const int32_t *start = s->start.data, *sorted = s->sorted.data;
-    double scaled = s->scaled;
+    const int32_t *start = s->start.data, *sorted = s->sorted.data, *local_of = s->in->local_of;
+    double scaled = s->in->scaled;
     /* classes by (size, class); the largest size bounds the counting sort */
     int32_t max_size = 0;
     for (Py_ssize_t c = 0; c < n; c++)
         if (start[c + 1] - start[c] > max_size) max_size = start[c + 1] - start[c];
-    if (reserve(&s->counts, (size_t)max_size + 2, 4) < 0 || reserve(&s->order, (size_t)n, 4) < 0
-        || reserve(&s->ptr, (size_t)n_ranks + 1, 4) < 0 || reserve(&s->head, (size_t)n_ranks, 4) < 0
-        || reserve(&s->fill, (size_t)n_ranks, 4) < 0 || reserve(&s->met, (size_t)n, 4) < 0
-        || reserve(&s->met_i, (size_t)n, 4) < 0 || reserve(&s->met_j, (size_t)n, 4) < 0
-        || reserve(&s->candidates, (size_t)n, 4) < 0 || reserve(&s->mark, (size_t)n_ranks, 4) < 0
-        || reserve(&s->need, 2 * (size_t)max_size + 1, 4) < 0)
+    if (grow(s, &s->counts, (size_t)max_size + 2, 4) < 0 || grow(s, &s->order, (size_t)n, 4) < 0
+        || grow(s, &s->ptr, (size_t)n_ranks + 1, 4) < 0 || grow(s, &s->head, (size_t)n_ranks, 4) < 0
+        || grow(s, &s->fill, (size_t)n_ranks, 4) < 0 || grow(s, &s->met, (size_t)n, 4) < 0
+        || grow(s, &s->met_i, (size_t)n, 4) < 0 || grow(s, &s->met_j, (size_t)n, 4) < 0
+        || grow(s, &s->candidates, (size_t)n, 4) < 0 || grow(s, &s->mark, (size_t)n_ranks, 4) < 0
+        || grow(s, &s->need, 2 * (size_t)max_size + 1, 4) < 0)
         return -1;
     int32_t *need = s->need.data; /* the least overlap of two classes by the sum of their sizes */
     for (int64_t k = 0; k <= 2 * (int64_t)max_size; k++) need[k] = (int32_t)least_overlap(scaled, k, 0);
@@ -251,7 +289,7 @@ static int bucket_pairs(search_t *s, const int32_t *classes, Py_ssize_t n, Py_ss
     for (Py_ssize_t c = 0; c < n; c++) counts[start[c + 1] - start[c] + 1]++;
     for (int32_t k = 0; k <= max_size; k++) counts[k + 1] += counts[k];
     for (Py_ssize_t k = 0; k < n; k++) { /* the classes in their caller's order: ties as numpy breaks them */
-        int32_t c = s->local_of[lo + k];
+        int32_t c = local_of[lo + k];
         order[counts[start[c + 1] - start[c]]++] = c;
     }
     /* inverted lists of index prefixes: the first sy - least_overlap(sy, sy) + 1 ranks of each y */
@@ -267,7 +305,7 @@ static int bucket_pairs(search_t *s, const int32_t *classes, Py_ssize_t n, Py_ss
         ptr[r + 1] += ptr[r];
         head[r] = fill[r] = ptr[r];
     }
-    if (reserve(&s->index, n_entries, sizeof(entry_t)) < 0) return -1;
+    if (grow(s, &s->index, n_entries, sizeof(entry_t)) < 0) return -1;
     entry_t *index = s->index.data;
     memset(met, 0, (size_t)n * 4);
     fill_minus_one(mark, (size_t)n_ranks);
@@ -320,11 +358,11 @@ static int bucket_pairs(search_t *s, const int32_t *classes, Py_ssize_t n, Py_ss
 
 /* Sort the pairs from the first-th on, of the bucket of classes lo .. lo + n, by (y, x) as numpy
    lists them: two counting sorts, by x then stably by y (the founding loop's neighbour lists are
-   built faster from pairs in that order). 0, or -1 with an error set. */
+   built faster from pairs in that order). 0, or -1 with s->err set. */
 static int sort_bucket_pairs(search_t *s, size_t first, int64_t lo, Py_ssize_t n) {
     size_t m = s->n_pairs - first;
     if (m < 2) return 0;
-    if (reserve(&s->spare, 2 * m, 8) < 0 || reserve(&s->counts, (size_t)n + 1, 4) < 0) return -1;
+    if (grow(s, &s->spare, 2 * m, 8) < 0 || grow(s, &s->counts, (size_t)n + 1, 4) < 0) return -1;
     int64_t *pairs = (int64_t *)s->pairs.data + 2 * first, *spare = s->spare.data;
     int32_t *counts = s->counts.data;
     for (int side = 1; side >= 0; side--) { /* x, then y */
@@ -342,32 +380,115 @@ static int sort_bucket_pairs(search_t *s, size_t first, int64_t lo, Py_ssize_t n
 }
 
 /* Each bucket's classes (a run of equal class_bucket, checked non-decreasing) in the order of their
-   first units (s->visit), so that their lines are read in the order they lie in memory (twice as
+   first units (in->visit), so that their lines are read in the order they lie in memory (twice as
    fast as in class order at the harness's large shape), and the position of each class there
-   (s->local_of). Two counting sorts: by unit, then stably by bucket. 0, or -1 with an error set. */
-static int visit_by_unit(search_t *s, const int64_t *class_bucket, Py_ssize_t n) {
-    size_t room = (size_t)(s->n_units > n ? s->n_units : n) + 1;
-    if (reserve(&s->visit, (size_t)n + 1, 4) < 0 || reserve(&s->local_of_buffer, (size_t)n + 1, 4) < 0
-        || reserve(&s->counts, room, 4) < 0 || reserve(&s->order, (size_t)n + 1, 4) < 0)
+   (in->local_of), in the buffers visit and local_of (counts and run: scratch). Two counting sorts:
+   by unit, then stably by bucket. 0, or -1 with an error set. */
+static int visit_by_unit(input_t *in, const int64_t *class_bucket, Py_ssize_t n, grow_t *visit_buffer,
+                         grow_t *local_of_buffer, grow_t *counts_buffer, grow_t *run_buffer) {
+    size_t room = (size_t)(in->n_units > n ? in->n_units : n) + 1;
+    if (reserve(visit_buffer, (size_t)n + 1, 4) < 0 || reserve(local_of_buffer, (size_t)n + 1, 4) < 0
+        || reserve(counts_buffer, room, 4) < 0 || reserve(run_buffer, (size_t)n + 1, 4) < 0) {
+        PyErr_NoMemory();
         return -1;
-    int32_t *visit = s->visit.data, *local_of = s->local_of_buffer.data, *counts = s->counts.data;
-    int32_t *by_unit = local_of, *run = s->order.data; /* run: where the bucket of each class starts */
+    }
+    int32_t *visit = visit_buffer->data, *local_of = local_of_buffer->data, *counts = counts_buffer->data;
+    int32_t *by_unit = local_of, *run = run_buffer->data; /* run: where the bucket of each class starts */
     memset(counts, 0, room * 4);
     for (Py_ssize_t c = 0; c < n; c++) {
-        int64_t u = s->first_unit[c];
-        if (u < 0 || u >= s->n_units) return bad_input("first_unit names a unit out of range");
+        int64_t u = in->first_unit[c];
+        if (u < 0 || u >= in->n_units) return bad_input("first_unit names a unit out of range");
         if (c > 0 && class_bucket[c] < class_bucket[c - 1]) return bad_input("class_bucket must be non-decreasing");
         counts[u + 1]++;
         run[c] = c > 0 && class_bucket[c] == class_bucket[c - 1] ? run[c - 1] : (int32_t)c;
     }
-    for (Py_ssize_t u = 0; u < s->n_units; u++) counts[u + 1] += counts[u];
-    for (Py_ssize_t c = 0; c < n; c++) by_unit[counts[s->first_unit[c]]++] = (int32_t)c;
+    for (Py_ssize_t u = 0; u < in->n_units; u++) counts[u + 1] += counts[u];
+    for (Py_ssize_t c = 0; c < n; c++) by_unit[counts[in->first_unit[c]]++] = (int32_t)c;
     int32_t *fill = counts; /* the next place in each bucket, at its start */
     for (Py_ssize_t c = 0; c < n; c++) fill[c] = (int32_t)c;
     for (Py_ssize_t k = 0; k < n; k++) visit[fill[run[by_unit[k]]]++] = by_unit[k];
     for (Py_ssize_t p = 0; p < n; p++) local_of[visit[p]] = (int32_t)(p - run[visit[p]]);
-    s->local_of = local_of;
+    in->visit = visit;
+    in->local_of = local_of;
     return 0;
+}
+
+/* The weight of the bucket of the n classes visit[0 .. n]: their lines' tokens plus n, at most
+   2**31 (a bucket past it fails). Only reads that are in range: bucket_elements reports the rest. */
+static int64_t bucket_weight(const input_t *in, const int32_t *visit, Py_ssize_t n) {
+    int64_t weight = n;
+    for (Py_ssize_t c = 0; c < n && weight < INT32_MAX; c++) {
+        int64_t u = in->first_unit[visit[c]]; /* checked in range by visit_by_unit */
+        int64_t l0 = in->unit_ptr[u], l1 = in->unit_ptr[u + 1];
+        if (l0 < 0 || l0 > l1 || l1 > in->n_lines) continue;
+        for (int64_t l = l0; l < l1 && weight < INT32_MAX; l++) {
+            int64_t k = in->content[l];
+            if (k < 0 || k >= in->n_contents) continue;
+            int64_t t0 = in->token_ptr[k], t1 = in->token_ptr[k + 1];
+            if (t0 >= 0 && t0 <= t1 && t1 <= in->n_token_items) weight += t1 - t0;
+        }
+    }
+    return weight < INT32_MAX ? weight : INT32_MAX;
+}
+
+/* The buckets' search cut into parts: the buckets of two classes or more (classes bucket_lo[b] ..
+   bucket_hi[b] of in->visit), weighed by the prefix sums cum (NULL: one part). */
+typedef struct {
+    const input_t *in;
+    const Py_ssize_t *bucket_lo, *bucket_hi;
+    const int64_t *cum;
+    int64_t n_buckets;
+    search_t *parts;
+} job_t;
+
+/* Part k of n_parts (credit_part_fn): its run of buckets into parts[k], without the GIL. */
+static void search_part(void *arg, int k, int n_parts) {
+    const job_t *job = arg;
+    const input_t *in = job->in;
+    search_t *s = &job->parts[k];
+    s->in = in;
+    size_t n_vocab = in->n_vocab > 0 ? (size_t)in->n_vocab : 1;
+    s->copies = calloc(n_vocab, 4);
+    s->local = malloc(n_vocab * 4);
+    s->vocab = malloc(n_vocab * 4);
+    s->most = malloc(n_vocab * 4);
+    if (s->copies == NULL || s->local == NULL || s->vocab == NULL || s->most == NULL) {
+        fail(s, ERR_MEMORY);
+        return;
+    }
+    fill_minus_one(s->local, n_vocab);
+    int64_t b0 = credit_part_start(job->cum, job->n_buckets, k, n_parts);
+    int64_t b1 = credit_part_start(job->cum, job->n_buckets, k + 1, n_parts);
+    for (int64_t b = b0; b < b1; b++) {
+        Py_ssize_t lo = job->bucket_lo[b], n = job->bucket_hi[b] - lo, n_ranks;
+        size_t first = s->n_pairs;
+        if (bucket_elements(s, in->visit + lo, n, &n_ranks) < 0 || bucket_pairs(s, in->visit + lo, n, n_ranks, lo) < 0
+            || sort_bucket_pairs(s, first, lo, n) < 0)
+            return;
+    }
+}
+
+/* Raise the error of a part. */
+static void raise_part_error(int err) {
+    switch (err) {
+    case ERR_MEMORY: PyErr_NoMemory(); break;
+    case ERR_UNIT_PTR: bad_input("unit_ptr not sorted inside content"); break;
+    case ERR_CONTENT: bad_input("content names a line out of range"); break;
+    case ERR_TOKEN_PTR: bad_input("token_ptr not sorted inside tokens"); break;
+    default: bad_input("a bucket holds 2**31 elements or more"); break;
+    }
+}
+
+/* Free a part's arrays. */
+static void free_part(search_t *s) {
+    free(s->copies);
+    free(s->local);
+    free(s->vocab);
+    free(s->most);
+    grow_t *buffers[] = {&s->start, &s->element, &s->occ, &s->freq, &s->rank, &s->holder, &s->sorted,
+                         &s->counts, &s->order, &s->ptr, &s->head, &s->fill, &s->index, &s->met,
+                         &s->met_i, &s->met_j, &s->candidates, &s->mark, &s->need, &s->pairs, &s->spare};
+    for (size_t k = 0; k < sizeof(buffers) / sizeof(buffers[0]); k++) free(buffers[k]->data);
 }
 
 /* near_pairs(first_unit, class_bucket, unit_ptr, content, token_ptr, tokens, max_copies, threshold)
@@ -384,10 +505,14 @@ static PyObject *near_pairs(PyObject *self, PyObject *args) {
                           &threshold))
         return NULL;
     Py_buffer views[6];
-    int got = 0;
+    int got = 0, n_parts = 0;
     PyObject *result = NULL;
-    search_t s;
-    memset(&s, 0, sizeof(s));
+    input_t in;
+    memset(&in, 0, sizeof(in));
+    grow_t visit = {NULL, 0}, local_of = {NULL, 0}, counts = {NULL, 0}, run = {NULL, 0};
+    Py_ssize_t *bucket_lo = NULL, *bucket_hi = NULL;
+    int64_t *cum = NULL;
+    search_t *parts = NULL;
     for (; got < 6; got++) {
         if (PyObject_GetBuffer(objs[got], &views[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
         if (views[got].itemsize != 8) {
@@ -398,18 +523,18 @@ static PyObject *near_pairs(PyObject *self, PyObject *args) {
     }
     const int64_t *class_bucket = views[1].buf;
     Py_ssize_t n_classes = views[0].len / 8;
-    s.first_unit = views[0].buf;
-    s.unit_ptr = views[2].buf;
-    s.content = views[3].buf;
-    s.token_ptr = views[4].buf;
-    s.tokens = views[5].buf;
-    s.n_units = views[2].len / 8 - 1;
-    s.n_lines = views[3].len / 8;
-    s.n_contents = views[4].len / 8 - 1;
-    s.n_token_items = views[5].len / 8;
-    s.max_copies = max_copies;
-    s.scaled = threshold - 1e-12;
-    if (views[1].len / 8 != n_classes || s.n_units < 0 || s.n_contents < 0) {
+    in.first_unit = views[0].buf;
+    in.unit_ptr = views[2].buf;
+    in.content = views[3].buf;
+    in.token_ptr = views[4].buf;
+    in.tokens = views[5].buf;
+    in.n_units = views[2].len / 8 - 1;
+    in.n_lines = views[3].len / 8;
+    in.n_contents = views[4].len / 8 - 1;
+    in.n_token_items = views[5].len / 8;
+    in.max_copies = max_copies;
+    in.scaled = threshold - 1e-12;
+    if (views[1].len / 8 != n_classes || in.n_units < 0 || in.n_contents < 0) {
         bad_input("class_bucket must match first_unit, unit_ptr and token_ptr have one entry or more");
         goto done;
     }
@@ -421,44 +546,68 @@ static PyObject *near_pairs(PyObject *self, PyObject *args) {
         bad_input("threshold must be in (0, 1] and max_copies positive");
         goto done;
     }
-    int64_t n_vocab = 0;
-    for (Py_ssize_t q = 0; q < s.n_token_items; q++) {
-        if (s.tokens[q] < 0 || s.tokens[q] >= INT32_MAX) {
+    for (Py_ssize_t q = 0; q < in.n_token_items; q++) {
+        if (in.tokens[q] < 0 || in.tokens[q] >= INT32_MAX) {
             bad_input("a token id out of range");
             goto done;
         }
-        if (s.tokens[q] >= n_vocab) n_vocab = s.tokens[q] + 1;
+        if (in.tokens[q] >= in.n_vocab) in.n_vocab = in.tokens[q] + 1;
     }
-    s.copies = PyMem_Calloc(n_vocab > 0 ? (size_t)n_vocab : 1, 4);
-    s.local = PyMem_Malloc(n_vocab > 0 ? (size_t)n_vocab * 4 : 4);
-    s.vocab = PyMem_Malloc(n_vocab > 0 ? (size_t)n_vocab * 4 : 4);
-    s.most = PyMem_Malloc(n_vocab > 0 ? (size_t)n_vocab * 4 : 4);
-    if (s.copies == NULL || s.local == NULL || s.vocab == NULL || s.most == NULL) {
+    if (visit_by_unit(&in, class_bucket, n_classes, &visit, &local_of, &counts, &run) < 0) goto done;
+    /* the buckets of two classes or more, and (when threads may be used) their weights */
+    size_t room = (size_t)n_classes / 2 + 1;
+    bucket_lo = malloc(room * sizeof(Py_ssize_t));
+    bucket_hi = malloc(room * sizeof(Py_ssize_t));
+    int threads = credit_threads();
+    if (threads > 1) cum = malloc((room + 1) * sizeof(int64_t));
+    if (bucket_lo == NULL || bucket_hi == NULL || (threads > 1 && cum == NULL)) {
         PyErr_NoMemory();
         goto done;
     }
-    fill_minus_one(s.local, (size_t)n_vocab);
-    if (visit_by_unit(&s, class_bucket, n_classes) < 0) goto done;
-    const int32_t *visit = s.visit.data;
+    int64_t n_buckets = 0;
+    if (cum != NULL) cum[0] = 0;
     for (Py_ssize_t lo = 0, hi; lo < n_classes; lo = hi) {
         for (hi = lo + 1; hi < n_classes && class_bucket[hi] == class_bucket[lo]; hi++) {}
         if (hi - lo < 2) continue;
-        Py_ssize_t n_ranks;
-        size_t first = s.n_pairs;
-        if (bucket_elements(&s, visit + lo, hi - lo, &n_ranks) < 0
-            || bucket_pairs(&s, visit + lo, hi - lo, n_ranks, lo) < 0 || sort_bucket_pairs(&s, first, lo, hi - lo) < 0)
-            goto done;
+        bucket_lo[n_buckets] = lo;
+        bucket_hi[n_buckets] = hi;
+        if (cum != NULL) cum[n_buckets + 1] = cum[n_buckets] + bucket_weight(&in, in.visit + lo, hi - lo);
+        n_buckets++;
     }
-    result = PyByteArray_FromStringAndSize(s.n_pairs ? s.pairs.data : NULL, (Py_ssize_t)(16 * s.n_pairs));
+    n_parts = cum != NULL ? credit_parts(cum[n_buckets], MIN_PART_WORK) : 1;
+    parts = calloc((size_t)n_parts, sizeof(search_t));
+    if (parts == NULL) {
+        n_parts = 0;
+        PyErr_NoMemory();
+        goto done;
+    }
+    job_t job = {&in, bucket_lo, bucket_hi, n_parts > 1 ? cum : NULL, n_buckets, parts};
+    credit_run_parts(search_part, &job, n_parts);
+    size_t n_pairs = 0;
+    for (int k = 0; k < n_parts; k++) {
+        if (parts[k].err != ERR_NONE) { /* the first part that failed holds the first bucket that did */
+            raise_part_error(parts[k].err);
+            goto done;
+        }
+        n_pairs += parts[k].n_pairs;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(16 * n_pairs));
+    if (result == NULL) goto done;
+    char *out = PyByteArray_AS_STRING(result);
+    for (int k = 0; k < n_parts; k++) {
+        if (parts[k].n_pairs) memcpy(out, parts[k].pairs.data, 16 * parts[k].n_pairs);
+        out += 16 * parts[k].n_pairs;
+    }
 done:
-    PyMem_Free(s.copies);
-    PyMem_Free(s.local);
-    PyMem_Free(s.vocab);
-    PyMem_Free(s.most);
-    grow_t *buffers[] = {&s.visit, &s.local_of_buffer, &s.start, &s.element, &s.occ, &s.freq, &s.rank,
-                         &s.holder, &s.sorted, &s.counts, &s.order, &s.ptr, &s.head, &s.fill, &s.index,
-                         &s.met, &s.met_i, &s.met_j, &s.candidates, &s.mark, &s.need, &s.pairs, &s.spare};
-    for (size_t k = 0; k < sizeof(buffers) / sizeof(buffers[0]); k++) PyMem_Free(buffers[k]->data);
+    for (int k = 0; k < n_parts; k++) free_part(&parts[k]);
+    free(parts);
+    free(bucket_lo);
+    free(bucket_hi);
+    free(cum);
+    free(visit.data);
+    free(local_of.data);
+    free(counts.data);
+    free(run.data);
     for (int v = 0; v < got; v++) PyBuffer_Release(&views[v]);
     return result;
 }
@@ -467,6 +616,7 @@ static PyMethodDef methods[] = {
     {"near_pairs", near_pairs, METH_VARARGS,
      "near_pairs(first_unit, class_bucket, unit_ptr, content, token_ptr, tokens, max_copies, threshold) -> bytearray "
      "of int64 (y, x) pairs: the near-duplicate pairs of classes of credit/grouping.py, bucket by bucket."},
+    CREDIT_LAST_PARTS_METHOD,
     {NULL, NULL, 0, NULL},
 };
 

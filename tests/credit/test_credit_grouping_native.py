@@ -199,3 +199,111 @@ def test_the_c_pair_search_refuses_bad_input():
     with pytest.raises(ValueError, match="int64"):
         native(np.array([0, 1], np.int32), *[np.asarray(x, np.int64) for x in ((0, 0), unit_ptr, content,
                                                                               token_ptr, tokens)], 64, 0.5)
+
+
+# The pair search on threads (credit/_threads.h): buckets cut into runs of about equal work, one per
+# part, joined in bucket order; CREDIT_THREADS (read at each call) sets the threads.
+
+THREADS = (1, 2, 3, 4)
+
+
+def _pairs_by_threads(monkeypatch, args, threshold, split):
+    """The C pairs of `_similar_pairs` at each thread count of THREADS (each checked to have been
+    cut into that many parts when `split`, left whole otherwise), and the numpy pairs."""
+    import credit._pairs
+
+    native = grouping_module.c_near_pairs
+    got = {}
+    for threads in THREADS:
+        monkeypatch.setenv("CREDIT_THREADS", str(threads))
+        a, b = grouping_module._similar_pairs(*args, threshold)
+        got[threads] = list(zip(a.tolist(), b.tolist()))
+        assert credit._pairs.last_parts() == (threads if split else 1), (threads, threshold)
+    monkeypatch.setattr(grouping_module, "c_near_pairs", None)
+    a, b = grouping_module._similar_pairs(*args, threshold)
+    monkeypatch.setattr(grouping_module, "c_near_pairs", native)
+    return got, list(zip(a.tolist(), b.tolist()))
+
+
+def test_the_c_pair_search_gives_the_same_pairs_on_any_threads_on_the_benchmark_batch(monkeypatch):
+    """The paper shape of benchmarks/credit_bench.py is cut into as many parts as there are threads,
+    with the pairs of one thread (and of numpy), in the same order, and the same didpo result."""
+    need_native(grouping_module.c_near_pairs, "credit._pairs")
+    import credit
+    from credit_testlib import load_bench
+
+    batch = [t.to_dict() for t in load_bench().rollouts(6, 32, 8, seed=0)]
+    calls, real = [], grouping_module._similar_pairs
+
+    def watched(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(grouping_module, "_similar_pairs", watched)
+    results = {}
+    for threads in (1, 2):
+        monkeypatch.setenv("CREDIT_THREADS", str(threads))
+        results[threads] = credit.didpo(batch)
+    monkeypatch.setattr(grouping_module, "_similar_pairs", real)
+    assert len(calls) == 2
+    assert results[1].stats["coverage"] == results[2].stats["coverage"]
+    for a, b in zip(results[1].tokens, results[2].tokens):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    got, numpy_pairs = _pairs_by_threads(monkeypatch, calls[0][:-1], calls[0][-1], split=True)
+    assert len(numpy_pairs) > 1000
+    for threads in THREADS:
+        assert got[threads] == numpy_pairs, threads
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_c_pair_search_gives_the_same_pairs_on_any_threads_on_random_searches(seed, monkeypatch):
+    """Small random searches stay in one part; one of 40 buckets of up to 80 families is cut into
+    as many parts as there are threads. Every thread count gives the one-thread (and numpy) pairs."""
+    need_native(grouping_module.c_near_pairs, "credit._pairs")
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(3):
+        args = _random_search(rng, int(rng.integers(1, 6)))
+        for threshold in (0.5, 0.8, 1.0):
+            got, numpy_pairs = _pairs_by_threads(monkeypatch, args, threshold, split=False)
+            assert all(got[threads] == numpy_pairs for threads in THREADS), threshold
+    args = _random_search(rng, 40, 80)
+    found = 0
+    for threshold in (0.3, 0.5, 2 / 3, 0.8, 0.9, 1.0, float(rng.uniform(0.05, 1.0))):
+        got, numpy_pairs = _pairs_by_threads(monkeypatch, args, threshold, split=True)
+        for threads in THREADS:
+            assert got[threads] == numpy_pairs, (threads, threshold)
+        found += len(numpy_pairs)
+    assert found > 10000
+
+
+def test_the_c_pair_search_on_threads_raises_the_error_of_the_first_bucket(monkeypatch):
+    """An error in the last bucket (in the last part) is raised whatever the threads; with another
+    in the first bucket, that one is, as with one thread."""
+    native = grouping_module.c_near_pairs
+    need_native(native, "credit._pairs")
+    import credit._pairs
+
+    rng = np.random.default_rng(7)
+    first_unit, class_bucket, unit_ptr, content, contents = _random_search(rng, 40, 80)
+    buckets, sizes = np.unique(class_bucket, return_counts=True)
+    first = int(np.flatnonzero(class_bucket == buckets[sizes >= 2][0])[0])
+    last = int(np.flatnonzero(class_bucket == buckets[sizes >= 2][-1])[0])
+    n_units = unit_ptr.shape[0] - 1
+    # the last unit for a class of the last bucket: unit_ptr's last entry then concerns it alone
+    at = int(np.flatnonzero(first_unit == n_units - 1)[0])
+    first_unit[[at, last]] = first_unit[[last, at]]
+    assert first_unit[first] != n_units - 1
+    bad_ptr = unit_ptr.copy()
+    bad_ptr[-1] += 1  # past the lines: the last bucket's class fails
+    bad_content = content.copy()
+    bad_content[unit_ptr[first_unit[first]]] = contents.token_ptr.shape[0]  # the first bucket's class fails
+    arrays = [np.asarray(x, np.int64) for x in (first_unit, class_bucket, bad_ptr, content,
+                                                 contents.token_ptr, contents.tokens)]
+    for bad_first, message in [(False, "unit_ptr not sorted"), (True, "content names a line")]:
+        arrays[3] = bad_content if bad_first else arrays[3]
+        for threads in THREADS:
+            monkeypatch.setenv("CREDIT_THREADS", str(threads))
+            with pytest.raises(ValueError, match=message):
+                native(*arrays, 64, 0.8)
+            assert credit._pairs.last_parts() == threads
