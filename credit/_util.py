@@ -77,6 +77,35 @@ def pieces(x: np.ndarray, bounds: list[int]) -> list[np.ndarray]:
     return [x[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def lexsort_ints(keys: Sequence[np.ndarray]) -> np.ndarray:
+    """np.lexsort(keys) for integer keys (the last one primary, ties in index order), by one sort
+    of int64 codes where the keys' ranges and the index fit in 63 bits: each code is the keys' and
+    the index's bits side by side, so the codes are distinct and the sort needs no stability
+    (numpy sorts int64 with its SIMD sort, ten times and more faster than lexsort's merges);
+    else np.lexsort."""
+    n = keys[0].shape[0] if len(keys) else 0
+    if n < 2:
+        return np.arange(n)
+    bits = (n - 1).bit_length()
+    shift, ranged = bits, []
+    for k in keys:
+        if k.dtype.kind not in "iub" or k.dtype.itemsize > 8 or k.dtype == np.uint64:
+            return np.lexsort(keys)
+        lo, hi = int(k.min()), int(k.max())
+        width = (hi - lo).bit_length()
+        ranged.append((k, lo, shift))
+        shift += width
+        if shift > 63:
+            return np.lexsort(keys)
+    code = np.arange(n, dtype=np.int64)
+    for k, lo, at in ranged:
+        part = k.astype(np.int64) - lo if lo else k.astype(np.int64, copy=False)
+        code |= part << at if at else part
+    code.sort()
+    code &= (1 << bits) - 1
+    return code
+
+
 def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Concatenation of arange(s, e) for each pair, without a Python loop."""
     lengths = np.maximum(ends - starts, 0)

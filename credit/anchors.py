@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from credit._util import csr_pointers, pieces, ranges, segment_starts
+from credit._util import csr_pointers, lexsort_ints, pieces, ranges, segment_starts
 from credit.groupability import groupability_score, score_one
 
 try:  # the greedy loop in C (credit/_native.c); without it, the Python loop below
@@ -246,7 +246,7 @@ def _held_before(lines: np.ndarray, owner: np.ndarray, n_owners: int) -> np.ndar
 def _one_per_row(cluster: np.ndarray, row: np.ndarray, compared: np.ndarray) -> np.ndarray:
     """Units sorted by cluster, keeping per (cluster, row) the unit with the most compared lines."""
     ok = np.flatnonzero((cluster >= 0) & (compared > 0))
-    ok = ok[np.lexsort((ok, -compared[ok], row[ok], cluster[ok]))]
+    ok = ok[lexsort_ints((-compared[ok], row[ok], cluster[ok]))]  # (ok ascending: ties in its order)
     first = np.ones(ok.shape[0], bool)
     first[1:] = (cluster[ok][1:] != cluster[ok][:-1]) | (row[ok][1:] != row[ok][:-1])
     return ok[first]

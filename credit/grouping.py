@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from credit._util import count_at_most, csr_pointers, ranges, segment_starts, sorted_keys, unique_ints
+from credit._util import count_at_most, csr_pointers, lexsort_ints, ranges, segment_starts, sorted_keys, unique_ints
 from credit.text import MARKERS, MAX_COPIES, Contents, line_table
 
 try:  # the clusters' founding loop in C (credit/_native.c); without it, the Python loop
@@ -104,7 +104,7 @@ def cluster_units(
     class_bucket = bucket[first_unit]
     # visit order: most support, then longest, then class id, which follows (bucket, content key)
     # and not where a unit sits in the batch, so the clusters do not depend on the trajectories' order
-    order = np.lexsort((np.arange(n_classes), -lengths[first_unit], -support))
+    order = lexsort_ints((-lengths[first_unit], -support))  # (ties in class order)
     if threshold < 1.0 and n_classes > 1:
         cluster_of_class, n_pairs = _near_duplicate_clusters(
             order, first_unit, class_bucket, unit_ptr, content, contents, threshold)
@@ -180,12 +180,15 @@ def _exact_classes(bucket, unit_ptr, content, indent, hashes):
         key[has] = np.add.reduceat(value * powers[pos], unit_ptr[has])
     key ^= lengths.astype(np.uint64) * _MIX_LENGTH
 
-    order = has[np.lexsort((key[has], bucket[has]))]  # stable: ties stay in unit order
+    # sorted by (bucket, key): by key (a SIMD sort, equal keys in any order), then stably by bucket
+    by_key = has[np.argsort(key[has])]
+    order = by_key[lexsort_ints((bucket[by_key],))]
     new = np.ones(order.shape[0], bool)
     new[1:] = (key[order][1:] != key[order][:-1]) | (bucket[order][1:] != bucket[order][:-1])
     exact = np.full(n_units, -1, np.int64)
     exact[order] = np.cumsum(new) - 1
-    return exact, int(new.sum()), order[new]
+    first_unit = np.minimum.reduceat(order, np.flatnonzero(new)) if order.shape[0] else order  # lowest of each
+    return exact, int(new.sum()), first_unit
 
 
 def _near_duplicate_clusters(order, first_unit, class_bucket, unit_ptr, content, contents, threshold):
@@ -239,7 +242,7 @@ def _representative_clusters(order: np.ndarray, a: np.ndarray, b: np.ndarray) ->
     ends = np.concatenate([a, b])
     degree = np.bincount(ends, minlength=n_classes)
     ptr = np.concatenate([[0], np.cumsum(degree)])
-    neighbours = np.concatenate([b, a])[np.argsort(ends, kind="stable")].astype(np.int64)
+    neighbours = np.concatenate([b, a])[lexsort_ints((ends,))].astype(np.int64)
     visit = order[degree[order] > 0]
     if c_founders is not None:
         founder = np.arange(n_classes)
@@ -356,7 +359,7 @@ def _candidates(elements: _Elements, threshold: float) -> tuple[np.ndarray, np.n
     n_classes = size.shape[0]
     t = threshold - 1e-12  # what `_verified` accepts, so no filter is stricter than it
     span = int(size.max(initial=0)) + 1
-    by_size = np.lexsort((size, bucket))
+    by_size = lexsort_ints((size, bucket))
     size_rank = np.empty(n_classes, np.int64)
     size_rank[by_size] = np.arange(n_classes)
 

@@ -33,7 +33,7 @@ from typing import Optional, Sequence
 import numpy as np
 import unidiff
 
-from credit._util import csr_pointers, ranges, segment_starts
+from credit._util import csr_pointers, lexsort_ints, ranges, segment_starts
 from credit.pyspans import python_spans
 from credit.text import WHITESPACE, skip_spaces
 
@@ -504,7 +504,7 @@ def _units(body: _Body, n_diffs: int, want: tuple[bool, ...], tree_sitter: bool,
 def _by_label(level: int, label: np.ndarray, file: np.ndarray):
     """Units grouping the changed lines by a label that is non-decreasing within each file,
     so the units come out in line order."""
-    order = np.lexsort((label, file))  # stable: each unit's lines stay ascending
+    order = lexsort_ints((label, file))  # stable: each unit's lines stay ascending
     new = np.ones(order.shape[0], bool)
     new[1:] = label[order][1:] != label[order][:-1]
     unit = np.cumsum(new) - 1
@@ -549,7 +549,7 @@ def _syntax_units(body: _Body, cid: np.ndarray, side: np.ndarray, tree_sitter: b
         span_side = np.concatenate([span_side, row_side[at[first]]])
     if lo_arr.shape[0] == 0:
         return none
-    order = np.lexsort((hi_arr, lo_arr, span_side))
+    order = lexsort_ints((hi_arr, lo_arr, span_side))
     lo_arr, hi_arr, span_side = lo_arr[order], hi_arr[order], span_side[order]
     members = cid[rows[ranges(lo_arr, hi_arr)]]
     owner = np.repeat(np.arange(lo_arr.shape[0]), hi_arr - lo_arr)
@@ -602,7 +602,7 @@ def _python_side_spans(body: _Body, rows: np.ndarray, row_side: np.ndarray, base
     rel_lo.append(np.asarray(found_lo, np.int64))
     rel_hi.append(np.asarray(found_hi, np.int64))
     owner, rel_lo, rel_hi = np.concatenate(owners), np.concatenate(rel_lo), np.concatenate(rel_hi)
-    order = np.argsort(owner, kind="stable")
+    order = lexsort_ints((owner,))
     owner, rel_lo, rel_hi = owner[order], rel_lo[order], rel_hi[order]
     ptr = np.searchsorted(owner, np.arange(rep.shape[0] + 1))
     # every side gets the spans of its text, moved to its rows
@@ -700,7 +700,7 @@ def _assemble(pieces: list, body: _Body, changed: np.ndarray, n_diffs: int, file
     sizes = _cat([np.bincount(u, minlength=n) for (_, _, u, _), n in zip(pieces, n_units)])
     line = _cat([m for _, _, _, m in pieces])
     ptr = csr_pointers(sizes)
-    order = np.argsort(unit_file * len(LEVELS) + level, kind="stable")
+    order = lexsort_ints((level, unit_file))
     order = order[sizes[order] > 0]
     span = line[ptr[order]] * max(changed.shape[0], 1) + line[ptr[order + 1] - 1]
     _, first = np.unique(span, return_index=True)

@@ -1,6 +1,7 @@
 """Property tests: random batches of rollouts built from a small pool of edits, so groups form."""
 
 import numpy as np
+import pytest
 from credit_testlib import added_hunk, file_diff, insert_call, offsets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -166,3 +167,26 @@ def test_didpo_does_not_depend_on_the_order_of_the_trajectories():
         for pos, i in enumerate(perm):
             np.testing.assert_array_equal(res.tokens[pos][0], ref.tokens[i][0])
             assert res.episode[pos] == ref.episode[i]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lexsort_ints_is_numpys_lexsort(seed):
+    """credit._util.lexsort_ints: the order of np.lexsort (ties in index order) for integer keys of
+    any sign and width, packed into one int64 sort where they fit and left to np.lexsort where not."""
+    from credit._util import lexsort_ints
+
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        n = int(rng.integers(0, 300))
+        keys = []
+        for _ in range(int(rng.integers(1, 4))):
+            width = int(rng.choice([1, 3, 12, 30, 62]))
+            lo = -(1 << width) if rng.random() < 0.3 else 0
+            key = rng.integers(lo, 1 << width, size=n, dtype=np.int64)
+            kind = rng.random()
+            if kind < 0.1:
+                key = key > 0
+            elif kind < 0.2 and width < 30 and lo == 0:
+                key = key.astype(np.uint32)
+            keys.append(key)
+        np.testing.assert_array_equal(lexsort_ints(tuple(keys)), np.lexsort(tuple(keys)))
