@@ -21,12 +21,35 @@ windows of the standard library, the benchmark's hunk sides and fuzzed rows):
 Input outside python_spans' contract (rows past the buffer, groups not numbered 0.. in order) is
 not read: the function returns None and credit.pyspans runs numpy. Optional: credit.pyspans falls
 back to numpy when this is not built.
+
+Threads (credit/_threads.h): the time goes to reading the rows (scan_row, line_rules: a few ns a
+byte) and the groups' blocks, in proportion to the rows' bytes; checking the contract and the
+optional gathering of rows out of order take a few per cent. Groups are independent but for the
+two rules above that read across them, so the groups, weighed by their rows' bytes plus ROW_WORK a
+row, are cut into runs of about equal work (credit_part_start; MIN_PART_WORK or more each), one
+run per part, with the GIL released as before. Each part reads its rows into the shared per-row
+arrays (its own rows only) with its own scratch, allocated by the calling thread, and writes its
+groups' answers and its nodes into `first` / `last` from its first row on (a group has no more
+nodes than rows). Across parts: the depth counted over all rows starts at 0 in each part, which
+shifts its level slots alike and reads no slot of an earlier part (see scan_part); whether the
+batch has code is found before the parts (has_code); the blank rows a part starts with, whose
+line lies in an earlier part, and their groups are finished by the calling thread after the join,
+part by part in order, before it moves each part's nodes down after the nodes before them. So the
+answer is the one thread's for any number of parts. The only error a part meets is running out of
+memory (a flag; MemoryError after the join).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "_threads.h"
+
+/* The work of a row, to weigh the groups between parts: its bytes plus ROW_WORK; a part gets
+   MIN_PART_WORK at least (about 0.15 ms of reading: a thread costs some 30-50 us to start). */
+#define ROW_WORK 16
+#define MIN_PART_WORK 32768
 
 /* the keywords a row may start with: indices as credit.pyspans._WORDS */
 enum { DEF, CLASS, IF, FOR, WHILE, TRY, WITH, ELIF, ELSE, EXCEPT, FINALLY, ASYNC, MATCH, CASE, DECORATOR };
@@ -480,76 +503,207 @@ static int64_t group_spans(const Scan *c, Blocks *b, int64_t r0, int64_t r1, int
     return k;
 }
 
-/* The whole scan: answered (n_groups), first / last (n each); returns the nodes' count, -1 when out
-   of memory. */
-static int64_t scan(Scan *c, uint8_t *answered, int64_t *first, int64_t *last) {
-    int64_t n = c->n, max_row = 0;
-    for (int64_t r = 0; r < n; r++)
+/* The groups of rows from .. to - 1, once their rows' rules are read: each group's structure, its
+   answer, and the nodes of an answered one into first / last from index k on; returns the new count. */
+static int64_t finish_groups(const Scan *c, Blocks *b, int64_t from, int64_t to, int any_code, uint8_t *answered,
+                             int64_t *first, int64_t *last, int64_t k) {
+    for (int64_t r0 = from, r1; r0 < to; r0 = r1) {
+        int64_t g = c->group[r0], m = 0;
+        for (r1 = r0; r1 < to && c->group[r1] == g; r1++)
+            if (c->flags[r1] & CODE) b->code[m++] = r1;
+        if (!c->unsure[g] && structure_unsure(c, b, r0, r1, m, any_code)) c->unsure[g] = 1;
+        answered[g] = !c->unsure[g];
+        if (answered[g]) k = group_spans(c, b, r0, r1, m, first, last, k);
+    }
+    return k;
+}
+
+/* One part of the scan: the groups g0 .. g1 - 1 (rows r0 .. r1 - 1) with its own scratch; the
+   per-row and per-group arrays are shared, each part writing its own rows and groups. */
+typedef struct {
+    Scan c; /* the shared input and arrays, and this part's scratch (lo, hi, quoted, stack, levels) */
+    Blocks b;
+    int64_t g0, g1, r0, r1;
+    int64_t prefix_end;   /* (parts after the first) rows r0 .. prefix_end - 1: the blank rows before the
+                             part's first line, whose line is the last one of an earlier part */
+    int64_t deferred_end; /* groups g0 .. deferred_end - 1 hold such rows: the caller finishes them */
+    int64_t last_line;    /* the part's last code or comment row (-1: none) */
+    int64_t span_at, n_spans; /* the nodes of the groups it finished, at first / last + span_at */
+    int failed;               /* out of memory */
+} Part;
+
+typedef struct {
+    const Scan *c; /* the shared input and arrays; no scratch */
+    const int64_t *cum, *group_row; /* (n_groups + 1) the groups' prefix sums of work, first rows */
+    int any_code;
+    uint8_t *answered;
+    int64_t *first, *last;
+    Part *parts;
+} Job;
+
+/* Part k of n_parts: its groups and rows, and its scratch (malloc'd by the calling thread, in the
+   arena whose pages are mapped already); -1 when out of memory. */
+static int new_part(Part *p, const Job *job, int k, int n_parts) {
+    Scan *c = &p->c;
+    Blocks *b = &p->b;
+    *c = *job->c;
+    p->g0 = credit_part_start(job->cum, c->n_groups, k, n_parts);
+    p->g1 = credit_part_start(job->cum, c->n_groups, k + 1, n_parts);
+    int64_t r0 = job->group_row[p->g0], r1 = job->group_row[p->g1], rows = r1 - r0, max_row = 0;
+    p->r0 = p->prefix_end = p->span_at = r0;
+    p->r1 = r1;
+    p->deferred_end = p->g0;
+    p->last_line = -1;
+    if (rows == 0) return 0;
+    for (int64_t r = r0; r < r1; r++)
         if (c->e[r] - c->s[r] > max_row) max_row = c->e[r] - c->s[r];
-    int64_t result = -1, k = 0;
-    Blocks b = {0};
-    c->first = malloc((size_t)n * 5 * sizeof(int64_t));
-    c->colon0 = calloc((size_t)n * 2, sizeof(int32_t));
-    c->word = malloc((size_t)n);
-    c->flags = malloc((size_t)n);
-    c->unsure = calloc((size_t)c->n_groups, 1);
     c->lo = malloc((size_t)(max_row + 1) * 2 * sizeof(int64_t));
     c->quoted = malloc((size_t)max_row + 1);
-    b.code = malloc((size_t)n * 7 * sizeof(int64_t));
-    b.root = malloc((size_t)n);
-    if (!c->first || !c->colon0 || !c->word || !c->flags || !c->unsure || !c->lo || !c->quoted || !b.code || !b.root)
-        goto done;
-    c->code_end = c->first + n;
-    c->last = c->first + 2 * n;
-    c->line = c->first + 3 * n;
-    c->line_end = c->first + 4 * n;
-    c->comma0 = c->colon0 + n;
+    b->code = malloc((size_t)rows * 7 * sizeof(int64_t));
+    b->root = malloc((size_t)rows);
+    if (!c->lo || !c->quoted || !b->code || !b->root) return -1;
     c->hi = c->lo + max_row + 1;
-    b.closes = b.code + n;
-    b.before = b.code + 2 * n;
-    b.block_end = b.code + 3 * n;
-    b.end = b.code + 4 * n;
-    b.indent = b.code + 5 * n;
-    b.stack = b.code + 6 * n;
+    b->closes = b->code + rows;
+    b->before = b->code + 2 * rows;
+    b->block_end = b->code + 3 * rows;
+    b->end = b->code + 4 * rows;
+    b->indent = b->code + 5 * rows;
+    b->stack = b->code + 6 * rows;
+    return 0;
+}
+
+static void free_part(Part *p) {
+    free(p->c.lo);
+    free(p->c.quoted);
+    free(p->c.stack.items);
+    free(p->c.level_up.items);
+    free(p->c.level_down.items);
+    free(p->b.code);
+    free(p->b.root);
+}
+
+/* Part k: the rows' rules of its groups, then the structure and nodes of those whose rows it could
+   read to the end. Each group is read as by one thread: its bracket stack, group depth and line
+   start afresh at its first row. The depth counted over all rows does not: it starts at 0 here,
+   which shifts every level slot of the part alike, and a colon only reads a slot written at or
+   after its line's first row, which is in its group (a group's first non-blank row starts a line),
+   so slots of earlier parts are never the ones read. A group's leading blank rows take the line
+   before them, in an earlier part for the blank rows a part starts with: the caller gives them
+   their line and finishes their groups after the join. No Python API here; the scratch comes from
+   the caller (new_part), and only the bracket stacks grow here (realloc). */
+static void scan_part(void *arg, int k, int n_parts) {
+    (void)n_parts;
+    Job *job = (Job *)arg;
+    Part *p = &job->parts[k];
+    Scan *c = &p->c;
+    Blocks *b = &p->b;
+    int64_t r0 = p->r0, r1 = p->r1;
+    if (r0 == r1) return;
     int64_t group_depth = 0, depth = 0, current_line = -1;
     int group_bad = 0;
-    for (int64_t r = 0; r < n; r++) {
-        if (r > 0 && c->group[r] != c->group[r - 1]) { /* brackets must close within their group */
+    for (int64_t r = r0; r < r1; r++) {
+        if (r > r0 && c->group[r] != c->group[r - 1]) { /* brackets must close within their group */
             if (group_bad || group_depth != 0) c->unsure[c->group[r - 1]] = 1;
             group_depth = 0;
             group_bad = 0;
             c->stack.size = 0;
         }
-        if (scan_row(c, r, &group_depth, &group_bad, &depth, &current_line) < 0) goto done;
+        if (scan_row(c, r, &group_depth, &group_bad, &depth, &current_line) < 0) {
+            p->failed = 1;
+            return;
+        }
     }
-    if (group_bad || group_depth != 0) c->unsure[c->group[n - 1]] = 1;
-    int any_code = 0;
-    for (int64_t r = 0; r < n; r++) {
-        line_rules(c, r);
-        any_code |= (c->flags[r] & CODE) != 0;
+    if (group_bad || group_depth != 0) c->unsure[c->group[r1 - 1]] = 1;
+    p->last_line = current_line;
+    if (k > 0) { /* the rows before its first line are blank (a group's first non-blank row starts one) */
+        while (p->prefix_end < r1 && !(c->flags[p->prefix_end] & (CODE | COMMENT))) p->prefix_end++;
+        if (p->prefix_end > r0) p->deferred_end = c->group[p->prefix_end - 1] + 1;
     }
-    for (int64_t r0 = 0, r1; r0 < n; r0 = r1) {
-        int64_t g = c->group[r0], m = 0;
-        for (r1 = r0; r1 < n && c->group[r1] == g; r1++)
-            if (c->flags[r1] & CODE) b.code[m++] = r1;
-        if (!c->unsure[g] && structure_unsure(c, &b, r0, r1, m, any_code)) c->unsure[g] = 1;
-        answered[g] = !c->unsure[g];
-        if (answered[g]) k = group_spans(c, &b, r0, r1, m, first, last, k);
+    for (int64_t r = p->prefix_end; r < r1; r++) line_rules(c, r);
+    p->span_at = job->group_row[p->deferred_end]; /* a group has no more nodes than rows */
+    p->n_spans = finish_groups(c, b, p->span_at, r1, job->any_code, job->answered, job->first, job->last,
+                               p->span_at) - p->span_at;
+}
+
+/* Whether any row is code: non-blank with a first byte other than '#' (such a row's group has only
+   blank and comment rows before it, which open no bracket, so the first such row is code). */
+static int has_code(const Scan *c) {
+    for (int64_t r = 0; r < c->n; r++) {
+        int64_t s = c->s[r], e = c->e[r], first = skip(c, BLANK_ONLY, s, e, 1);
+        if (first < e && SPACE[at(c, first)]) first = skip(c, SPACE, first, e, 1);
+        if (first < e && at(c, first) != '#') return 1;
     }
-    result = k;
+    return 0;
+}
+
+/* The whole scan in n_parts parts: answered (n_groups), first / last (n each); returns the nodes'
+   count, -1 when out of memory. */
+static int64_t scan(Scan *c, uint8_t *answered, int64_t *first, int64_t *last, int n_parts) {
+    int64_t n = c->n, n_groups = c->n_groups, result = -1;
+    c->first = malloc((size_t)n * 5 * sizeof(int64_t));
+    c->colon0 = calloc((size_t)n * 2, sizeof(int32_t));
+    c->word = malloc((size_t)n);
+    c->flags = malloc((size_t)n);
+    c->unsure = calloc((size_t)n_groups, 1);
+    int64_t *cum = malloc((size_t)(n_groups + 1) * 2 * sizeof(int64_t));
+    Part *parts = calloc((size_t)n_parts, sizeof(Part));
+    if (!c->first || !c->colon0 || !c->word || !c->flags || !c->unsure || !cum || !parts) {
+        n_parts = 0;
+        goto done;
+    }
+    c->code_end = c->first + n;
+    c->last = c->first + 2 * n;
+    c->line = c->first + 3 * n;
+    c->line_end = c->first + 4 * n;
+    c->comma0 = c->colon0 + n;
+    int64_t *group_row = cum + n_groups + 1;
+    cum[0] = 0;
+    for (int64_t r = 0; r < n; r++) { /* groups are 0 .. n_groups - 1 in order (well_formed) */
+        int64_t g = c->group[r];
+        if (r == 0 || g != c->group[r - 1]) {
+            group_row[g] = r;
+            cum[g + 1] = cum[g];
+        }
+        cum[g + 1] += c->e[r] - c->s[r] + ROW_WORK;
+    }
+    group_row[n_groups] = n;
+    Job job = {.c = c, .cum = cum, .group_row = group_row, .any_code = has_code(c), .answered = answered,
+               .first = first, .last = last, .parts = parts};
+    for (int k = 0; k < n_parts; k++)
+        if (new_part(&parts[k], &job, k, n_parts) < 0) goto done;
+    credit_run_parts(scan_part, &job, n_parts);
+    for (int k = 0; k < n_parts; k++)
+        if (parts[k].failed) goto done;
+    /* the parts in order: the groups each left, then its nodes after the nodes before them */
+    int64_t count = 0, last_line = -1;
+    for (int k = 0; k < n_parts; k++) {
+        Part *p = &parts[k];
+        if (p->prefix_end > p->r0) {
+            int64_t line = last_line < 0 ? 0 : last_line;
+            for (int64_t r = p->r0; r < p->prefix_end; r++) {
+                c->line[r] = line;
+                line_rules(&p->c, r);
+            }
+            count = finish_groups(&p->c, &p->b, p->r0, job.group_row[p->deferred_end], job.any_code, answered,
+                                  first, last, count);
+        }
+        if (p->n_spans && count != p->span_at) {
+            memmove(first + count, first + p->span_at, (size_t)p->n_spans * sizeof(int64_t));
+            memmove(last + count, last + p->span_at, (size_t)p->n_spans * sizeof(int64_t));
+        }
+        count += p->n_spans;
+        if (p->last_line >= 0) last_line = p->last_line;
+    }
+    result = count;
 done:
+    for (int k = 0; k < n_parts; k++) free_part(&parts[k]);
+    free(parts);
+    free(cum);
     free(c->first);
     free(c->colon0);
     free(c->word);
     free(c->flags);
     free(c->unsure);
-    free(c->lo);
-    free(c->quoted);
-    free(c->stack.items);
-    free(c->level_up.items);
-    free(c->level_down.items);
-    free(b.code);
-    free(b.root);
     return result;
 }
 
@@ -610,6 +764,9 @@ static PyObject *python_spans(PyObject *self, PyObject *args) {
         Py_INCREF(result);
         goto done;
     }
+    int64_t work = 0;
+    for (int64_t r = 0; r < n; r++) work += ends[r] - starts[r] + ROW_WORK;
+    int n_parts = credit_parts(work, MIN_PART_WORK);
     int64_t count = -1;
     uint8_t *gathered = NULL;
     int64_t *bounds = NULL;
@@ -636,7 +793,7 @@ static PyObject *python_spans(PyObject *self, PyObject *args) {
         }
     }
     if (in_order || (gathered != NULL && bounds != NULL))
-        count = scan(&c, views[5].buf, views[6].buf, views[7].buf);
+        count = scan(&c, views[5].buf, views[6].buf, views[7].buf, n_parts);
     free(gathered);
     free(bounds);
     Py_END_ALLOW_THREADS
@@ -654,6 +811,7 @@ static PyMethodDef methods[] = {
     {"python_spans", python_spans, METH_VARARGS,
      "python_spans(data, starts, ends, group, keywords, answered, first, last) -> count of nodes, or None: "
      "credit.pyspans.python_spans into the given buffers (None where the input breaks its contract)."},
+    CREDIT_LAST_PARTS_METHOD,
     {NULL, NULL, 0, NULL},
 };
 

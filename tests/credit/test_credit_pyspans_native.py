@@ -336,3 +336,119 @@ def test_input_outside_the_contract_goes_to_numpy():
         for a, b in zip(pyspans.python_spans(data, starts, ends, group, n_groups), expected):
             np.testing.assert_array_equal(a, b)
     assert _C(data, starts, ends + 1, np.zeros(3, np.int64), keywords, answered[:1], first, last) is None
+
+
+# --- threads (credit/_threads.h): the groups cut into parts by bytes; every count gives one answer
+
+try:
+    from credit import _pyspans as _MODULE
+except ImportError:  # not built
+    _MODULE = None
+
+
+def _c_answer(data, starts, ends, group, n_groups):
+    """The C function's own answer (answered, first, last), or None where it declines."""
+    n = starts.shape[0]
+    answered, first, last = np.empty(n_groups, bool), np.empty(n, np.int64), np.empty(n, np.int64)
+    count = _C(np.ascontiguousarray(data), np.ascontiguousarray(starts), np.ascontiguousarray(ends),
+               np.ascontiguousarray(group), pyspans._KEYWORD_VALUES, answered, first, last)
+    return None if count is None else (answered, first[:count].copy(), last[:count].copy())
+
+
+def _same_at_every_thread_count(monkeypatch, batch, what, split_into=True):
+    """The C answer with CREDIT_THREADS=1..4 is the one-thread answer; with split_into, the batch
+    was cut into as many parts as threads asked (last_parts). Returns the one-thread answer."""
+    answers = {}
+    for threads in (1, 2, 3, 4):
+        monkeypatch.setenv("CREDIT_THREADS", str(threads))
+        answers[threads] = _c_answer(*batch)
+        if split_into:
+            assert _MODULE.last_parts() == threads, (what, threads)
+    for threads in (2, 3, 4):
+        if answers[1] is None:
+            assert answers[threads] is None, (what, threads)
+            continue
+        for name, a, b in zip(("answered", "first", "last"), answers[threads], answers[1]):
+            np.testing.assert_array_equal(a, b, err_msg=f"{what}: {name} with {threads} threads")
+    return answers[1]
+
+
+def test_every_thread_count_answers_as_one_on_the_differential_inputs(monkeypatch):
+    """The batches the tests above compare with numpy: the standard library's windows and the
+    bigger fuzzed batches (big enough to split at every count), the benchmark's hunk sides, the
+    smaller fuzzed batches, the clause orders."""
+    need_native(_C, "credit._pyspans")
+    rng = random.Random(0)
+    for name, *batch in _layouts(rng, [window for window in stdlib_windows(rng) if window]):
+        _same_at_every_thread_count(monkeypatch, batch, f"stdlib windows ({name})")
+    calls = _benchmark_calls([t.to_dict() for t in load_bench().rollouts(4, 8, 4, seed=3)])
+    for data, starts, ends, group, n_groups in calls:
+        _same_at_every_thread_count(monkeypatch, (data, starts, ends, group, n_groups), "benchmark sides",
+                                    split_into=False)
+    rng = random.Random(3)
+    for size in [400, 60, 1]:
+        windows = [tuple(_window(rng)) for _ in range(size)]
+        for name, *batch in _layouts(rng, windows):
+            _same_at_every_thread_count(monkeypatch, batch, f"{size} fuzzed windows ({name})", split_into=size == 400)
+    words = ["if x:", "elif y:", "else:", "for a in b:", "while x:", "try:", "except E:", "finally:", "with a:"]
+    windows = [(a, "    pass", b, "    pass", c, "    pass") for a in words for b in words for c in words]
+    for name, *batch in _layouts(random.Random(2), windows):
+        _same_at_every_thread_count(monkeypatch, batch, f"clause orders ({name})", split_into=False)
+
+
+def test_a_part_that_starts_with_blank_rows_takes_the_line_of_the_part_before(monkeypatch):
+    """Every group opens with blank rows (they take the colon verdict of the line before them, in
+    the group before), and a run of blank groups in the middle longer than a part, after a line
+    that fails the colon rule: wherever the cuts fall, the blank rows a part starts with read a
+    line of an earlier part, and their groups are finished after the join."""
+    need_native(_C, "credit._pyspans")
+    rng = random.Random(4)
+    lines = ["x = f(a: 1)", "x = f(lambda a: 1)", "def f(a: 1):", "x = (", "if x:", "# c", "y = 1"]
+
+    def opened(n):
+        return [("",) * rng.randint(1, 3) + (rng.choice(lines),) + (("    y",) if rng.random() < 0.5 else ())
+                for _ in range(n)]
+
+    head, tail = opened(2000) + [("x = f(a: 1)",)], opened(2000)
+    run = [("",) * rng.randint(1, 3) for _ in range(20000)]
+    windows = head + run + tail
+    for name, *batch in _layouts(rng, windows):
+        answered = _same_at_every_thread_count(monkeypatch, batch, f"blank openings ({name})")[0]
+        _assert_same(*batch, what=f"blank openings ({name})")
+        assert not answered[len(head):len(head) + len(run)].any()  # the verdict of head's last line
+        assert 0.1 < answered[len(head) + len(run):].mean() < 0.9
+
+
+def test_a_batch_without_code_is_answered_alike_in_parts(monkeypatch):
+    """Comments and blank rows only: the structure rules are skipped for the whole batch, whichever
+    part finds (no) code."""
+    need_native(_C, "credit._pyspans")
+    rng = random.Random(5)
+    windows = [tuple(rng.choice(["# c", "", "  # (", "#:"]) for _ in range(rng.randint(1, 6))) for _ in range(8000)]
+    for name, *batch in _layouts(rng, windows):
+        answered = _same_at_every_thread_count(monkeypatch, batch, f"no code ({name})")[0]
+        _assert_same(*batch, what=f"no code ({name})")
+        assert answered.all()
+    # one code row in the last part: the comments after the last code line count everywhere
+    windows.append(("x = 1",))
+    data, starts, ends = split._encode_rows([r for w in windows for r in w])
+    group = np.repeat(np.arange(len(windows)), [len(w) for w in windows]).astype(np.int64)
+    batch = (data, starts, ends, group, len(windows))
+    answered = _same_at_every_thread_count(monkeypatch, batch, "code at the end")[0]
+    _assert_same(*batch, what="code at the end")
+    assert not answered.all()
+
+
+def test_a_bad_row_in_a_later_part_gives_the_one_thread_answer(monkeypatch):
+    """A group left to tree-sitter, and a row outside the contract, at the end of a batch that
+    splits: the same answers, and the same None, as with one thread."""
+    need_native(_C, "credit._pyspans")
+    windows = [("def f():", "    return 1")] * 6000 + [("def g():", "    x = (")]
+    data, starts, ends = split._encode_rows([r for w in windows for r in w])
+    group = np.repeat(np.arange(len(windows)), 2).astype(np.int64)
+    answered = _same_at_every_thread_count(monkeypatch, (data, starts, ends, group, len(windows)), "unsure last")[0]
+    assert answered[:-1].all() and not answered[-1]
+    ends = ends.copy()
+    ends[-1] = data.shape[0]  # the last row runs past the buffer
+    assert _same_at_every_thread_count(monkeypatch, (data, starts, ends, group, len(windows)), "past the buffer",
+                                       split_into=False) is None
