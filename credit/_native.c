@@ -534,6 +534,9 @@ static PyObject *read_windows(PyObject *self, PyObject *args) {
     }
     w.pairs = (int64_t *)PyByteArray_AS_STRING(pairs_obj);
     w.index = (int64_t *)PyByteArray_AS_STRING(index_obj);
+    credit_huge_pages(w.pairs, 16 * (size_t)total);
+    credit_huge_pages(w.index, 8 * (size_t)total);
+    credit_huge_pages(w.refs, sizeof(PyObject *) * (size_t)total);
     credit_run_parts(read_part, &w, credit_parts(w.cum[n_steps], 4096));
     Py_ssize_t kept = 0; /* the steps that failed left out */
     for (Py_ssize_t k = 0; k < n_steps; k++) {

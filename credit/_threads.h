@@ -127,4 +127,23 @@ static int64_t credit_part_start(const int64_t *cum, int64_t n_items, int k, int
     return lo;
 }
 
+/* Ask for transparent huge pages over the 2 MiB-aligned part of a large fresh buffer, before its
+   first touch (as numpy does for its arrays): a first touch then faults 2 MiB at a time instead of
+   4 KiB (a 4 KiB fault costs ~1.6 us on the benchmark's virtual machine: 80 MB of fresh output
+   took 33 ms in faults alone). A hint only: nothing happens where THP is off or the call fails. */
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+static void credit_huge_pages(void *p, size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)1 << 21;
+    if (p == NULL || n < 4 * huge) return;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + n) & ~(huge - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 #endif
