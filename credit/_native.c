@@ -1643,8 +1643,102 @@ done:
     return result;
 }
 
+/* --- sequences of strings numbered by their first appearance (credit/split.py: _side_ids) ------- */
+
+/* Two exact strs equal (same kind, length and code units). */
+static inline int same_str(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    if (n != PyUnicode_GET_LENGTH(b) || PyUnicode_KIND(a) != PyUnicode_KIND(b)) return 0;
+    return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * PyUnicode_KIND(a)) == 0;
+}
+
+/* sequence_ids(texts, at, ptr) -> int64 bytearray, or None
+
+   texts: a list of exact strs; at: int64 indices into texts; ptr: int64 (n + 1,) non-decreasing
+   pointers into at: sequence k is texts[at[ptr[k]]], ..., texts[at[ptr[k + 1] - 1]]. Returns each
+   sequence's number, sequences numbered 0, 1, ... by first appearance and equal sequences (equal
+   strs, in order) numbered alike: what a dict keyed by the tuples of strs gives. None where the
+   input is not of that form (an index out of range, a text that is no exact str). */
+static PyObject *sequence_ids(PyObject *self, PyObject *args) {
+    PyObject *texts, *objs[2];
+    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &texts, &objs[0], &objs[1])) return NULL;
+    Py_buffer views[2];
+    int got = 0;
+    PyObject *result = NULL, *out = NULL;
+    int64_t *slots = NULL;
+    uint64_t *hashes = NULL;
+    for (; got < 2; got++) {
+        if (PyObject_GetBuffer(objs[got], &views[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+        if (views[got].itemsize != 8) {
+            got++;
+            PyErr_SetString(PyExc_ValueError, "sequence_ids: at and ptr must be int64");
+            goto done;
+        }
+    }
+    const int64_t *at = views[0].buf, *ptr = views[1].buf;
+    Py_ssize_t n_at = views[0].len / 8, n = views[1].len / 8 - 1, n_texts = PyList_GET_SIZE(texts);
+    if (n < 0 || ptr[0] < 0 || ptr[n] > n_at) goto refuse;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (ptr[k + 1] < ptr[k]) goto refuse;
+    for (Py_ssize_t i = 0; i < n_at; i++)
+        if (at[i] < 0 || at[i] >= n_texts || !PyUnicode_CheckExact(PyList_GET_ITEM(texts, at[i]))) goto refuse;
+    out = PyByteArray_FromStringAndSize(NULL, 8 * n);
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n) cap *= 2;
+    slots = PyMem_Malloc(cap * sizeof(int64_t)); /* a sequence (its first k) per slot, -1: free */
+    hashes = PyMem_Malloc(((size_t)n + 1) * sizeof(uint64_t));
+    if (out == NULL || slots == NULL || hashes == NULL) {
+        if (out != NULL) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *ids = (int64_t *)PyByteArray_AS_STRING(out), n_ids = 0;
+    for (size_t j = 0; j < cap; j++) slots[j] = -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(ptr[k + 1] - ptr[k]);
+        for (int64_t i = ptr[k]; i < ptr[k + 1]; i++) {
+            Py_hash_t x = PyObject_Hash(PyList_GET_ITEM(texts, at[i])); /* cached in the str */
+            if (x == -1) goto done;
+            h = (h ^ (uint64_t)x) * 0x100000001B3ULL;
+            h ^= h >> 29;
+        }
+        hashes[k] = h;
+        size_t j = (size_t)h & (cap - 1);
+        for (;; j = (j + 1) & (cap - 1)) {
+            int64_t o = slots[j];
+            if (o < 0) {
+                slots[j] = k;
+                ids[k] = n_ids++;
+                break;
+            }
+            if (hashes[o] != h || ptr[o + 1] - ptr[o] != ptr[k + 1] - ptr[k]) continue;
+            int64_t m = ptr[k + 1] - ptr[k], i = 0;
+            while (i < m && same_str(PyList_GET_ITEM(texts, at[ptr[o] + i]), PyList_GET_ITEM(texts, at[ptr[k] + i]))) i++;
+            if (i == m) {
+                ids[k] = ids[o];
+                break;
+            }
+        }
+    }
+    result = out;
+    out = NULL;
+    goto done;
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(slots);
+    PyMem_Free(hashes);
+    Py_XDECREF(out);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
+
 static PyMethodDef methods[] = {
     CREDIT_LAST_PARTS_METHOD,
+    {"sequence_ids", sequence_ids, METH_VARARGS,
+     "sequence_ids(texts, at, ptr) -> int64 bytearray or None: sequences of strs texts[at[ptr[k]:ptr[k + 1]]] "
+     "numbered by first appearance, equal ones alike (None where the input is not of that form)."},
     {"read_pairs", read_pairs, METH_VARARGS,
      "read_pairs(steps, bounds, out[, lengths]) -> indices of the steps not read (with lengths: and of those "
      "read whose pairs do not plainly pass the offset checks): each step's (start, end) pairs into "

@@ -275,6 +275,11 @@ class _Body:
 _HUNK_HEADER = re.compile(r"@@ -([0-9]{1,18})(?:,([0-9]{1,18}))? \+([0-9]{1,18})(?:,([0-9]{1,18}))? @@")
 
 
+try:  # sequences of texts numbered in C (credit/_native.c); without it, a dict of tuples
+    from credit._native import sequence_ids as c_sequence_ids
+except ImportError:  # pragma: no cover - built wherever a C compiler is found
+    c_sequence_ids = None
+
 try:  # the same scan in C (credit/_scan.c), a diff's lines at a time; without it, the numpy passes below
     from credit._scan import scan as _c_scan
 except ImportError:
@@ -570,11 +575,7 @@ def _python_side_spans(body: _Body, rows: np.ndarray, row_side: np.ndarray, base
     if py_sides.shape[0] == 0:
         return empty, empty, empty, np.zeros(0, bool)
     sizes = n_rows[py_sides]
-    marked = list(map(body.source.__getitem__, body.at[rows[ranges(base[py_sides], base[py_sides] + sizes)]].tolist()))
-    keys: dict[tuple[str, ...], int] = {}
-    starts = segment_starts(sizes).tolist()
-    uid = np.fromiter((keys.setdefault(tuple(marked[b:b + m]), len(keys)) for b, m in zip(starts, sizes.tolist())),
-                      np.int64, py_sides.shape[0])
+    uid = sequence_ids(body.source, body.at[rows[ranges(base[py_sides], base[py_sides] + sizes)]], sizes)
     _, first_of = np.unique(uid, return_index=True)
     rep = py_sides[first_of]  # one side per distinct text, in id order
     rep_rows = ranges(base[rep], base[rep] + n_rows[rep])
@@ -609,6 +610,23 @@ def _python_side_spans(body: _Body, rows: np.ndarray, row_side: np.ndarray, base
     take = ranges(ptr[uid], ptr[uid + 1])
     side_of = np.repeat(py_sides, ptr[uid + 1] - ptr[uid])
     return base[side_of] + rel_lo[take], base[side_of] + rel_hi[take], side_of, parsed[uid]
+
+
+def sequence_ids(texts: list[str], at: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The sequences of texts texts[at[0:sizes[0]]], texts[at[sizes[0]:...]], ... numbered by first
+    appearance, equal sequences alike: by `credit._native.sequence_ids` where it is built (each
+    sequence hashed from its strs' cached hashes, equal hashes compared str by str), else by a dict
+    keyed by the tuples of strs."""
+    ptr = csr_pointers(sizes)
+    if c_sequence_ids is not None and type(texts) is list:
+        got = c_sequence_ids(texts, np.ascontiguousarray(at, np.int64), ptr)
+        if got is not None:
+            return np.frombuffer(got, np.int64)
+    marked = list(map(texts.__getitem__, at.tolist()))
+    keys: dict[tuple[str, ...], int] = {}
+    bounds = ptr.tolist()
+    return np.fromiter((keys.setdefault(tuple(marked[b:e]), len(keys)) for b, e in zip(bounds[:-1], bounds[1:])),
+                       np.int64, sizes.shape[0])
 
 
 def indent_spans(rows: Sequence[str], group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
