@@ -1643,6 +1643,61 @@ done:
     return result;
 }
 
+/* --- ranges (credit/_util.py: ranges) ------------------------------------------------------------ */
+
+/* A buffer's items are int64 (format "q" or "l" of 8 bytes, with any byte-order mark). */
+static int int64_format(const Py_buffer *v) {
+    const char *f = v->format == NULL ? "B" : v->format;
+    if (*f == '@' || *f == '=' || *f == '<' || *f == '>' || *f == '!') f++;
+    return v->itemsize == 8 && (f[0] == 'q' || f[0] == 'l') && f[1] == '\0';
+}
+
+/* ranges(starts, ends) -> int64 bytearray, or None
+
+   The concatenation of range(starts[k], ends[k]) for each k (empty where ends[k] <= starts[k]),
+   as credit/_util.py `ranges` gives it with numpy; starts and ends: 1-D contiguous int64 buffers
+   of one length. None for anything else (numpy then answers) or a total past 2**62 items. */
+static PyObject *ranges(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    if (!PyArg_ParseTuple(args, "OO", &objs[0], &objs[1])) return NULL;
+    Py_buffer views[2];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 2; got++) {
+        if (PyObject_GetBuffer(objs[got], &views[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            PyErr_Clear();
+            goto refuse;
+        }
+        if (!int64_format(&views[got]) || views[got].ndim != 1) {
+            got++;
+            goto refuse;
+        }
+    }
+    if (views[0].len != views[1].len) goto refuse;
+    const int64_t *a = views[0].buf, *b = views[1].buf;
+    Py_ssize_t n = views[0].len / 8;
+    uint64_t total = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (b[k] > a[k]) {
+            uint64_t m = (uint64_t)b[k] - (uint64_t)a[k];
+            if (m > ((uint64_t)1 << 62) || (total += m) > ((uint64_t)1 << 62)) goto refuse;
+        }
+    }
+    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(8 * total));
+    if (result == NULL) goto done;
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(result);
+    credit_huge_pages(out, 8 * (size_t)total);
+    for (Py_ssize_t k = 0; k < n; k++)
+        for (int64_t x = a[k]; x < b[k]; x++) *out++ = x;
+    goto done;
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
+
 /* --- sequences of strings numbered by their first appearance (credit/split.py: _side_ids) ------- */
 
 /* Two exact strs equal (same kind, length and code units). */
@@ -1736,6 +1791,9 @@ done:
 
 static PyMethodDef methods[] = {
     CREDIT_LAST_PARTS_METHOD,
+    {"ranges", ranges, METH_VARARGS,
+     "ranges(starts, ends) -> int64 bytearray or None: range(starts[k], ends[k]) for each k, concatenated "
+     "(None unless both are 1-D contiguous int64 of one length)."},
     {"sequence_ids", sequence_ids, METH_VARARGS,
      "sequence_ids(texts, at, ptr) -> int64 bytearray or None: sequences of strs texts[at[ptr[k]:ptr[k + 1]]] "
      "numbered by first appearance, equal ones alike (None where the input is not of that form)."},

@@ -217,3 +217,31 @@ def test_the_c_gaps_leave_odd_input_to_python():
     assert not project_module.c_join_gaps([3], np.zeros(1, np.int64), one, 3 * one, out)
     with pytest.raises(ValueError):
         project_module.c_join_gaps(["a"], np.zeros(1, np.int32), one, one, out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_c_ranges_are_numpys(seed, monkeypatch):
+    """credit._util.ranges in C (int64 arrays) gives numpy's concatenated aranges: empty and
+    reversed pairs, negative bounds; other input (int32, floats, strided views, 2-D, lists) is left
+    to numpy, which gives the same answer as before."""
+    import credit._native as native
+    import credit._util as util_module
+
+    need_native(getattr(native, "ranges", None), "credit._native")
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        n = int(rng.integers(0, 50))
+        starts = rng.integers(-20, 100, size=n)
+        ends = starts + rng.integers(-5, 30, size=n)
+        cases = [(starts, ends), (starts.astype(np.int32), ends), (np.stack([starts, ends])[:, ::2][0], ends[::2]),
+                 (starts.astype(np.float64).astype(np.int64), ends)]
+        for a, b in cases:
+            got = util_module.ranges(a, b)
+            monkeypatch.setattr(util_module, "c_ranges", None)
+            want = util_module.ranges(a, b)
+            monkeypatch.undo()
+            assert got.dtype == want.dtype == np.int64 and got.tolist() == want.tolist()
+    assert native.ranges(np.zeros(2), np.ones(2)) is None and native.ranges(np.zeros((2, 2), np.int64),
+                                                                             np.ones((2, 2), np.int64)) is None
+    assert native.ranges(np.zeros(2, np.int64), np.ones(3, np.int64)) is None
+    assert native.ranges([0], [1]) is None
