@@ -98,12 +98,13 @@ def row_returns(table: StepTable, gamma: float) -> np.ndarray:
     return step_returns(rewards, gamma)[table.traj, table.index]
 
 
-def tokens(table: StepTable, base: np.ndarray, extra: Optional[Callable[[np.ndarray], tuple]] = None) -> list[list[Any]]:
+def tokens(table: StepTable, base: np.ndarray,
+           extra: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> list[list[Any]]:
     """Per-trajectory lists of per-step token arrays: base[row], plus values at some tokens.
 
     One flat array holds every token of the batch; each step gets its slice of it. `extra`, given
-    the (S + 1,) start of each step's tokens in that array, returns (positions, values) to add;
-    positions: indices into the flat array, or a boolean mask over it (one value per True).
+    the (S + 1,) start of each step's tokens in that array and the array (base values), adds its
+    values in place.
     """
     steps = table.steps
     if table.columns is not None:  # plain dicts: every step's offsets a list, counted when read
@@ -114,8 +115,7 @@ def tokens(table: StepTable, base: np.ndarray, extra: Optional[Callable[[np.ndar
     flat = np.repeat(np.asarray(base, np.float64), sizes)
     starts = csr_pointers(sizes)
     if extra is not None:
-        at, values = extra(starts)
-        flat[at] += values
+        extra(starts, flat)
     views = pieces(flat, starts.tolist())
     first = table.first_row.tolist()
     ends = (table.first_row + table.n_steps).tolist()

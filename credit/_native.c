@@ -1643,14 +1643,86 @@ done:
     return result;
 }
 
-/* --- ranges (credit/_util.py: ranges) ------------------------------------------------------------ */
+/* --- buffer formats ------------------------------------------------------------------------------ */
 
-/* A buffer's items are int64 (format "q" or "l" of 8 bytes, with any byte-order mark). */
-static int int64_format(const Py_buffer *v) {
+/* A buffer's format letter, past any byte-order mark. */
+static const char *format_letters(const Py_buffer *v) {
     const char *f = v->format == NULL ? "B" : v->format;
-    if (*f == '@' || *f == '=' || *f == '<' || *f == '>' || *f == '!') f++;
+    return *f == '@' || *f == '=' || *f == '<' || *f == '>' || *f == '!' ? f + 1 : f;
+}
+
+/* A buffer's items are int64 (format "q" or "l" of 8 bytes). */
+static int int64_format(const Py_buffer *v) {
+    const char *f = format_letters(v);
     return v->itemsize == 8 && (f[0] == 'q' || f[0] == 'l') && f[1] == '\0';
 }
+
+/* A buffer's items are float64. */
+static int float64_format(const Py_buffer *v) {
+    const char *f = format_letters(v);
+    return v->itemsize == 8 && f[0] == 'd' && f[1] == '\0';
+}
+
+/* --- the projected values added to the batch's token values (credit/didpo.py: _project's extra) -- */
+
+/* add_windows(flat, row_start, n_read, index, values) -> True, or None
+
+   flat: writable contiguous float64 (the batch's token values); row_start, n_read: int64, one per
+   projected row (its first token in flat, the tokens read of it); index (T,) int64: each read
+   token's number in its row, the rows' one after another; values (T,) float64. Adds values[j] to
+   flat[row_start[r] + index[j]] for the j-th token read, row r's after row r - 1's: what numpy's
+   flat[np.repeat(row_start, n_read) + index] += values does. None, with flat untouched, where the
+   buffers are not of that form, a place falls outside flat or a row's numbers do not increase (a
+   token twice, which numpy adds once): numpy then answers, or raises. */
+static PyObject *add_windows(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
+    Py_buffer views[5];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 5; got++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == 0 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[got], &views[got], flags) < 0) {
+            PyErr_Clear();
+            goto refuse;
+        }
+        int is_float = got == 0 || got == 4;
+        if (views[got].ndim != 1 || !(is_float ? float64_format(&views[got]) : int64_format(&views[got]))) {
+            got++;
+            goto refuse;
+        }
+    }
+    double *flat = views[0].buf;
+    const int64_t *row_start = views[1].buf, *n_read = views[2].buf, *index = views[3].buf;
+    const double *values = views[4].buf;
+    Py_ssize_t n_flat = views[0].len / 8, n_rows = views[1].len / 8, n = views[3].len / 8;
+    if (views[2].len != views[1].len || views[4].len != views[3].len) goto refuse;
+    Py_ssize_t j = 0;
+    for (Py_ssize_t r = 0; r < n_rows; r++) { /* every place checked before any is written */
+        if (n_read[r] < 0 || n_read[r] > n - j) goto refuse;
+        for (int64_t m = 0; m < n_read[r]; m++, j++) {
+            int64_t at = row_start[r] + index[j];
+            if (index[j] < 0 || row_start[r] < 0 || at < 0 || at >= n_flat) goto refuse;
+            if (m > 0 && index[j] <= index[j - 1]) goto refuse; /* a token twice: numpy adds once */
+        }
+    }
+    if (j != n) goto refuse;
+    j = 0;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        double *row = flat + row_start[r];
+        for (int64_t m = 0; m < n_read[r]; m++, j++) row[index[j]] += values[j];
+    }
+    result = Py_NewRef(Py_True);
+    goto done;
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
+
+/* --- ranges (credit/_util.py: ranges) ------------------------------------------------------------ */
 
 /* ranges(starts, ends) -> int64 bytearray, or None
 
@@ -1698,7 +1770,7 @@ done:
 }
 
 
-/* --- sequences of strings numbered by their first appearance (credit/split.py: _side_ids) ------- */
+/* --- sequences of strings numbered by their first appearance (credit/split.py: sequence_ids) -- */
 
 /* Two exact strs equal (same kind, length and code units). */
 static inline int same_str(PyObject *a, PyObject *b) {
@@ -1791,6 +1863,9 @@ done:
 
 static PyMethodDef methods[] = {
     CREDIT_LAST_PARTS_METHOD,
+    {"add_windows", add_windows, METH_VARARGS,
+     "add_windows(flat, row_start, n_read, index, values) -> True or None: flat[row_start[r] + index[j]] += "
+     "values[j] for the tokens read of each row (None, flat untouched, where a place falls outside flat)."},
     {"ranges", ranges, METH_VARARGS,
      "ranges(starts, ends) -> int64 bytearray or None: range(starts[k], ends[k]) for each k, concatenated "
      "(None unless both are 1-D contiguous int64 of one length)."},

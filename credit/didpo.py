@@ -65,6 +65,11 @@ from credit.split import ADDED, LEVELS, DiffBatch, DiffError, split_diffs
 from credit.split import check_options as check_split_options
 from credit.types import Anchor, Result
 
+try:  # the projected values added in one C pass (credit/_native.c); without it, numpy
+    from credit._native import add_windows as c_add_windows
+except ImportError:  # pragma: no cover - built wherever a C compiler is found
+    c_add_windows = None
+
 BASELINES = ("reference", "contrast", "within", "nested", "split")
 COVERS = ("lines", "edit", "call")
 
@@ -464,7 +469,7 @@ def _project(table: StepTable, units: _Units, selection, advantage: np.ndarray, 
 
     n_covered = int(covered.sum())
 
-    def extra(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def extra(starts: np.ndarray, flat: np.ndarray) -> None:
         # the share of the batch's tokens covered: starts[-1] counts them (`_didpo` calls `tokens`,
         # which calls this, before the stats are read; counting them in `_project` would touch
         # every step's offsets)
@@ -472,9 +477,10 @@ def _project(table: StepTable, units: _Units, selection, advantage: np.ndarray, 
         if read_index is None:  # every projected row read whole: a mask of their tokens, in order
             projected = np.zeros(starts.shape[0] - 1, bool)
             projected[rows] = True
-            return np.repeat(projected, np.diff(starts)), token_extra
-        # each read token's place in the batch (tokens outside the windows are covered by no span)
-        return np.repeat(starts[rows], n_read) + read_index, token_extra
+            flat[np.repeat(projected, np.diff(starts))] += token_extra
+        elif c_add_windows is None or c_add_windows(flat, starts[rows], n_read, read_index, token_extra) is None:
+            # each read token's place in the batch (tokens outside the windows are covered by no span)
+            flat[np.repeat(starts[rows], n_read) + read_index] += token_extra
     n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
     coverage = {
         "tokens": float("nan"),  # set by extra

@@ -245,3 +245,43 @@ def test_the_c_ranges_are_numpys(seed, monkeypatch):
                                                                              np.ones((2, 2), np.int64)) is None
     assert native.ranges(np.zeros(2, np.int64), np.ones(3, np.int64)) is None
     assert native.ranges([0], [1]) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_c_window_add_is_numpys_scatter_add(seed):
+    """credit._native.add_windows adds each read token's value at its place in the batch, as numpy's
+    flat[np.repeat(row_start, n_read) + index] += values; where a place falls outside the batch (or
+    the buffers are not int64/float64 vectors) it answers None and leaves the batch as it was."""
+    import credit._native as native
+
+    need_native(getattr(native, "add_windows", None), "credit._native")
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        sizes = rng.integers(0, 30, size=int(rng.integers(0, 8)))
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        rows = np.flatnonzero(rng.random(sizes.shape[0]) < 0.7).astype(np.int64)
+        index = [np.sort(rng.choice(sizes[r], size=int(rng.integers(0, sizes[r] + 1)), replace=False))
+                 for r in rows.tolist()]
+        n_read = np.array([i.shape[0] for i in index], np.int64)
+        index = np.concatenate(index).astype(np.int64) if index else np.zeros(0, np.int64)
+        values = rng.normal(size=index.shape[0])
+        flat = rng.normal(size=int(starts[-1]))
+        want = flat.copy()
+        want[np.repeat(starts[rows], n_read) + index] += values
+        assert native.add_windows(flat, starts[rows], n_read, index, values) is True
+        np.testing.assert_array_equal(flat, want)
+        if index.shape[0]:
+            bad = index.copy()
+            bad[-1] = sizes.sum() + 5  # outside the batch
+            before = flat.copy()
+            assert native.add_windows(flat, starts[rows], n_read, bad, values) is None
+            np.testing.assert_array_equal(flat, before)
+            assert native.add_windows(flat, starts[rows], n_read + 1, index, values) is None
+            if (n_read > 1).any():  # a token read twice in its row
+                twice = index.copy()
+                k = int(np.cumsum(n_read)[np.flatnonzero(n_read > 1)[0]]) - 1
+                twice[k] = twice[k - 1]
+                assert native.add_windows(flat, starts[rows], n_read, twice, values) is None
+            assert native.add_windows(flat.astype(np.float32), starts[rows], n_read, index, values) is None
+            assert native.add_windows(flat, starts[rows].astype(np.int32), n_read, index, values) is None
+            np.testing.assert_array_equal(flat, before)
