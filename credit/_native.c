@@ -1315,6 +1315,66 @@ static inline int64_t unpainted(int64_t *next, int64_t i) {
     return i;
 }
 
+/* The steps of project_flat, painted in parts (credit/_threads.h): a step's tokens, spans and
+   outputs are its own. */
+typedef struct {
+    const int64_t *tokens, *spans;
+    const double *values;
+    const int64_t *start, *first_span, *order;
+    double *value;
+    char *covered;
+    Py_ssize_t n_steps;
+    int64_t *cum; /* (n_steps + 1) prefix sums of the steps' work */
+    int failed;   /* a part could not allocate its scratch */
+} Paint;
+
+static void paint_part(void *arg, int part, int n_parts) {
+    Paint *p = arg;
+    Py_ssize_t lo_step = credit_part_start(p->cum, p->n_steps, part, n_parts);
+    Py_ssize_t hi_step = credit_part_start(p->cum, p->n_steps, part + 1, n_parts);
+    const int64_t *tokens = p->tokens, *spans = p->spans, *start = p->start, *first_span = p->first_span,
+                  *order = p->order;
+    int64_t widest = 0;
+    for (Py_ssize_t s = lo_step; s < hi_step; s++)
+        if (first_span[s] != first_span[s + 1] && start[s + 1] - start[s] > widest) widest = start[s + 1] - start[s];
+    int64_t *local = malloc(sizeof(int64_t) * (4 * (size_t)widest + 1));
+    if (local == NULL) {
+        p->failed = 1;
+        return;
+    }
+    int64_t *ends = local, *starts = local + widest, *at = local + 2 * widest, *next = local + 3 * widest;
+    for (Py_ssize_t s = lo_step; s < hi_step; s++) {
+        if (first_span[s] == first_span[s + 1]) continue;
+        int64_t r = 0;
+        for (int64_t t = start[s]; t < start[s + 1]; t++) /* the step's real tokens */
+            if (tokens[2 * t + 1] > tokens[2 * t]) {
+                starts[r] = tokens[2 * t];
+                ends[r] = tokens[2 * t + 1];
+                at[r++] = t;
+            }
+        for (int64_t i = 0; i <= r; i++) next[i] = i;
+        for (int64_t k = first_span[s]; k < first_span[s + 1]; k++) {
+            int64_t x = order[k], a = 0, b = r, lo = 0, hi = r, from = spans[2 * x], to = spans[2 * x + 1];
+            while (a < b) { /* #{real tokens ending at or before the span's start} (selects, not branches) */
+                int64_t mid = a + (b - a) / 2, right = ends[mid] <= from;
+                a = right ? mid + 1 : a;
+                b = right ? b : mid;
+            }
+            while (lo < hi) { /* #{real tokens starting before its end} */
+                int64_t mid = lo + (hi - lo) / 2, right = starts[mid] < to;
+                lo = right ? mid + 1 : lo;
+                hi = right ? hi : mid;
+            }
+            for (int64_t i = unpainted(next, a); i < lo; i = unpainted(next, i + 1)) {
+                p->value[at[i]] = p->values[x];
+                p->covered[at[i]] = 1;
+                next[i] = i + 1;
+            }
+        }
+    }
+    free(local);
+}
+
 /* project_flat(tokens, n_tokens, spans, span_step, values, by_rank, value, covered) -> None
 
    credit/project.py `project_flat` after its checks: tokens (T, 2) int64, the steps' one after
@@ -1341,7 +1401,7 @@ static PyObject *project_flat(PyObject *self, PyObject *args) {
             break;
         }
     }
-    int64_t *start = NULL, *order = NULL, *local = NULL;
+    int64_t *start = NULL, *order = NULL;
     uint8_t *seen = NULL;
     PyObject *result = NULL;
     if (got < 8) goto done;
@@ -1364,7 +1424,7 @@ static PyObject *project_flat(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    int64_t total = 0, widest = 0, *first_span = start + n_steps + 1;
+    int64_t total = 0, *first_span = start + n_steps + 1;
     for (Py_ssize_t s = 0; s < n_steps; s++) {
         if (n_tokens[s] < 0 || n_tokens[s] > n_all - total) {
             total = -1;
@@ -1372,7 +1432,6 @@ static PyObject *project_flat(PyObject *self, PyObject *args) {
         }
         start[s] = total;
         total += n_tokens[s];
-        if (n_tokens[s] > widest) widest = n_tokens[s];
     }
     start[n_steps] = total;
     if (total != n_all) {
@@ -1394,47 +1453,28 @@ static PyObject *project_flat(PyObject *self, PyObject *args) {
         int64_t x = by_rank[k];
         order[first_span[span_step[x] + 1]++] = x;
     }
-    /* first_span[s] .. first_span[s + 1]: step s's spans in order */
-    local = PyMem_Malloc(sizeof(int64_t) * (4 * (size_t)widest + 1));
-    if (local == NULL) {
+    /* first_span[s] .. first_span[s + 1]: step s's spans in order; the steps painted in parts */
+    Paint paint = {tokens, spans, values, start, first_span, order, value, covered, n_steps, NULL, 0};
+    paint.cum = PyMem_Malloc(sizeof(int64_t) * ((size_t)n_steps + 1));
+    if (paint.cum == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    int64_t *ends = local, *starts = local + widest, *at = local + 2 * widest, *next = local + 3 * widest;
-    for (Py_ssize_t s = 0; s < n_steps; s++) {
-        if (first_span[s] == first_span[s + 1]) continue;
-        int64_t r = 0;
-        for (int64_t t = start[s]; t < start[s + 1]; t++) /* the step's real tokens */
-            if (tokens[2 * t + 1] > tokens[2 * t]) {
-                starts[r] = tokens[2 * t];
-                ends[r] = tokens[2 * t + 1];
-                at[r++] = t;
-            }
-        for (int64_t i = 0; i <= r; i++) next[i] = i;
-        for (int64_t k = first_span[s]; k < first_span[s + 1]; k++) {
-            int64_t x = order[k], a = 0, b = r, lo = 0, hi = r, from = spans[2 * x], to = spans[2 * x + 1];
-            while (a < b) { /* #{real tokens ending at or before the span's start} (selects, not branches) */
-                int64_t mid = a + (b - a) / 2, right = ends[mid] <= from;
-                a = right ? mid + 1 : a;
-                b = right ? b : mid;
-            }
-            while (lo < hi) { /* #{real tokens starting before its end} */
-                int64_t mid = lo + (hi - lo) / 2, right = starts[mid] < to;
-                lo = right ? mid + 1 : lo;
-                hi = right ? hi : mid;
-            }
-            for (int64_t i = unpainted(next, a); i < lo; i = unpainted(next, i + 1)) {
-                value[at[i]] = values[x];
-                covered[at[i]] = 1;
-                next[i] = i + 1;
-            }
-        }
+    paint.cum[0] = 0;
+    for (Py_ssize_t s = 0; s < n_steps; s++) { /* a step's work: its tokens copied out, its spans' searches */
+        int64_t n_spans = first_span[s + 1] - first_span[s];
+        paint.cum[s + 1] = paint.cum[s] + (n_spans ? 8 + n_tokens[s] + 4 * n_spans : 0);
+    }
+    credit_run_parts(paint_part, &paint, credit_parts(paint.cum[n_steps], 16384));
+    PyMem_Free(paint.cum);
+    if (paint.failed) {
+        PyErr_NoMemory();
+        goto done;
     }
     result = Py_NewRef(Py_None);
 done:
     PyMem_Free(start);
     PyMem_Free(order);
-    PyMem_Free(local);
     PyMem_Free(seen);
     for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
     return result;

@@ -726,7 +726,7 @@ def project_flat(
             and values.dtype == np.float64 and span_step.dtype.kind in "iu" and int(span_step.min()) >= 0
             and int(span_step.max()) < n_tokens.shape[0]):
         value, covered = np.zeros(n_all), np.zeros(n_all, bool)
-        by_rank = np.lexsort((np.arange(m), priority))  # lowest priority first; of equal ones the later span last
+        by_rank = np.argsort(priority, kind="stable")  # lowest priority first; of equal ones the later span last
         c_project_flat(np.ascontiguousarray(tokens).reshape(-1, 2), np.ascontiguousarray(n_tokens, np.int64),
                        np.ascontiguousarray(spans).reshape(-1, 2), np.ascontiguousarray(span_step, np.int64),
                        np.ascontiguousarray(values), by_rank.astype(np.int64, copy=False), value, covered)

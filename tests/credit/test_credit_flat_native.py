@@ -285,3 +285,33 @@ def test_the_c_window_add_is_numpys_scatter_add(seed):
             assert native.add_windows(flat.astype(np.float32), starts[rows], n_read, index, values) is None
             assert native.add_windows(flat, starts[rows].astype(np.int32), n_read, index, values) is None
             np.testing.assert_array_equal(flat, before)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_c_projection_paints_the_same_in_any_number_of_parts(seed, monkeypatch):
+    """project_flat paints its steps in parts on threads (CREDIT_THREADS): the same values and
+    coverage whatever the parts, on a batch big enough to be cut (zero-width and unordered tokens,
+    spans of any width, ties of priority among them)."""
+    import credit._native as native
+
+    need_native(_C_PROJECT)
+    rng = np.random.default_rng(seed)
+    cases = [_random_projection(rng) for _ in range(1500)]
+    offsets = [o for case in cases for o in case[0]]
+    shift = np.cumsum([0] + [len(case[0]) for case in cases[:-1]])
+    spans = np.concatenate([case[1] for case in cases])
+    span_step = np.concatenate([case[2] + k for case, k in zip(cases, shift)])
+    values = np.concatenate([case[3] for case in cases])
+    priority = np.concatenate([case[4] for case in cases])
+    n_tokens = np.array([len(o) for o in offsets], np.int64)
+    tokens = np.concatenate(offsets).reshape(-1, 2)
+    got = {}
+    for threads in (1, 2, 3, 4):
+        monkeypatch.setenv("CREDIT_THREADS", str(threads))
+        value, covered = project_flat(tokens, n_tokens, spans, span_step, values, priority)
+        assert native.last_parts() == threads
+        got[threads] = (value.tobytes(), covered.tobytes())
+    assert got[1] == got[2] == got[3] == got[4]
+    monkeypatch.setattr(project_module, "c_project_flat", None)
+    value, covered = project_flat(tokens, n_tokens, spans, span_step, values, priority)
+    assert (value.tobytes(), covered.tobytes()) == got[1]
