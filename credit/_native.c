@@ -1820,6 +1820,24 @@ static inline int same_str(PyObject *a, PyObject *b) {
     return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * PyUnicode_KIND(a)) == 0;
 }
 
+/* A str's hash from its code units, 8 bytes at a time (the strs are fresh: Python's own hash,
+   SipHash over every byte and cached, would be computed for this alone). */
+static inline uint64_t str_hash(PyObject *text) {
+    size_t n = (size_t)PyUnicode_GET_LENGTH(text) * PyUnicode_KIND(text);
+    const unsigned char *p = PyUnicode_DATA(text);
+    uint64_t h = 0xCBF29CE484222325ULL ^ ((uint64_t)n << 2 | (uint64_t)PyUnicode_KIND(text));
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 29);
+}
+
 /* sequence_ids(texts, at, ptr) -> int64 bytearray, or None
 
    texts: a list of exact strs; at: int64 indices into texts; ptr: int64 (n + 1,) non-decreasing
@@ -1864,9 +1882,7 @@ static PyObject *sequence_ids(PyObject *self, PyObject *args) {
     for (Py_ssize_t k = 0; k < n; k++) {
         uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(ptr[k + 1] - ptr[k]);
         for (int64_t i = ptr[k]; i < ptr[k + 1]; i++) {
-            Py_hash_t x = PyObject_Hash(PyList_GET_ITEM(texts, at[i])); /* cached in the str */
-            if (x == -1) goto done;
-            h = (h ^ (uint64_t)x) * 0x100000001B3ULL;
+            h = (h ^ str_hash(PyList_GET_ITEM(texts, at[i]))) * 0x100000001B3ULL;
             h ^= h >> 29;
         }
         hashes[k] = h;
