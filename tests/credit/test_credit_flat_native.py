@@ -315,3 +315,29 @@ def test_the_c_projection_paints_the_same_in_any_number_of_parts(seed, monkeypat
     monkeypatch.setattr(project_module, "c_project_flat", None)
     value, covered = project_flat(tokens, n_tokens, spans, span_step, values, priority)
     assert (value.tobytes(), covered.tobytes()) == got[1]
+
+
+def test_credit_threads_is_read_as_a_count_or_left_to_the_default(monkeypatch):
+    """CREDIT_THREADS: a positive count is used (1: no thread started); anything else (empty, 0,
+    negative, not a number) leaves the default, the CPUs the process may use, at most 4."""
+    import os
+
+    import credit._native as native
+
+    need_native(_C_PROJECT)
+    rng = np.random.default_rng(9)
+    cases = [_random_projection(rng) for _ in range(1500)]
+    offsets = [o for case in cases for o in case[0]]
+    shift = np.cumsum([0] + [len(case[0]) for case in cases[:-1]])
+    args = (np.concatenate(offsets).reshape(-1, 2), np.array([len(o) for o in offsets], np.int64),
+            np.concatenate([case[1] for case in cases]), np.concatenate([case[2] + k for case, k in zip(cases, shift)]),
+            np.concatenate([case[3] for case in cases]), np.concatenate([case[4] for case in cases]))
+    default = min(len(os.sched_getaffinity(0)), 4)
+    for value, parts in (("1", 1), ("3", 3), ("", default), ("0", default), ("-2", default), ("two", default),
+                         ("2x", default)):
+        monkeypatch.setenv("CREDIT_THREADS", value)
+        project_flat(*args)
+        assert native.last_parts() == parts, value
+    monkeypatch.delenv("CREDIT_THREADS")
+    project_flat(*args)
+    assert native.last_parts() == default
