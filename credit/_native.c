@@ -1703,6 +1703,22 @@ static int float64_format(const Py_buffer *v) {
     return v->itemsize == 8 && f[0] == 'd' && f[1] == '\0';
 }
 
+/* 1-D C-contiguous views of objs[0 .. n): writable where bit k of `writable` is set, float64
+   where bit k of `floats` is, else int64. Returns how many were taken: n, or fewer (no error
+   set) where an object is no such buffer; the caller releases those taken either way. */
+static int typed_views(PyObject **objs, int n, unsigned writable, unsigned floats, Py_buffer *views) {
+    for (int k = 0; k < n; k++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable >> k & 1 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[k], &views[k], flags) < 0) {
+            PyErr_Clear();
+            return k;
+        }
+        if (views[k].ndim != 1 || !(floats >> k & 1 ? float64_format(&views[k]) : int64_format(&views[k])))
+            return k + 1;
+    }
+    return n;
+}
+
 /* --- the projected values added to the batch's token values (credit/didpo.py: _project's extra) -- */
 
 /* add_windows(flat, row_start, n_read, index, values) -> True, or None
@@ -1718,20 +1734,9 @@ static PyObject *add_windows(PyObject *self, PyObject *args) {
     PyObject *objs[5];
     if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
     Py_buffer views[5];
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < 5; got++) {
-        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == 0 ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objs[got], &views[got], flags) < 0) {
-            PyErr_Clear();
-            goto refuse;
-        }
-        int is_float = got == 0 || got == 4;
-        if (views[got].ndim != 1 || !(is_float ? float64_format(&views[got]) : int64_format(&views[got]))) {
-            got++;
-            goto refuse;
-        }
-    }
+    int got = typed_views(objs, 5, 1u, 1u | 1u << 4, views); /* flat (writable) and values: float64 */
+    if (got < 5) goto refuse;
     double *flat = views[0].buf;
     const int64_t *row_start = views[1].buf, *n_read = views[2].buf, *index = views[3].buf;
     const double *values = views[4].buf;
@@ -1773,19 +1778,9 @@ static PyObject *ranges(PyObject *self, PyObject *args) {
     PyObject *objs[2];
     if (!PyArg_ParseTuple(args, "OO", &objs[0], &objs[1])) return NULL;
     Py_buffer views[2];
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < 2; got++) {
-        if (PyObject_GetBuffer(objs[got], &views[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-            PyErr_Clear();
-            goto refuse;
-        }
-        if (!int64_format(&views[got]) || views[got].ndim != 1) {
-            got++;
-            goto refuse;
-        }
-    }
-    if (views[0].len != views[1].len) goto refuse;
+    int got = typed_views(objs, 2, 0, 0, views);
+    if (got < 2 || views[0].len != views[1].len) goto refuse;
     const int64_t *a = views[0].buf, *b = views[1].buf;
     Py_ssize_t n = views[0].len / 8;
     uint64_t total = 0;
@@ -1849,18 +1844,11 @@ static PyObject *sequence_ids(PyObject *self, PyObject *args) {
     PyObject *texts, *objs[2];
     if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &texts, &objs[0], &objs[1])) return NULL;
     Py_buffer views[2];
-    int got = 0;
     PyObject *result = NULL, *out = NULL;
     int64_t *slots = NULL;
     uint64_t *hashes = NULL;
-    for (; got < 2; got++) {
-        if (PyObject_GetBuffer(objs[got], &views[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
-        if (views[got].itemsize != 8) {
-            got++;
-            PyErr_SetString(PyExc_ValueError, "sequence_ids: at and ptr must be int64");
-            goto done;
-        }
-    }
+    int got = typed_views(objs, 2, 0, 0, views);
+    if (got < 2) goto refuse;
     const int64_t *at = views[0].buf, *ptr = views[1].buf;
     Py_ssize_t n_at = views[0].len / 8, n = views[1].len / 8 - 1, n_texts = PyList_GET_SIZE(texts);
     if (n < 0 || ptr[0] < 0 || ptr[n] > n_at) goto refuse;

@@ -58,7 +58,7 @@ class Selection:
         """Per anchor, the (n,) unit indices of its occurrences (views of `flat`)."""
         return pieces(self.flat, self.ptr.tolist())
 
-    @property
+    @functools.cached_property
     def anchor_of(self) -> np.ndarray:
         """(len(flat),) the anchor of each occurrence."""
         return np.repeat(np.arange(self.ptr.shape[0] - 1), np.diff(self.ptr))

@@ -194,12 +194,14 @@ def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, 
             outside = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
         advantages = within_anchor_contrast(selection.members, table.traj[units.row], clusters.exact,
                                             table.outcome, table.task, eps, contrast_std)
-    flat_advantage = np.concatenate(advantages) if len(advantages) else np.zeros(0)  # (views of it, for "reference")
+    flat_advantage = np.concatenate(advantages) if len(advantages) else np.zeros(0)
     anchors = _anchors(selection, advantages, units, table)
     clock.lap("advantage")
 
-    extra, coverage = _project(table, units, selection, flat_advantage, lambda_, cover, outside)
+    extra, coverage, n_covered = _project(table, units, selection, flat_advantage, lambda_, cover, outside)
     token_values = tokens(table, base[table.traj], extra)
+    n_tokens = _token_count(table, token_values)
+    coverage = {"tokens": n_covered / n_tokens if n_tokens else 0.0, **coverage}
     clock.lap("project")
 
     diff = _occurrence_table(selection, flat_advantage, units)
@@ -400,7 +402,8 @@ def _previews(batch: DiffBatch, lo: np.ndarray, hi: np.ndarray, width: int = 240
 
 def _project(table: StepTable, units: _Units, selection, advantage: np.ndarray, lambda_: float, cover: str,
              outside=None):
-    """Per-row extra token values (lambda * A^D of the best covering occurrence) and coverage stats.
+    """Per-row extra token values (lambda * A^D of the best covering occurrence), coverage stats and
+    the count of tokens covered.
     `advantage`: the occurrences' A^D, one anchor's after another; `outside`: per anchor, the
     occurrences' values for the tokens the cover adds around their lines (the edit argument or call
     holding them); None: `advantage` there too."""
@@ -470,10 +473,6 @@ def _project(table: StepTable, units: _Units, selection, advantage: np.ndarray, 
     n_covered = int(covered.sum())
 
     def extra(starts: np.ndarray, flat: np.ndarray) -> None:
-        # the share of the batch's tokens covered: starts[-1] counts them (`_didpo` calls `tokens`,
-        # which calls this, before the stats are read; counting them in `_project` would touch
-        # every step's offsets)
-        coverage["tokens"] = n_covered / int(starts[-1]) if starts[-1] else 0.0
         if read_index is None:  # every projected row read whole: a mask of their tokens, in order
             projected = np.zeros(starts.shape[0] - 1, bool)
             projected[rows] = True
@@ -483,11 +482,18 @@ def _project(table: StepTable, units: _Units, selection, advantage: np.ndarray, 
             flat[np.repeat(starts[rows], n_read) + read_index] += token_extra
     n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
     coverage = {
-        "tokens": float("nan"),  # set by extra
         "occurrences_located": n_located / occ.shape[0] if occ.shape[0] else 0.0,
         "lines_located": float(own_span.mean()) if own_span.shape[0] else 0.0,
     }
-    return extra, coverage
+    return extra, coverage, n_covered
+
+
+def _token_count(table: StepTable, token_values: list[list[Any]]) -> int:
+    """The batch's tokens: counted when plain dicts were read, else the per-step arrays' lengths
+    (not the steps' offsets, which lie far apart in memory)."""
+    if table.columns is not None:
+        return int(table.columns.n_tokens.sum())
+    return sum(len(v) for per_step in token_values for v in per_step if v is not None)
 
 
 def _token_windows(table: StepTable, rows: np.ndarray, offsets: list, actions: list, spans: np.ndarray,

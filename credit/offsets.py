@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from credit._tensor import is_torch, to_numpy
-from credit._util import ranges
+from credit._util import lexsort_ints, ranges
 
 try:  # the C readers of list offsets (credit/_native.c); without them, windows read by numpy
     from credit._native import read_pairs as c_read_pairs, read_windows as c_read_windows
@@ -271,11 +271,7 @@ def _joined_spans(spans: np.ndarray, span_step: np.ndarray) -> tuple[np.ndarray,
     start, end) of each joined span."""
     if not span_step.shape[0]:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    width = int(spans[:, 0].max()) + 1
-    if int(spans[:, 0].min()) >= 0 and int(span_step.min()) >= 0 and width * (int(span_step.max()) + 1) < 2 ** 62:
-        order = np.argsort(span_step * width + spans[:, 0], kind="stable")  # lexsort's order, one key sorted
-    else:
-        order = np.lexsort((spans[:, 0], span_step))
+    order = lexsort_ints((spans[:, 0], span_step))
     step, starts = span_step[order], spans[order, 0]
     ends = spans[order, 1]
     new = np.ones(step.shape[0], bool)

@@ -619,7 +619,7 @@ def _python_side_spans(body: _Body, rows: np.ndarray, row_side: np.ndarray, base
 def sequence_ids(texts: list[str], at: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The sequences of texts texts[at[0:sizes[0]]], texts[at[sizes[0]:...]], ... numbered by first
     appearance, equal sequences alike: by `credit._native.sequence_ids` where it is built (each
-    sequence hashed from its strs' cached hashes, equal hashes compared str by str), else by a dict
+    sequence hashed from its strs' code units, equal hashes compared str by str), else by a dict
     keyed by the tuples of strs."""
     ptr = csr_pointers(sizes)
     if c_sequence_ids is not None and type(texts) is list:
