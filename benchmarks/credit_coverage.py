@@ -50,12 +50,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
 import credit  # noqa: E402
-from code_gym.actions import canonical_text  # noqa: E402
-from code_gym.env import CodeRepoEnv  # noqa: E402
-from code_gym.table import format_table, markdown_table  # noqa: E402
-from code_gym.task import bundled_tasks  # noqa: E402
-from code_gym.trajectory import RecordTrajectory  # noqa: E402
-from code_gym.workspace import Workspace  # noqa: E402
+from code_gym.actions.parse import canonical_text  # noqa: E402
+from code_gym.env.environment import CodeRepoEnv  # noqa: E402
+from code_gym.util.table import format_table, markdown_table  # noqa: E402
+from code_gym.tasks.task import bundled_tasks  # noqa: E402
+from code_gym.env.trajectory import RecordTrajectory  # noqa: E402
+from code_gym.workspace.working_copy import Workspace  # noqa: E402
 
 TASK_ID = "config-quotes-negatives"
 LEXER, VALUES, QUOTING = "confparse/lexer.py", "confparse/values.py", "confparse/quoting.py"

@@ -21,11 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
-from code_gym.env import CodeRepoEnv  # noqa: E402
-from code_gym.grading import grade  # noqa: E402
-from code_gym.table import format_table, markdown_table  # noqa: E402
-from code_gym.task import load_task  # noqa: E402
-from code_gym.hostfs import overlay_supported  # noqa: E402
+from code_gym.env.environment import CodeRepoEnv  # noqa: E402
+from code_gym.grading.grade import grade  # noqa: E402
+from code_gym.util.table import format_table, markdown_table  # noqa: E402
+from code_gym.tasks.task import load_task  # noqa: E402
+from code_gym.util.hostfs import overlay_supported  # noqa: E402
 
 NOTES = ("History: the first measurement gave reset 36 ms (overlay). A profile showed 37 ms of 55 ms in the "
          "prompt's file tree (pathlib rglob + relative_to over 500 files) and ~10 ms in `mount`/`umount` "

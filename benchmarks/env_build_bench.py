@@ -1,4 +1,4 @@
-"""Environment build time (code_gym.environments): cold, with a warm installer cache, and a code-gym
+"""Environment build time (code_gym.languages.python.environments): cold, with a warm installer cache, and a code-gym
 cache hit, for uv and pip, on three requirement sets, and a sandboxed sdist build. Needs PyPI.
 
     python benchmarks/env_build_bench.py [--no-write]
@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import write_section  # noqa: E402
-from code_gym.environments import build_environment, environment_spec  # noqa: E402
-from code_gym.table import format_table  # noqa: E402
+from code_gym.languages.python.environments import build_environment, environment_spec  # noqa: E402
+from code_gym.util.table import format_table  # noqa: E402
 
 SETS = {
     "base (pytest, coverage)": [],

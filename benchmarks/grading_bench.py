@@ -18,12 +18,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
-from code_gym import probes  # noqa: E402
-from code_gym.grading import grade  # noqa: E402
-from code_gym.reference import reference_changes  # noqa: E402
+from code_gym.languages.python import probes  # noqa: E402
+from code_gym.grading.grade import grade  # noqa: E402
+from code_gym.grading.reference import reference_changes  # noqa: E402
 from code_gym.sandbox import backend  # noqa: E402
-from code_gym.table import format_table, markdown_table  # noqa: E402
-from code_gym.task import bundled_tasks  # noqa: E402
+from code_gym.util.table import format_table, markdown_table  # noqa: E402
+from code_gym.tasks.task import bundled_tasks  # noqa: E402
 
 SECURITY = Path(__file__).resolve().parent.parent / "docs" / "security.md"
 TITLE = "Grading cost of the defences"
@@ -45,8 +45,8 @@ DESIGNS = ("Designs measured: first, the probes ran in a sandboxed process of th
            "tokenize's patterns); the rest is rewriting the canary file's ten assertions (~5-9 ms) and four "
            "more tests. Most of the probes' cost was pytest compiling the 460-line probe file. Now the runner "
            "fills those caches once before it forks (`WARM_CACHES` in code_gym/sandbox/runner.py) and a "
-           "graded run carries the probe replay alone (code_gym/probe_replay.py, 230 lines; the harvest half "
-           "stays in code_gym/probe_child.py). No defence changed: the same canaries, stream, cross-checks "
+           "graded run carries the probe replay alone (code_gym/languages/python/probe_replay.py, 230 lines; the harvest half "
+           "stays in code_gym/languages/python/probe_child.py). No defence changed: the same canaries, stream, cross-checks "
            "and probes.")
 CONFIGS = (("none", {"canaries": False, "probes": False}), ("canaries", {"canaries": True, "probes": False}),
            ("canaries + probes", {"canaries": True, "probes": True}))

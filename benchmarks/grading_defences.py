@@ -15,7 +15,7 @@ part of the test process each defence costs:
   (inspect's module-file map and tokenize's patterns empty in the runner);
 - (b) canaries with the runner's WARM_CACHES filled, as the runner does now;
 - (c0) canaries + probes, the probe file as it was (replay and harvest halves, ~460 lines);
-- (c) canaries + probes, the replay half alone (code_gym/probe_replay.py), as laid now.
+- (c) canaries + probes, the replay half alone (code_gym/languages/python/probe_replay.py), as laid now.
 
     python benchmarks/grading_defences.py [--runs 7] [--tasks id,id]
 
@@ -37,14 +37,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
-from code_gym import canary, probes  # noqa: E402
-from code_gym.file_policy import apply_changes, lay_hidden_tests  # noqa: E402
-from code_gym.reference import reference_changes  # noqa: E402
+from code_gym.grading import canary  # noqa: E402
+from code_gym.languages.python import probes  # noqa: E402
+from code_gym.grading.file_policy import apply_changes, lay_hidden_tests  # noqa: E402
+from code_gym.grading.reference import reference_changes  # noqa: E402
 from code_gym.sandbox.records import PLUGIN_SOURCE  # noqa: E402
 from code_gym.sandbox.runner import WARM_CACHES  # noqa: E402
-from code_gym.table import format_table, markdown_table  # noqa: E402
-from code_gym.task import bundled_tasks  # noqa: E402
-from code_gym.workspace import Workspace  # noqa: E402
+from code_gym.util.table import format_table, markdown_table  # noqa: E402
+from code_gym.tasks.task import bundled_tasks  # noqa: E402
+from code_gym.workspace.working_copy import Workspace  # noqa: E402
 
 TITLE = "Grading cost: where the time goes"
 PREDICTION = ("Prediction (written before measuring, from one cProfile of lru-memoize-keys): the canaries' cost "

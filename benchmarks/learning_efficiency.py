@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import write_section  # noqa: E402
 
-from code_gym.task import bundled_tasks  # noqa: E402
+from code_gym.tasks.task import bundled_tasks  # noqa: E402
 from code_gym.apps.train import TrainConfig, Trainer  # noqa: E402
-from code_gym.grading import GradeCache  # noqa: E402
+from code_gym.grading.grade import GradeCache  # noqa: E402
 
 METHODS = {  # label -> (estimator name in credit.ESTIMATORS, options)
     "GRPO": ("grpo", {}),
@@ -273,7 +273,7 @@ def built_multi_region_tasks(folder: str | Path, limit: int) -> list:
     project after another (round robin over `[source] project`), each with two or more decisions.
     Their regions come from single-region changes that each fail tests of their own."""
     from code_gym.apps.policy import build_decisions
-    from code_gym.task import TaskError, load_task_dir
+    from code_gym.tasks.task import TaskError, load_task_dir
 
     import tomllib
 

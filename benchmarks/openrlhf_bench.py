@@ -29,7 +29,7 @@ from vllm import SamplingParams  # noqa: E402
 from vllm.outputs import CompletionOutput, RequestOutput  # noqa: E402
 
 from code_gym import TOOL_SCHEMAS  # noqa: E402
-from code_gym.replay import hermes  # noqa: E402
+from code_gym.actions.replay import hermes  # noqa: E402
 from integrations.openrlhf.agent import AgentConfig, AgentExecutor, token_offsets  # noqa: E402
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

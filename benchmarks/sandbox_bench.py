@@ -25,12 +25,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
-from code_gym.env import CodeRepoEnv  # noqa: E402
-from code_gym.replay import hermes, patch_to_calls  # noqa: E402
+from code_gym.env.environment import CodeRepoEnv  # noqa: E402
+from code_gym.actions.replay import hermes, patch_to_calls  # noqa: E402
 from code_gym.sandbox import backend  # noqa: E402
 from code_gym.sandbox.docker import docker_unavailable  # noqa: E402
-from code_gym.table import format_table, markdown_table  # noqa: E402
-from code_gym.task import bundled_tasks  # noqa: E402
+from code_gym.util.table import format_table, markdown_table  # noqa: E402
+from code_gym.tasks.task import bundled_tasks  # noqa: E402
 
 PREDICTION = ("Prediction (written before measuring): reset ~3 ms local, ~60 ms from the Docker pool (a clean-up "
               "`docker exec` and two mounts), ~500 ms with a fresh container; an edit step ~5 ms everywhere (editor "
@@ -68,7 +68,7 @@ def episode(env: CodeRepoEnv, task) -> tuple[float, float, float, float, float]:
     t3 = time.perf_counter()
     _, _, _, _, info = env.step(hermes([{"name": "submit", "arguments": {}}]))
     assert info["resolved"], info.get("tests")
-    from code_gym.grading import grade
+    from code_gym.grading.grade import grade
 
     own = tests_own_time(grade(task, env.ws.changed_files(), isolation=env.isolation).output)
     return t1 - t0, statistics.median(commands), t3 - t2, info["grading_time"], own

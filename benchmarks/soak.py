@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from code_gym.env import CodeRepoEnv  # noqa: E402
-from code_gym.replay import hermes, patch_to_calls  # noqa: E402
+from code_gym.env.environment import CodeRepoEnv  # noqa: E402
+from code_gym.actions.replay import hermes, patch_to_calls  # noqa: E402
 from code_gym.sandbox.reaper import census  # noqa: E402
-from code_gym.task import Timeouts, bundled_tasks  # noqa: E402
+from code_gym.tasks.task import Timeouts, bundled_tasks  # noqa: E402
 
 NASTY = [
     "sleep 30",                                      # outlives its timeout
@@ -61,8 +61,8 @@ CRASH = """
 import sys, random
 sys.path.insert(0, {root!r})
 from benchmarks.soak import play
-from code_gym.env import CodeRepoEnv
-from code_gym.task import bundled_tasks
+from code_gym.env.environment import CodeRepoEnv
+from code_gym.tasks.task import bundled_tasks
 env = CodeRepoEnv(isolation={isolation!r})
 print("started", flush=True)
 while True:

@@ -43,11 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _report import write_section  # noqa: E402
 
-from code_gym.builder import BuildOptions  # noqa: E402
-from code_gym.builder.batch import build_many  # noqa: E402
-from code_gym.builder.revalidate import revalidate  # noqa: E402
-from code_gym.table import format_table  # noqa: E402
-from code_gym.task import load_task_dir  # noqa: E402
+from code_gym.tasks.builder import BuildOptions  # noqa: E402
+from code_gym.tasks.builder.batch import build_many  # noqa: E402
+from code_gym.tasks.builder.revalidate import revalidate  # noqa: E402
+from code_gym.util.table import format_table  # noqa: E402
+from code_gym.tasks.task import load_task_dir  # noqa: E402
 
 # (requirement, why chosen). Pure-Python sdists that ship their pytest- or unittest-style tests,
 # some with runtime or test dependencies and pytest plugins (built into the project's own
@@ -220,8 +220,8 @@ def _load() -> str:
 def check(chosen, out: Path) -> list[list]:
     """The project list's check, no test run: each sdist fetched, unpacked, its test files found and
     its environment built from wheels only (or found in the cache). Prints and returns the rows."""
-    from code_gym.builder.batch import fetch_sdist
-    from code_gym.builder.project import open_project
+    from code_gym.tasks.builder.batch import fetch_sdist
+    from code_gym.tasks.builder.project import open_project
 
     rows = []
     for spec, _ in chosen:
@@ -250,8 +250,8 @@ def profile(spec: str, out: Path, candidates: int) -> str:
     import contextlib
     from dataclasses import replace
 
-    import code_gym.builder.pipeline as pipeline
-    from code_gym.builder.batch import fetch_sdist
+    import code_gym.tasks.builder.pipeline as pipeline
+    from code_gym.tasks.builder.batch import fetch_sdist
 
     sdist = fetch_sdist(spec, out / "downloads")
     stats: dict = collections.defaultdict(list)
@@ -419,7 +419,7 @@ def main(argv=None) -> int:
         f"- Re-validation (`tasks revalidate`, 3 reference runs, the whole test set of each task, fresh sandboxes): "
         + (f"**{reval.fraction:.1%}** of {len(reval.results)} tasks (a random sample) pass every gate; "
            f"failures by gate: {dict(reval.by_gate()) or 'none'}; {reval_s / 60:.1f} min." if reval else "nothing built"),
-        f"- Environments (code_gym.environments): {envs_line}.",
+        f"- Environments (code_gym.languages.python.environments): {envs_line}.",
         "",
         gates,
         "",

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from code_gym.actions import ToolCall, parse_action
-from code_gym.env import CodeRepoEnv
-from code_gym.spaces import AnyText
-from code_gym.task import Task, TaskError, bundled_tasks, load_task, load_task_dir
-from code_gym.tools import TOOL_NAMES, TOOL_SCHEMAS
+from code_gym.actions.parse import ToolCall, parse_action
+from code_gym.env.environment import CodeRepoEnv
+from code_gym.env.spaces import AnyText
+from code_gym.tasks.task import Task, TaskError, bundled_tasks, load_task, load_task_dir
+from code_gym.actions.tools import TOOL_NAMES, TOOL_SCHEMAS
 
 ENV_ID = "CodeRepo-v0"
 
@@ -21,8 +21,8 @@ __all__ = ["AnyText", "CodeRepoEnv", "ENV_ID", "TOOL_NAMES", "TOOL_SCHEMAS", "Ta
 def register_envs() -> None:
     """Register CodeRepo-v0 with Gymnasium (idempotent)."""
     if ENV_ID not in gym.registry:
-        agreement = gym.envs.registration.WrapperSpec("TimeLimitAgreement", "code_gym.env:TimeLimitAgreement", {})
-        gym.register(id=ENV_ID, entry_point="code_gym.env:CodeRepoEnv", nondeterministic=True,
+        agreement = gym.envs.registration.WrapperSpec("TimeLimitAgreement", "code_gym.env.environment:TimeLimitAgreement", {})
+        gym.register(id=ENV_ID, entry_point="code_gym.env.environment:CodeRepoEnv", nondeterministic=True,
                      disable_env_checker=False, additional_wrappers=(agreement,))
 
 

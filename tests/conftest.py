@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from code_gym.task import bundled_tasks, load_task
+from code_gym.tasks.task import bundled_tasks, load_task
 
 TINY_MANIFEST = '''\
 id = "tiny"

@@ -1,6 +1,6 @@
 import json
 
-from code_gym.actions import parse_action
+from code_gym.actions.parse import parse_action
 
 
 def test_hermes_calls_with_offsets_into_escaped_json():

@@ -6,7 +6,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-from code_gym.task import TaskError, load_task
+from code_gym.tasks.task import TaskError, load_task
 from conftest import TINY_MANIFEST, write_tiny_task
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

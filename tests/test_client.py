@@ -13,7 +13,7 @@ import pytest
 import credit
 from code_gym import TOOL_NAMES
 from code_gym.apps.cli import main
-from code_gym.episode import SUBMIT
+from code_gym.env.episode import SUBMIT
 from code_gym.apps.client import ChatClient, ClientConfig, response_text, rollout
 from replay_server import ChatServer, status
 

@@ -2,7 +2,7 @@
 import pytest
 
 from code_gym.apps.difficulty import filter_by_pass_rate, measure
-from code_gym.replay import hermes, patch_to_calls
+from code_gym.actions.replay import hermes, patch_to_calls
 
 from conftest import BUNDLED
 

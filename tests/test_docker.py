@@ -190,8 +190,8 @@ def test_reaper_removes_what_a_crashed_process_left(docker_ok, tmp_path):
 def test_env_episode_resolves_in_docker_with_the_tasks_image(docker_ok, tiny_task):
     from dataclasses import replace
 
-    from code_gym.env import CodeRepoEnv
-    from code_gym.replay import hermes, patch_to_calls
+    from code_gym.env.environment import CodeRepoEnv
+    from code_gym.actions.replay import hermes, patch_to_calls
 
     env = CodeRepoEnv(task=replace(tiny_task, image=DEFAULT_IMAGE), isolation="docker")
     try:

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from code_gym import hostfs, tools
-from code_gym.actions import ToolCall
+from code_gym.util import hostfs
+
+from code_gym.actions import tools
+from code_gym.actions.parse import ToolCall
 from code_gym.sandbox import Limits, make_sandbox
-from code_gym.tools import ToolContext, run_tool
+from code_gym.actions.tools import ToolContext, run_tool
 
 
 def _swapping_resolve(monkeypatch, target: Path):

@@ -4,8 +4,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import code_gym
-from code_gym.replay import hermes, patch_to_calls
-from code_gym.hostfs import wait_for_cleanup
+from code_gym.actions.replay import hermes, patch_to_calls
+from code_gym.util.hostfs import wait_for_cleanup
 
 from conftest import BUNDLED
 

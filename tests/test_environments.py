@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from code_gym.builder import BuildError, BuildOptions, build_tasks
-from code_gym.builder.project import EnvOptions
-from code_gym.env import CodeRepoEnv
-from code_gym.environments import (BASE_REQUIREMENTS, EnvironmentBuildError, build_environment, default_python,
+from code_gym.tasks.builder import BuildError, BuildOptions, build_tasks
+from code_gym.tasks.builder.project import EnvOptions
+from code_gym.env.environment import CodeRepoEnv
+from code_gym.languages.python.environments import (BASE_REQUIREMENTS, EnvironmentBuildError, build_environment, default_python,
                                    environment_spec, project_environment, project_requirements)
-from code_gym.replay import hermes, patch_to_calls
+from code_gym.actions.replay import hermes, patch_to_calls
 from code_gym.sandbox import make_sandbox
-from code_gym.task import load_task
-from code_gym.validate import validate_task
+from code_gym.tasks.task import load_task
+from code_gym.grading.gates import validate_task
 from sandbox_backends import IN_CI, require
 
 PYPI_PACKAGE = "toolz"  # pure Python, one wheel, not in code-gym's venv (checked below)
@@ -321,7 +321,7 @@ def test_swebench_instance_gets_the_environment_of_its_setup_commit(tmp_path, ca
     requirement of its own. The task runs its tests with both installed."""
     import json
 
-    from code_gym.loaders.swebench import load_swebench
+    from code_gym.tasks.loaders.swebench import load_swebench
     from conftest import git
 
     require("bwrap")
@@ -485,8 +485,8 @@ def test_a_tasks_environment_cannot_make_the_host_run_what_it_names(tmp_path, mo
     """A task folder's [environment] table is task data: the red team named a script as its
     `python` (the host ran it as `python -m venv`) and wrote a requirement as an installer option
     (`--editable=DIR`: uv ran the project's in-tree build backend on the host)."""
-    from code_gym.environments import build
-    from code_gym.task import EnvSpec
+    from code_gym.languages.python.environments import build
+    from code_gym.tasks.task import EnvSpec
 
     marker = tmp_path / "ran-on-the-host"
     script = tmp_path / "python3.11"

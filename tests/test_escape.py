@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from code_gym.sandbox import Limits, cgroup, make_sandbox, runner
-from code_gym.workspace import Workspace, default_disk_quota
+from code_gym.workspace.working_copy import Workspace, default_disk_quota
 from sandbox_backends import require
 
 # Docker-backed tests share one daemon: run them on one xdist worker (--dist loadgroup).
@@ -442,8 +442,8 @@ def test_setuid_file_in_the_workspace_gives_no_privilege(box_ws):
 def test_files_an_episode_adds_are_bounded(tmp_path, monkeypatch):
     """Each step's scan walks every file of the workspace: 300k empty files made each later step take
     7 s (red team). The workspace's tmpfs takes at most EXTRA_INODES files beyond the repository's."""
-    from code_gym import workspace
-    from code_gym.hostfs import overlay_supported
+    from code_gym.workspace import working_copy as workspace
+    from code_gym.util.hostfs import overlay_supported
 
     require("bwrap")
     if not overlay_supported():

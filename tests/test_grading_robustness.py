@@ -7,8 +7,8 @@ import shutil
 import gymnasium as gym
 
 import code_gym  # noqa: F401  (registers CodeRepo-v0)
-from code_gym.file_policy import apply_changes
-from code_gym.replay import hermes
+from code_gym.grading.file_policy import apply_changes
+from code_gym.actions.replay import hermes
 
 SUBMIT = hermes([{"name": "submit", "arguments": {}}])
 FIXED_OPS = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
@@ -86,7 +86,7 @@ def test_a_file_replaced_by_a_folder_of_its_name_is_graded_through_the_env(tiny_
 
 
 def test_a_path_the_host_cannot_look_up_is_audited_not_raised(tiny_task):
-    from code_gym.integrity import audit
+    from code_gym.grading.audit import audit
 
     deep = "/".join(["d" * 200] * 25) + "/m.py"  # over PATH_MAX: stat() raises ENAMETOOLONG
     assert audit({deep: b"import os\nos._exit(0)\n"}, tiny_task)[0].rule == "process-exit"

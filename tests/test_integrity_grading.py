@@ -5,11 +5,11 @@ import dataclasses
 import subprocess
 import textwrap
 
-from code_gym.file_policy import apply_changes
-from code_gym.grading import grade, parse_junit
+from code_gym.grading.file_policy import apply_changes
+from code_gym.grading.grade import grade, parse_junit
 from code_gym.sandbox import make_sandbox
-from code_gym.task import Timeouts
-from code_gym.workspace import Workspace
+from code_gym.tasks.task import Timeouts
+from code_gym.workspace.working_copy import Workspace
 
 from conftest import git
 

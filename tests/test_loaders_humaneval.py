@@ -2,9 +2,9 @@
 import pytest
 
 from code_gym.apps.cli import main
-from code_gym.loaders.humaneval import load_humaneval
-from code_gym.task import TaskError
-from code_gym.validate import validate_task
+from code_gym.tasks.loaders.humaneval import load_humaneval
+from code_gym.tasks.task import TaskError
+from code_gym.grading.gates import validate_task
 
 
 @pytest.fixture(scope="module")

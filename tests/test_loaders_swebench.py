@@ -4,11 +4,11 @@ import textwrap
 
 import pytest
 
-from code_gym.env import CodeRepoEnv
-from code_gym.loaders.swebench import load_swebench
-from code_gym.replay import hermes, patch_to_calls
-from code_gym.task import TaskError
-from code_gym.validate import validate_task
+from code_gym.env.environment import CodeRepoEnv
+from code_gym.tasks.loaders.swebench import load_swebench
+from code_gym.actions.replay import hermes, patch_to_calls
+from code_gym.tasks.task import TaskError
+from code_gym.grading.gates import validate_task
 
 from conftest import git
 

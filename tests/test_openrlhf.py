@@ -52,11 +52,11 @@ from transformers import PreTrainedTokenizerFast
 from vllm import SamplingParams
 
 import credit
-from code_gym.actions import canonical_text
+from code_gym.actions.parse import canonical_text
 from code_gym import TOOL_SCHEMAS
 from code_gym.apps.cli import main as code_gym_main
-from code_gym.replay import hermes
-from code_gym.task import bundled_tasks, resolve_task
+from code_gym.actions.replay import hermes
+from code_gym.tasks.task import bundled_tasks, resolve_task
 from conftest import FILES, write_tiny_task
 from integrations.openrlhf import hook, train
 from integrations.openrlhf.agent import SUBMIT, AgentConfig, AgentExecutor, token_offsets

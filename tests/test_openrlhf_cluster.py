@@ -18,7 +18,7 @@ from test_openrlhf import (FIX_ADD, MAX_LEN, N_SAMPLES, SCRIPTS_BY_SAMPLE, Scrip
 import ray
 from vllm import SamplingParams
 
-from code_gym.replay import hermes
+from code_gym.actions.replay import hermes
 from code_gym.sandbox import ray as ray_sandbox
 from conftest import write_tiny_task
 from integrations.openrlhf import preflight

@@ -45,7 +45,7 @@ import torch
 from vllm import SamplingParams
 
 import credit
-from code_gym.replay import hermes
+from code_gym.actions.replay import hermes
 from conftest import write_tiny_task
 from integrations.openrlhf import hook, preflight, train
 from integrations.openrlhf.agent import AgentConfig, AgentExecutor

@@ -4,10 +4,10 @@ import difflib
 import numpy as np
 import pytest
 
-from code_gym.actions import parse_action
+from code_gym.actions.parse import parse_action
 from code_gym.apps.policy import (PARTIAL, REFERENCE, UNTOUCHED, Decision, EditPolicy, branches, build_decisions,
                              token_offsets)
-from code_gym.reference import reference_changes
+from code_gym.grading.reference import reference_changes
 from conftest import BUNDLED
 
 CALC = next(t for t in BUNDLED if t.id == "calc-associativity-decimals")

@@ -1,4 +1,4 @@
-"""Behavioural hidden probes (code_gym.probes): made for every bundled, HumanEval and built task;
+"""Behavioural hidden probes (code_gym.languages.python.probes): made for every bundled, HumanEval and built task;
 every reference passes them; the untouched repository fails them; a test-source oracle and an
 always-equal object pass the tests but not the probes (each attack graded with the probes off
 and on); nondeterministic probes are dropped with a reason; a hanging probe process is bounded."""
@@ -8,12 +8,12 @@ import textwrap
 
 import pytest
 
-from code_gym import probes
-from code_gym.grading import grade
-from code_gym.probe_replay import encode
-from code_gym.reference import reference_changes
+from code_gym.languages.python import probes
+from code_gym.grading.grade import grade
+from code_gym.languages.python.probe_replay import encode
+from code_gym.grading.reference import reference_changes
 from code_gym.rewards import Submission, make_reward
-from code_gym.task import Timeouts, load_task
+from code_gym.tasks.task import Timeouts, load_task
 
 from conftest import BUNDLED
 
@@ -48,7 +48,7 @@ def test_every_bundled_reference_passes_its_probes_and_the_untouched_repo_fails_
 
 
 def test_humaneval_references_pass_their_probes():
-    from code_gym.loaders.humaneval import load_humaneval
+    from code_gym.tasks.loaders.humaneval import load_humaneval
 
     for task in load_humaneval(ids=["HumanEval/0", "HumanEval/12", "HumanEval/53"]):
         made = probes.probe_set(task)
@@ -59,7 +59,7 @@ def test_humaneval_references_pass_their_probes():
 
 
 def test_built_task_references_pass_their_probes(tmp_path):
-    from code_gym.builder import BuildOptions, build_tasks
+    from code_gym.tasks.builder import BuildOptions, build_tasks
     from test_builder import write_project
 
     report = build_tasks(write_project(tmp_path / "shop"), tmp_path / "built",

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import credit
-from code_gym.actions import canonical_text, parse_action
-from code_gym.provenance import bash_bodies
-from code_gym.trajectory import RecordTrajectory
+from code_gym.actions.parse import canonical_text, parse_action
+from code_gym.actions.provenance import bash_bodies
+from code_gym.env.trajectory import RecordTrajectory
 
 FIX_ADD = {"path": "calc/ops.py", "old_str": "def add(a, b):\n    return a - b", "new_str": "def add(a, b):\n    return a + b"}
 TOKEN_RE = re.compile(r"\w+|[^\w\s]|\s+")

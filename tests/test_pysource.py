@@ -1,4 +1,4 @@
-"""`code_gym.pysource.parse` under threads: CPython 3.11's ast constructor shares its recursion
+"""`code_gym.languages.python.source.parse` under threads: CPython 3.11's ast constructor shares its recursion
 counter between threads (python/cpython#106905). The integrity audit parsing patches in a
 4-thread soak failed with `SystemError: AST constructor recursion depth mismatch`; the churn below
 (a finalizer that switches threads during garbage collection) reproduces it with plain ast.parse
@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from code_gym import pysource
-
+from code_gym.languages.python import source as pysource
 SOURCES = [p.read_text() for p in sorted(Path(ast.__file__).parent.glob("*.py"))[:5]]
 
 
@@ -88,4 +87,4 @@ def test_code_gym_parses_only_through_pysource():
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse"
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"):
                 direct.append(f"{path.relative_to(root.parent)}:{node.lineno}")
-    assert not direct, "use code_gym.pysource.parse (thread-safe) instead of ast.parse: " + ", ".join(direct)
+    assert not direct, "use code_gym.languages.python.source.parse (thread-safe) instead of ast.parse: " + ", ".join(direct)

@@ -49,8 +49,8 @@ def test_files_travel_both_ways(backend, tmp_path):
 
 
 def test_episode_resolves_through_ray(backend, tiny_task):
-    from code_gym.env import CodeRepoEnv
-    from code_gym.replay import hermes, patch_to_calls
+    from code_gym.env.environment import CodeRepoEnv
+    from code_gym.actions.replay import hermes, patch_to_calls
 
     env = CodeRepoEnv(task=tiny_task, isolation=backend)
     try:

@@ -6,14 +6,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from code_gym.actions import ToolCall
-from code_gym.grading import GradeResult
-from code_gym.integrity import Finding
-from code_gym.replay import hermes
-from code_gym.hints import hint_units, reference_hint
+from code_gym.actions.parse import ToolCall
+from code_gym.grading.grade import GradeResult
+from code_gym.grading.audit import Finding
+from code_gym.actions.replay import hermes
+from code_gym.env.hints import hint_units, reference_hint
 from code_gym.rewards import (AllPass, FailToPass, PassFraction, ProbeScore, RewardSpec, StaticScore, StepShaping, Submission, make_reward,
                               passed_count, static_checks, total)
-from code_gym.tools import RunRecords, ToolResult
+from code_gym.actions.tools import RunRecords, ToolResult
 
 from conftest import BUNDLED
 
@@ -314,7 +314,7 @@ def test_reward_spec_objects_pass_through_gym_make(tiny_task):
 
 def test_static_does_not_parse_a_source_too_large_to_audit(monkeypatch):
     """As the audit (oversized-source): parsing a 15 MB .py took the host to 6.2 GiB."""
-    from code_gym.integrity import MAX_SOURCE_BYTES
+    from code_gym.grading.audit import MAX_SOURCE_BYTES
     from code_gym.rewards import static
 
     parsed = []

@@ -3,9 +3,9 @@
 import gymnasium as gym
 import pytest
 
-from code_gym.grading import GradeResult
-from code_gym.integrity import Finding
-from code_gym.replay import hermes
+from code_gym.grading.grade import GradeResult
+from code_gym.grading.audit import Finding
+from code_gym.actions.replay import hermes
 from code_gym.rewards import Judge, Submission, make_reward, parse_score
 from code_gym.rewards.judge import JudgeAnswerError, final_patch
 

@@ -6,16 +6,16 @@ import math
 import gymnasium as gym
 import pytest
 
-from code_gym import episode
+from code_gym.env import episode
 from code_gym.apps.client import ChatClient, ChatPolicy, ClientConfig
-from code_gym.grading import GradeResult
-from code_gym.replay import hermes
+from code_gym.grading.grade import GradeResult
+from code_gym.actions.replay import hermes
 from code_gym.rewards import Response, SelfCertainty, Submission, TokenLogprobs, make_reward, sampled_response
-from code_gym.diffs import file_diff
+from code_gym.workspace.diffs import file_diff
 from code_gym.rewards import execution_vote
 from code_gym.rewards.labelfree import token_kl_from_uniform
 from code_gym.rewards.vote import generated_calls
-from code_gym.trajectory import RecordTrajectory
+from code_gym.env.trajectory import RecordTrajectory
 
 from replay_server import ReplayServer, answer
 

@@ -3,8 +3,8 @@ import shutil
 
 import pytest
 
-from code_gym.grading import grade
-from code_gym.reference import reference_changes
+from code_gym.grading.grade import grade
+from code_gym.grading.reference import reference_changes
 from code_gym.sandbox import Limits, LocalSandbox, make_sandbox
 from code_gym.sandbox.runner import pytest_argv
 from conftest import BUNDLED

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from code_gym.hostfs import MAX_DIFF_BYTES
+from code_gym.util.hostfs import MAX_DIFF_BYTES
 from code_gym.sandbox import Limits, make_sandbox
-from code_gym.workspace import Workspace
+from code_gym.workspace.working_copy import Workspace
 from sandbox_backends import require
 
 pytestmark = pytest.mark.xdist_group("docker")
@@ -78,8 +78,8 @@ def test_files_the_sandbox_writes_belong_to_the_host_user(kind, episode):
 
 
 def test_env_disk_quota_option_and_message(tiny_task):
-    from code_gym.env import CodeRepoEnv
-    from code_gym.replay import hermes
+    from code_gym.env.environment import CodeRepoEnv
+    from code_gym.actions.replay import hermes
 
     env = CodeRepoEnv(task=tiny_task, disk_quota=8 << 20)
     try:

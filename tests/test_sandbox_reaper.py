@@ -18,7 +18,7 @@ CRASHING = textwrap.dedent("""
     import sys, threading, time
     from pathlib import Path
     from code_gym.sandbox import Limits, make_sandbox
-    from code_gym.workspace import Workspace
+    from code_gym.workspace.working_copy import Workspace
 
     src = Path(sys.argv[2])
     ws = Workspace(src)

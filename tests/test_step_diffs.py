@@ -4,7 +4,7 @@ import json
 import gymnasium as gym
 import pytest
 
-from code_gym.workspace import Workspace
+from code_gym.workspace.working_copy import Workspace
 from unidiff import PatchSet
 
 
@@ -103,7 +103,7 @@ def test_patch_applies_with_git(env, tiny_task, tmp_path):
 
 @pytest.mark.parametrize("strategy", ["copy", "overlay"])
 def test_same_size_rewrite_within_clock_tick_is_seen(tiny_task, strategy):
-    from code_gym.hostfs import overlay_supported
+    from code_gym.util.hostfs import overlay_supported
     if strategy == "overlay" and not overlay_supported():
         pytest.skip("overlayfs cannot be mounted here (needs root)")
     ws = Workspace(tiny_task.repo, strategy=strategy)

@@ -2,7 +2,7 @@ import shutil
 
 import pytest
 
-from code_gym.task import TaskError, load_task, resolve_task
+from code_gym.tasks.task import TaskError, load_task, resolve_task
 
 from conftest import BUNDLED, write_tiny_task
 
@@ -75,8 +75,7 @@ def test_a_manifest_cannot_make_the_loader_read_outside_its_task(tmp_path, monke
     and linked a hidden test to a host file; load_task read both (the hidden test then ran)."""
     import os
 
-    from code_gym import task as task_module
-
+    from code_gym.tasks import task as task_module
     secret = tmp_path / "secret.txt"
     secret.write_text("host secret\n")
     folder = write_tiny_task(tmp_path)
@@ -99,7 +98,7 @@ def test_a_manifest_cannot_make_the_loader_read_outside_its_task(tmp_path, monke
 
 def test_write_task_writes_hidden_files_beneath_hidden_only(tmp_path):
     """A loader's data names the hidden files: a path out of hidden/ is refused, never written."""
-    from code_gym.loaders.folder import write_task
+    from code_gym.tasks.loaders.folder import write_task
 
     def fill(repo):
         (repo / "m.py").write_text("x = 1\n")

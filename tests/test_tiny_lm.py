@@ -15,7 +15,7 @@ from code_gym.apps.cli import main  # noqa: E402
 from code_gym.apps.policy import REFERENCE, UNTOUCHED  # noqa: E402
 from code_gym.apps.tiny_lm import TinyLMConfig, TinyLMTrainer, token_offsets  # noqa: E402
 from code_gym.apps.train import SEPARATOR  # noqa: E402
-from code_gym.task import bundled_tasks  # noqa: E402
+from code_gym.tasks.task import bundled_tasks  # noqa: E402
 
 TASK = "report-avg-aggregation"
 

@@ -10,7 +10,7 @@ from code_gym.apps.cli import main
 from code_gym.apps.policy import build_decisions
 from code_gym.apps.train import (TrainConfig, Trainer, UpdateStats, branch_advantages, estimator, make_env, play,
                                  updates_to_reach, verify_decisions, whiten, write_curves)
-from code_gym.grading import GradeCache
+from code_gym.grading.grade import GradeCache
 from conftest import BUNDLED
 
 LEDGER = next(t for t in BUNDLED if t.id == "ledger-allocation")

@@ -4,7 +4,7 @@ import json
 import gymnasium as gym
 
 import credit
-from code_gym.trajectory import RecordTrajectory
+from code_gym.env.trajectory import RecordTrajectory
 
 
 def call(name, **arguments):

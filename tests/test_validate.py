@@ -4,9 +4,9 @@ import gymnasium as gym
 import pytest
 
 from code_gym.apps.cli import main
-from code_gym.replay import hermes, patch_to_calls
-from code_gym.task import load_task
-from code_gym.validate import validate_task
+from code_gym.actions.replay import hermes, patch_to_calls
+from code_gym.tasks.task import load_task
+from code_gym.grading.gates import validate_task
 
 from conftest import BUNDLED
 
@@ -52,7 +52,7 @@ def test_every_bundled_task_declares_its_lists():
 
 def test_runs_below_one_are_refused(tiny_task):
     """With runs=0 every reference gate passed with nothing run ("reference passes 0/0 ... ok")."""
-    from code_gym.builder.revalidate import revalidate_task
+    from code_gym.tasks.builder.revalidate import revalidate_task
 
     for runs in (0, -2, 1.5, True):
         with pytest.raises(ValueError, match="runs must be an integer >= 1"):

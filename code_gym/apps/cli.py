@@ -10,8 +10,8 @@ from pathlib import Path
 
 import credit
 from code_gym.sandbox import ISOLATION_KINDS
-from code_gym.table import format_table
-from code_gym.task import TaskError, bundled_tasks, load_task_dir
+from code_gym.util.table import format_table
+from code_gym.tasks.task import TaskError, bundled_tasks, load_task_dir
 
 
 class UsageError(Exception):
@@ -42,7 +42,7 @@ positive_float = _at_least(float, 0.0, strict=True)
 def _tasks(paths: list[str] | None):
     if not paths:
         return bundled_tasks()
-    from code_gym.loaders import load_dataset
+    from code_gym.tasks.loaders import load_dataset
 
     out = []
     for p in paths:
@@ -55,7 +55,7 @@ def _tasks(paths: list[str] | None):
 
 def _check_row(env, responses: list[str], task) -> dict:
     """Play fixed responses then submit; returns the table row data."""
-    from code_gym.episode import Scripted, run_episode
+    from code_gym.env.episode import Scripted, run_episode
 
     started = time.monotonic()
     result = run_episode(env, Scripted(responses), task)
@@ -66,8 +66,8 @@ def _check_row(env, responses: list[str], task) -> dict:
 
 
 def cmd_check(args) -> int:
-    from code_gym.env import CodeRepoEnv
-    from code_gym.replay import hermes, patch_to_calls
+    from code_gym.env.environment import CodeRepoEnv
+    from code_gym.actions.replay import hermes, patch_to_calls
 
     tasks = _tasks(args.tasks)
     env = CodeRepoEnv(tasks=tasks, isolation=args.isolation)
@@ -145,7 +145,7 @@ def _train_tiny_lm(args) -> int:
     except ImportError as err:
         raise SystemExit(f"code-gym train --policy tiny-lm needs torch, transformers and tokenizers ({err}): "
                          "pip install 'code-gym[tiny-lm]' (torch==2.13.0 is the CPU build)") from None
-    from code_gym.grading import GradeCache
+    from code_gym.grading.grade import GradeCache
 
     options = _estimator_options(args.option, args.estimator)
     tasks = _tasks(args.tasks)
@@ -179,7 +179,7 @@ def cmd_train(args) -> int:
         return _train_tiny_lm(args)
 
     from code_gym.apps.train import TrainConfig, Trainer, updates_to_reach, write_curves
-    from code_gym.grading import GradeCache
+    from code_gym.grading.grade import GradeCache
 
     options = _estimator_options(args.option, args.estimator)
     tasks = _tasks(args.tasks)
@@ -268,7 +268,7 @@ def cmd_tasks_list(args) -> int:
 
 
 def cmd_tasks_validate(args) -> int:
-    from code_gym.validate import record_test_lists, validate_task
+    from code_gym.grading.gates import record_test_lists, validate_task
 
     tasks = _tasks(args.paths)
     started = time.monotonic()
@@ -282,7 +282,7 @@ def cmd_tasks_validate(args) -> int:
         recorded = [v.task_id for v in verdicts if record_test_lists(by_id[v.task_id], v)]
         print(f"recorded FAIL_TO_PASS / PASS_TO_PASS in {len(recorded)} manifests"
               + (f": {', '.join(recorded)}" if recorded else ""), file=sys.stderr)
-        from code_gym.probes import record
+        from code_gym.languages.python.probes import record
         stored = [record(by_id[v.task_id], args.isolation) for v in verdicts if v.ok]
         print(f"recorded behavioural probes (probes.json) in {len(stored)} task folders", file=sys.stderr)
     rows = [[v.task_id, v.kind, v.files, v.hunks, f"{v.untouched_failing}/{v.untouched_total}",
@@ -302,9 +302,9 @@ def cmd_tasks_validate(args) -> int:
 
 
 def cmd_tasks_build(args) -> int:
-    from code_gym.builder import BuildOptions, build_tasks
-    from code_gym.builder.batch import build_many, expand_sources, read_as_folder_of_projects
-    from code_gym.builder.project import EnvOptions
+    from code_gym.tasks.builder import BuildOptions, build_tasks
+    from code_gym.tasks.builder.batch import build_many, expand_sources, read_as_folder_of_projects
+    from code_gym.tasks.builder.project import EnvOptions
 
     options = BuildOptions(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
                            remove_bodies=not args.no_remove_body, max_candidates=args.max_candidates,
@@ -328,8 +328,8 @@ def cmd_tasks_build(args) -> int:
 
 
 def cmd_tasks_revalidate(args) -> int:
-    from code_gym.builder.revalidate import revalidate
-    from code_gym.task import load_task_dir
+    from code_gym.tasks.builder.revalidate import revalidate
+    from code_gym.tasks.task import load_task_dir
 
     tasks = load_task_dir(args.out)
     done = []
@@ -346,7 +346,7 @@ def cmd_tasks_revalidate(args) -> int:
 
 
 def cmd_env_build(args) -> int:
-    from code_gym.environments import EnvironmentBuildError, project_environment, project_requirements
+    from code_gym.languages.python.environments import EnvironmentBuildError, project_environment, project_requirements
 
     found = project_requirements(args.source)
     rows = [[r, ", ".join(found.sources[r])] for r in found.requirements]

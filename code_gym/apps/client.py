@@ -52,12 +52,12 @@ import httpx
 from tqdm import tqdm
 
 import credit
-from code_gym import episode
-from code_gym.actions import parse_action, render_call
-from code_gym.chat import ChatError, http_client, post_chat
-from code_gym.env import CodeRepoEnv
-from code_gym.task import Task
-from code_gym.tools import TOOL_SCHEMAS
+from code_gym.env import episode
+from code_gym.actions.parse import parse_action, render_call
+from code_gym.util.chat import ChatError, http_client, post_chat
+from code_gym.env.environment import CodeRepoEnv
+from code_gym.tasks.task import Task
+from code_gym.actions.tools import TOOL_SCHEMAS
 
 ClientError = ChatError  # a request that failed for good (retries spent, or an error a retry cannot fix)
 
@@ -352,7 +352,7 @@ class Interrupt:
 
 
 class ChatPolicy:
-    """The served model as a `code_gym.episode.Policy`: the conversation so far goes to the server
+    """The served model as a `code_gym.env.episode.Policy`: the conversation so far goes to the server
     with each observation; a step's tool results come back as `tool` messages (`observe`).
 
     When the server refuses the conversation as longer than the model's context, the policy plays

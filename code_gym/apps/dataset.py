@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from code_gym.task import Task, TaskError, bundled_tasks_dir
+from code_gym.tasks.task import Task, TaskError, bundled_tasks_dir
 
 DATASOURCE = "code_gym"
 
@@ -20,7 +20,7 @@ DATASOURCE = "code_gym"
 def task_label(task: Task) -> str:
     """What `env.reset(options={"task": label})` resolves back to `task` on any node."""
     if task.root is None:
-        raise TaskError(f"task {task.id!r} has no folder: write it to disk (code_gym.loaders.folder) first")
+        raise TaskError(f"task {task.id!r} has no folder: write it to disk (code_gym.tasks.loaders.folder) first")
     root = Path(task.root).resolve()
     return task.id if root.parent == bundled_tasks_dir().resolve() else str(root)
 

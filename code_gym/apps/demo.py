@@ -20,9 +20,9 @@ from unidiff import PatchSet
 
 import credit
 from code_gym.apps.policy import Decision, EditPolicy, build_decisions
-from code_gym.task import Task
+from code_gym.tasks.task import Task
 from code_gym.apps.train import Episode, choice_advantages, estimator, make_env, play
-from code_gym.grading import GradeCache
+from code_gym.grading.grade import GradeCache
 from credit.project import locate_lines
 
 ESTIMATORS = ("grpo", *credit.STEP_LEVEL)  # the episode-level baseline and every step-level estimator

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import gymnasium as gym
 from tqdm import tqdm
 
-from code_gym.episode import Policy, run_episode
-from code_gym.task import Task
+from code_gym.env.episode import Policy, run_episode
+from code_gym.tasks.task import Task
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ Each hunk of the reference patch is one *decision*. Its candidates, each one res
 
 - `reference`: the hunk as a `str_replace` (old_str: the hunk's source text, context included);
 - wrong variants, up to `variants` of them: an AST mutation of the reference's changed lines
-  (`code_gym.builder.mutations`: flip-comparison, off-by-one, swap-arguments, drop-condition),
+  (`code_gym.tasks.builder.mutations`: flip-comparison, off-by-one, swap-arguments, drop-condition),
   or `partial`: the hunk with one of its blocks of changed lines left out;
 - `untouched`: a `view` of the region, which edits nothing.
 
@@ -38,10 +38,10 @@ from functools import cached_property
 import numpy as np
 from unidiff import PatchSet
 
-from code_gym.builder.mutations import functions, mutation_sites
-from code_gym.replay import hermes, unique_edit
-from code_gym.task import Task, TaskError
-from code_gym.reference import reference_changes
+from code_gym.tasks.builder.mutations import functions, mutation_sites
+from code_gym.actions.replay import hermes, unique_edit
+from code_gym.tasks.task import Task, TaskError
+from code_gym.grading.reference import reference_changes
 
 REFERENCE = "reference"
 UNTOUCHED = "untouched"

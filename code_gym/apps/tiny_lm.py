@@ -43,9 +43,9 @@ import numpy as np
 import credit
 from code_gym.apps.policy import Decision, build_decisions
 from code_gym.apps.train import SEPARATOR, make_env, steps_needed, verify_decisions
-from code_gym.episode import Scripted, run_episode
-from code_gym.grading import GradeCache
-from code_gym.task import Task
+from code_gym.env.episode import Scripted, run_episode
+from code_gym.grading.grade import GradeCache
+from code_gym.tasks.task import Task
 
 EOS = "<|endoftext|>"
 

@@ -24,12 +24,12 @@ import numpy as np
 from tqdm import tqdm
 
 import credit
-from code_gym.env import CodeRepoEnv
-from code_gym.grading import GradeCache
+from code_gym.env.environment import CodeRepoEnv
+from code_gym.grading.grade import GradeCache
 from code_gym.apps.policy import Decision, EditPolicy, build_decisions, token_offsets
-from code_gym.episode import Scripted, run_episode
-from code_gym.task import Task, TaskError
-from code_gym.trajectory import RecordTrajectory
+from code_gym.env.episode import Scripted, run_episode
+from code_gym.tasks.task import Task, TaskError
+from code_gym.env.trajectory import RecordTrajectory
 
 
 def check_estimator_options(name: str, options: Mapping[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """Rewards for CodeRepo-v0: outcome components (binary, fraction, static, judge, certainty), optional
 step shaping, the integrity policy that outranks them, and the group reward `execution_vote`
-(hint-conditioned prompts: code_gym.hints). See docs/rewards.md."""
+(hint-conditioned prompts: code_gym.env.hints). See docs/rewards.md."""
 from code_gym.rewards.base import Response, Score, Submission
 from code_gym.rewards.judge import Judge, parse_score
 from code_gym.rewards.labelfree import SelfCertainty, TokenLogprobs, sampled_response

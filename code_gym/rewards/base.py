@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from code_gym.grading import GradeResult
-from code_gym.task import Task
+from code_gym.grading.grade import GradeResult
+from code_gym.tasks.task import Task
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ with `n` a number from 0 to `scale` (default 10); the last such line counts and 
 n / scale. An answer without one, or with a number out of range, is malformed: the component's
 value is then `on_error` (default 0) and its breakdown entry says why under "error". So does a
 request that fails for good (timeouts, connection errors and HTTP 408/409/429/5xx are retried
-`retries` times with back-off; `code_gym.chat`). Nothing the judge or its server does raises in
+`retries` times with back-off; `code_gym.util.chat`). Nothing the judge or its server does raises in
 `env.step`.
 
 Answers are cached per Judge (per process) by a hash of the model, rubric, statement and patch, so
@@ -24,7 +24,7 @@ import re
 import threading
 from typing import Any
 
-from code_gym.diffs import file_diff, render
+from code_gym.workspace.diffs import file_diff, render
 from code_gym.rewards.base import Score, Submission
 
 RUBRIC = """\
@@ -145,7 +145,7 @@ class Judge:
         return Score(value, {"cached": False})
 
     def _ask(self, messages: list[dict]) -> str:
-        from code_gym.chat import ChatError, http_client, post_chat
+        from code_gym.util.chat import ChatError, http_client, post_chat
 
         with self._lock:
             if self._http is None:

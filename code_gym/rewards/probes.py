@@ -1,4 +1,4 @@
-"""The `probes` outcome component: the behavioural probes' verdict (`code_gym.probes`), scored
+"""The `probes` outcome component: the behavioural probes' verdict (`code_gym.languages.python.probes`), scored
 like `f2p` over probes instead of tests."""
 from __future__ import annotations
 

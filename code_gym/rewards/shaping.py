@@ -4,7 +4,7 @@ ever before in the episode, and a penalty for each invalid action. The reference
 
 The count comes from the per-test records of a `run_tests` call that ran all the visible tests
 (no `paths`, or paths covering every visible test file): the records the grader's plugin streamed
-out of the run, checked against the junit XML as grading checks them (code_gym.run_records), never
+out of the run, checked against the junit XML as grading checks them (code_gym.grading.records), never
 the printed text. A run whose stream is broken or disagrees with the junit XML, whose records and
 exit code disagree (exit code 0 with a failure recorded, 1 with none), that timed out or crashed,
 or that recorded nothing, counts nothing. It counts only while the workspace passes the integrity audit: edited tests cannot earn
@@ -20,10 +20,10 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from code_gym.actions import ToolCall
-from code_gym.integrity import audit
-from code_gym.task import Task
-from code_gym.tools import RunRecords, ToolResult
+from code_gym.actions.parse import ToolCall
+from code_gym.grading.audit import audit
+from code_gym.tasks.task import Task
+from code_gym.actions.tools import RunRecords, ToolResult
 
 _RUN_OK = (0, 1)  # pytest: all passed, some failed; anything else means the run itself failed
 
@@ -61,7 +61,7 @@ _UNTOUCHED_LOCK = threading.Lock()
 def untouched_passed(task: Task, isolation: str) -> int | None:
     """Visible tests the untouched repository passes (graded in the sandbox of `isolation`, once per
     task and isolation in this process); None when that run gives no count."""
-    from code_gym.grading import grade
+    from code_gym.grading.grade import grade
 
     key = (task.id, str(task.repo), isolation)
     with _UNTOUCHED_LOCK:

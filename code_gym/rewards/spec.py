@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from code_gym.actions import ToolCall
-from code_gym.grading import GradeResult
+from code_gym.actions.parse import ToolCall
+from code_gym.grading.grade import GradeResult
 from code_gym.rewards.base import Response, Score, Submission
 from code_gym.rewards.judge import Judge
 from code_gym.rewards.labelfree import SelfCertainty
@@ -26,8 +26,8 @@ from code_gym.rewards.probes import ProbeScore
 from code_gym.rewards.shaping import ShapingState, StepShaping
 from code_gym.rewards.static import StaticScore
 from code_gym.rewards.tests import AllPass, FailToPass, PassFraction
-from code_gym.task import Task
-from code_gym.tools import ToolResult
+from code_gym.tasks.task import Task
+from code_gym.actions.tools import ToolResult
 
 
 class Component(Protocol):

@@ -15,12 +15,10 @@ from dataclasses import dataclass, field
 
 from pyflakes.checker import Checker
 
-from code_gym.integrity import MAX_SOURCE_BYTES
+from code_gym.grading.audit import MAX_SOURCE_BYTES
 from code_gym.rewards.base import Submission
-from code_gym.task import Task
-from code_gym import pysource
-
-
+from code_gym.tasks.task import Task
+from code_gym.languages.python import source as pysource
 @dataclass
 class FileCheck:
     path: str

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from code_gym.rewards.base import Submission
-from code_gym.task import Task
+from code_gym.tasks.task import Task
 
 
 @dataclass(frozen=True)

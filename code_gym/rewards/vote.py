@@ -39,15 +39,15 @@ from typing import Any, Union
 
 import numpy as np
 
-from code_gym import pysource
-from code_gym.file_policy import apply_changes
-from code_gym.hostfs import owned_prefix
-from code_gym.integrity import MAX_SOURCE_BYTES
-from code_gym.reference import patch_changes
-from code_gym.environments import task_runtime
+from code_gym.languages.python import source as pysource
+from code_gym.grading.file_policy import apply_changes
+from code_gym.util.hostfs import owned_prefix
+from code_gym.grading.audit import MAX_SOURCE_BYTES
+from code_gym.grading.reference import patch_changes
+from code_gym.languages.python.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
-from code_gym.task import Task
-from code_gym.workspace import Workspace
+from code_gym.tasks.task import Task
+from code_gym.workspace.working_copy import Workspace
 
 Candidate = Union[Mapping[str, Union[bytes, None]], str]
 PROBE_DIR = "/probe"

@@ -22,7 +22,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class PythonEnv:
-    """A virtualenv that commands run with (code_gym.environments builds them). Backends bind
+    """A virtualenv that commands run with (code_gym.languages.python.environments builds them). Backends bind
     `prefix` read-only at its own path (its scripts name it) with the installation its interpreter
     comes from, and put its bin/ first on PATH, so `python`, `pytest` and the packages it holds are
     the environment's. Its pytest plugins load through PYTEST_PLUGINS: plugin autoloading stays off."""
@@ -64,7 +64,7 @@ class ExecResult:
 class Sandbox(Protocol):
     """Runs shell commands with the workspace as the current directory.
 
-    The workspace is a host folder (code_gym.workspace.Workspace): editor tools read and write it
+    The workspace is a host folder (code_gym.workspace.working_copy.Workspace): editor tools read and write it
     and diffs come from scanning it, whatever the backend; a backend only has to make commands see
     it. Reset is a new Workspace plus a new sandbox; `close` releases what the sandbox holds (a
     container goes back to its pool) and leaves no process behind.

@@ -38,7 +38,7 @@ from code_gym.sandbox.records import PluginFolder
 from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, PythonEnv
 from code_gym.sandbox.cgroup import pid_alive
-from code_gym.hostfs import TEMP_PREFIX, disk_full
+from code_gym.util.hostfs import TEMP_PREFIX, disk_full
 
 WORKDIR = "/repo"
 BINDS_DIR = "/mnt/code-gym"

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from code_gym.hostfs import owned_prefix
+from code_gym.util.hostfs import owned_prefix
 
 DEFAULT_IMAGE = "code-gym-python:bookworm"
 LABEL = "code-gym"  # every image, container and volume code-gym creates carries this label

@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from code_gym.hostfs import TEMP_PREFIX
+from code_gym.util.hostfs import TEMP_PREFIX
 from code_gym.sandbox import cgroup, mounts
 from code_gym.sandbox.cgroup import pid_alive
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from code_gym.sandbox import cgroup, leftovers, mounts, runner
 from code_gym.sandbox.records import INSIDE as RECORDS_INSIDE, PluginFolder
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, PythonEnv
-from code_gym.hostfs import TEMP_PREFIX, disk_full
+from code_gym.util.hostfs import TEMP_PREFIX, disk_full
 
 WORKDIR = "/repo"
 SANDBOX_UID = 1000  # the uid and gid commands run as (inside their user namespace)

@@ -9,7 +9,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from code_gym.hostfs import libc, unmount
+from code_gym.util.hostfs import libc, unmount
 
 _MS_BIND, _MS_REC, _MS_SHARED = 4096, 16384, 1 << 20
 # the new mount API (Linux 5.12+; the same numbers on every architecture)

@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 from code_gym.sandbox.base import ExecResult, Limits
-from code_gym.hostfs import owned_prefix, walk
+from code_gym.util.hostfs import owned_prefix, walk
 
 Manifest = dict[str, tuple[int, int, int]]
 

@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from code_gym.hostfs import TEMP_PREFIX
+from code_gym.util.hostfs import TEMP_PREFIX
 from code_gym.sandbox import cgroup
 from code_gym.sandbox.leftovers import reap_folders
 

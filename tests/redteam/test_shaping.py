@@ -9,14 +9,14 @@ import shlex
 
 import pytest
 
-from code_gym.actions import ToolCall
-from code_gym.file_policy import apply_changes
-from code_gym.grading import parse_junit
-from code_gym.integrity import audit
+from code_gym.actions.parse import ToolCall
+from code_gym.grading.file_policy import apply_changes
+from code_gym.grading.grade import parse_junit
+from code_gym.grading.audit import audit
 from code_gym.rewards.shaping import passed_count
 from code_gym.sandbox import Limits, make_sandbox
-from code_gym.tools import RunRecords, ToolContext, run_tool
-from code_gym.workspace import Workspace
+from code_gym.actions.tools import RunRecords, ToolContext, run_tool
+from code_gym.workspace.working_copy import Workspace
 
 from attempts import SHAPING_ATTEMPTS, SHAPING_BREAK, Append
 from conftest import BUNDLED
@@ -81,8 +81,8 @@ def test_breaking_the_code_and_putting_it_back_earns_no_shaping(tiny_task, monke
     with nothing fixed). The baseline is now the untouched repository's count."""
     import gymnasium as gym
 
-    import code_gym.env
-    from code_gym.replay import hermes
+    import code_gym.env.environment
+    from code_gym.actions.replay import hermes
 
     def episode():
         env = gym.make("CodeRepo-v0", task=tiny_task, reward={"f2p": 1.0, "shaping": True})
@@ -100,5 +100,5 @@ def test_breaking_the_code_and_putting_it_back_earns_no_shaping(tiny_task, monke
             env.close()
 
     assert episode() == [0.0] * 5  # the untouched code back: nothing fixed, nothing paid
-    monkeypatch.setattr(code_gym.env, "untouched_passed", lambda task, isolation: None)  # the defence off
+    monkeypatch.setattr(code_gym.env.environment, "untouched_passed", lambda task, isolation: None)  # the defence off
     assert episode()[3] == pytest.approx(0.15)  # paid for putting back what it broke

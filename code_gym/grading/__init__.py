@@ -1,0 +1,11 @@
+"""Grading a final patch so that the patch cannot grade itself.
+
+- `grade`: pristine copy + changes + hidden tests -> per-test outcomes (`GradeResult`), through the
+  task's language adapter (`code_gym.languages`) for the test run itself.
+- `records`: the per-test records a run streams on its results channel, read and cross-checked.
+- `canary`: the canaries' check after a run (the language writes the canary tests).
+- `file_policy`: the one home of "which paths the grader owns" and of applying changes.
+- `audit`: the integrity audit (path rules here, code rules from the language) and `Finding`.
+- `reference`: the reference solution's changes and test ids.
+- `gates`: the gates a task passes before it is used for training.
+"""

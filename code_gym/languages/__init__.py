@@ -1,0 +1,1 @@
+"""Languages: everything one language needs, behind one protocol (`base.Language`)."""

@@ -1,0 +1,1 @@
+"""Python: everything code-gym knows about Python projects, behind the `Language` protocol."""

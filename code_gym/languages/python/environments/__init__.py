@@ -1,0 +1,11 @@
+"""Per-project environments: the requirements a project declares (requirements.py, read statically)
+and the cached virtualenv built from them (build.py). docs/tasks.md, "Environments"."""
+from code_gym.languages.python.environments.build import (Environment, EnvironmentBuildError, build_environment, default_python,
+                                         environment_spec, environments_dir, explain_failure, project_environment,
+                                         task_runtime)
+from code_gym.languages.python.environments.requirements import Requirements, project_requirements, pytest_config
+from code_gym.tasks.task import BASE_REQUIREMENTS, EnvSpec
+
+__all__ = ["BASE_REQUIREMENTS", "EnvSpec", "Environment", "EnvironmentBuildError", "Requirements",
+           "build_environment", "default_python", "environment_spec", "environments_dir", "explain_failure",
+           "project_environment", "project_requirements", "pytest_config", "task_runtime"]

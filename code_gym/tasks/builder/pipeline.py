@@ -1,0 +1,651 @@
+"""The builder: a Python project with a pytest suite in, task folders and a manifest out.
+
+1. Baseline: the project's tests run once in the sandbox under coverage, each test its own
+   coverage context, so every line knows which tests ran it. Test files where a test does not
+   pass are left out of the tasks.
+2. Candidates: for each function some test runs, its body removed (when it has a docstring) and a
+   few AST mutations (see mutations.py).
+3. Gates, each candidate in its own copy and sandbox; the first gate that fails is the rejection
+   reason recorded in the manifest (see GATES).
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import math
+import os
+import random
+import shlex
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from tqdm import tqdm
+
+from code_gym.tasks.builder import bytecode
+from code_gym.tasks.builder.multiregion import Component, plan, state, unneeded_regions
+from code_gym.tasks.builder.multiregion import apply_changes as apply_region_changes
+from code_gym.tasks.builder.mutations import Change, Function, functions, pick_mutations, remove_body
+from code_gym.tasks.builder.mutations import checker as mutation_checker
+from code_gym.tasks.builder.project import BuildError, EnvOptions, Project, open_project, test_folders
+from code_gym.tasks.builder.runner import SuiteRun, run_tests
+from code_gym.tasks.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
+from code_gym.languages.python.environments import task_runtime
+from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
+from code_gym.grading.grade import grade
+from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
+from code_gym.util.table import format_table
+from code_gym.tasks.task import Task, load_task
+from code_gym.grading.reference import reference_changes
+from code_gym.workspace.diffs import file_diff
+from code_gym.util.hostfs import owned_prefix
+from code_gym.workspace.working_copy import Workspace
+
+GATES = {
+    "original": "the original code passes every test of the task, laid out as the grader lays it",
+    "fails": "the changed code fails at least one test (FAIL_TO_PASS is not empty) and the run itself works",
+    "flaky": "every FAIL_TO_PASS test passes in each rerun of the original, reruns back to back in one folder",
+    "runtime": "the task's tests finish within half its test timeout (and the changed code's within all of it)",
+    "leak": "the statement does not contain the removed or original code",
+    "regions": "a multi-region task needs every region: with any one region's fix left out, a test fails",
+}
+MANIFEST_NAME = "manifest.json"
+MAX_DESELECTED = 200  # tests of the untouched project that fail, deselected by node id in the test command
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    timeout: float = 60.0  # the tasks' test timeout in seconds (task.toml [timeouts] tests)
+    command_timeout: float = 30.0  # the tasks' agent command timeout
+    reruns: int = 3  # runs of the original that must all pass
+    mutations_per_function: int = 2
+    remove_bodies: bool = True
+    max_candidates: int | None = None  # None: every candidate
+    seed: int = 0
+    workers: int = 2  # candidates checked in parallel
+    multi_ratio: float = 0.6  # multi-region candidates per accepted one-region task (0: none)
+    select_tests: bool = True  # run a candidate's covering tests by node id, not their whole files
+    isolation: str = "auto"
+    progress: bool = True
+    environment: EnvOptions = EnvOptions()  # the project's own environment (code_gym.languages.python.environments)
+    bytecode: bool = True  # the project's bytecode made once for every run (bytecode.py); False: as before
+    # stop a project once this many one-region candidates were checked and none passed the gates
+    # (the others are not checked; 0: check every one): a project whose tests cannot run in the
+    # task layout fails each candidate alike, and cost 11-13 min each in the 50-project run
+    give_up_after: int = 12
+
+
+@dataclass(frozen=True)
+class Rejection:
+    candidate: str
+    gate: str  # a key of GATES
+    reason: str
+
+
+@dataclass
+class BuildReport:
+    out: Path
+    tasks: list[Task]
+    rejections: list[Rejection]
+    manifest: dict = field(repr=False)
+
+    def rejected(self, gate: str) -> list[Rejection]:
+        return [r for r in self.rejections if r.gate == gate]
+
+    def summary(self) -> str:
+        """The gates with their rejection counts, then the totals."""
+        rows = [[gate, len(self.rejected(gate)), description] for gate, description in GATES.items()]
+        return (format_table(["gate", "rejected", "what it checks"], rows) +
+                f"\n\n{len(self.tasks)} tasks from {self.manifest['candidates']} candidates written to {self.out} "
+                f"(reasons per candidate in {self.out / MANIFEST_NAME})")
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    passed: frozenset[str]  # node ids of the tests in clean files
+    clean_files: tuple[str, ...]  # test files where every test passes
+    excluded: dict[str, str]  # test file -> why it is left out
+    coverage: dict[str, dict[int, set[str]]]
+    duration: float
+    deselected: dict[str, int] = field(default_factory=dict)  # test file -> tests of it deselected
+    rewritten: int = 0  # test modules whose rewritten bytecode later runs reuse
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    id: str
+    changes: tuple[Change, ...]  # one per region; a one-region task has one
+    tests: frozenset[str]  # passing tests that run the changed functions
+
+    @property
+    def change(self) -> Change:
+        return self.changes[0]
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    candidate: _Candidate
+    result: "Task | Rejection"
+    fail_to_pass: frozenset[str] = frozenset()
+    symptoms: dict = field(default_factory=dict, compare=False)  # test -> Symptom, from the changed code's run
+
+
+def _file(node_id: str) -> str:
+    return node_id.split("::")[0]
+
+
+def _baseline(project: Project, options: BuildOptions) -> tuple[_Baseline, Project]:
+    """The project's tests on the original code under coverage, and the project with its test
+    command deselecting (`--deselect NODE_ID`) the tests that do not pass there, so that the rest of
+    their file still counts; a file where no test passes is left out whole."""
+    # coverage slows tests down, so the whole suite gets three task timeouts here; a test file that
+    # cannot be imported (a missing optional dependency) is left out, not fatal
+    limit = 3 * options.timeout
+    # (the test command holds --no-cov where the project's own pytest-cov would fight the tracer)
+    copy = Workspace(project.root, strategy="copy")
+    try:
+        write = bytecode.WRITE_BYTECODE if options.bytecode else ""
+        [run], coverage = run_tests(copy.root, f"{write}{project.test_command} --continue-on-collection-errors",
+                                    project.test_files, limit, options.isolation, coverage=True,
+                                    python_env=project.runtime)
+        # pytest's rewritten test modules, for every later run
+        rewritten = bytecode.harvest(copy.root, project.root) if options.bytecode else 0
+    finally:
+        copy.close()
+    if run.timed_out:
+        raise BuildError(f"the project's tests did not finish within {limit:g}s; raise --timeout")
+    if not run.ok:
+        python = project.environment.prefix if project.environment else sys.executable
+        raise BuildError(f"the project's tests do not run (pytest exit code {run.exit_code}) with {python}: a "
+                         f"requirement its metadata does not declare? Output:\n{run.output[-2000:]}")
+    excluded, deselected = {}, {}
+    for test_file in project.test_files:
+        outcomes = {t: o for t, o in run.outcomes.items() if _file(t) == test_file}
+        bad = sorted(t for t, o in outcomes.items() if o != "passed")
+        if len(bad) == len(outcomes):
+            excluded[test_file] = f"none of its {len(bad)} tests passes" if outcomes else "no tests"
+        elif bad:
+            deselected[test_file] = bad
+    # too long a command line: the files with the most tests to deselect are left out instead
+    while sum(map(len, deselected.values())) > MAX_DESELECTED:
+        worst = max(deselected, key=lambda f: len(deselected[f]))
+        excluded[worst] = f"{len(deselected.pop(worst))} of its tests do not pass (too many to deselect)"
+    clean = tuple(f for f in project.test_files if f not in excluded)
+    if not clean:
+        raise BuildError("no test file passes on the original code: " + "; ".join(f"{f}: {r}" for f, r in excluded.items()))
+    passed = frozenset(t for t, o in run.outcomes.items() if _file(t) in clean and o == "passed")
+    if deselected:
+        project, passed, clean = _deselect(project, options, deselected, passed, clean, excluded)
+    return _Baseline(passed, clean, excluded, coverage, run.duration,
+                     {f: len(ids) for f, ids in deselected.items() if f in clean}, rewritten), project
+
+
+def _deselecting(command: str, deselected: dict[str, list[str]]) -> str:
+    words = [w for ids in deselected.values() for t in ids for w in ("--deselect", t)]
+    return shlex.join(shlex.split(command) + words)  # as the warm runner takes it (shlex.join's form)
+
+
+def _deselect(project: Project, options: BuildOptions, deselected: dict[str, list[str]], passed: frozenset[str],
+              clean: tuple[str, ...], excluded: dict[str, str]) -> tuple[Project, frozenset[str], tuple[str, ...]]:
+    """The project with `--deselect` for each of `deselected`'s node ids in its test command, checked
+    by one run of the files that hold them with that command: a file where that run does not pass
+    exactly its baseline's passing tests (an id pytest did not take, a test that fails only
+    sometimes) is left out whole."""
+    files = sorted(deselected)
+    copy = Workspace(project.root, strategy="copy")
+    try:
+        [check], _ = run_tests(copy.root, _deselecting(project.test_command, deselected), files,
+                               3 * options.timeout, options.isolation, python_env=project.runtime)
+    finally:
+        copy.close()
+    for test_file in files:
+        ran = {t: o for t, o in check.outcomes.items() if _file(t) == test_file}
+        expected = {t for t in passed if _file(t) == test_file}
+        if not check.ok or set(ran) != expected or any(o != "passed" for o in ran.values()):
+            excluded[test_file] = (f"{len(deselected.pop(test_file))} of its tests do not pass, and with them "
+                                   f"deselected the others did not pass alone")
+    clean = tuple(f for f in clean if f not in excluded)
+    if not clean:
+        raise BuildError("no test file passes on the original code: " + "; ".join(f"{f}: {r}" for f, r in excluded.items()))
+    return (replace(project, test_command=_deselecting(project.test_command, deselected)),
+            frozenset(t for t in passed if _file(t) in clean), clean)
+
+
+def _covering(fn: Function, baseline: _Baseline) -> frozenset[str]:
+    lines = baseline.coverage.get(fn.path, {})
+    first, last = fn.body_lines
+    return frozenset(t for n in range(first, last + 1) for t in lines.get(n, ()) if t in baseline.passed)
+
+
+def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) -> tuple[list[_Candidate], dict]:
+    """Candidates in round-robin order over functions (so a cap keeps variety), and counts of
+    functions found and run by tests."""
+    per_function, found, covered, ids = [], 0, 0, set()
+    for path in project.source_files:
+        try:
+            source = (project.root / path).read_text()
+            fns = functions(path, source)
+            file_checker = mutation_checker(source)
+        except (SyntaxError, UnicodeDecodeError):
+            continue  # not Python this interpreter reads: nothing to make tasks from
+        for fn in fns:
+            found += 1
+            tests = _covering(fn, baseline)
+            if not tests:
+                continue
+            covered += 1
+            rng = random.Random(f"{options.seed}:{path}:{fn.qualname}")
+            changes = [remove_body(fn, source)] if options.remove_bodies and fn.docstring else []
+            changes += pick_mutations(fn, source, options.mutations_per_function, rng, file_checker)
+            module = task_id(path[:-3].removeprefix("src/"))
+            prefix = "" if module == project.name or module.startswith(project.name + "-") else project.name + "-"
+            batch = []
+            for change in filter(None, changes):
+                base = name = task_id(f"{prefix}{module}-{fn.qualname}-{change.operator}")
+                for n in itertools.count(2):
+                    if name not in ids:
+                        break
+                    name = f"{base}-{n}"
+                ids.add(name)
+                batch.append(_Candidate(name, (change,), tests))
+            turn = len(per_function) % max(len(batch), 1)
+            per_function.append(batch[turn:] + batch[:turn])  # the first round mixes kinds and operators
+    ordered = [c for round_ in itertools.zip_longest(*per_function) for c in round_ if c is not None]
+    if options.max_candidates is not None:
+        ordered = ordered[: options.max_candidates]
+    return ordered, {"found": found, "covered": covered}
+
+
+def _originals(project: Project, changes) -> dict[str, str]:
+    return {c.function.path: (project.root / c.function.path).read_text() for c in changes}
+
+
+def _changed_files(project: Project, cand: _Candidate) -> dict[str, str]:
+    return apply_region_changes(_originals(project, cand.changes), cand.changes)
+
+
+def _write_task(project: Project, baseline: _Baseline, cand: _Candidate, fail_to_pass: list[str],
+                statement: str, staging: Path, options: BuildOptions) -> Task:
+    hidden = sorted({_file(t) for t in fail_to_pass})
+    originals = _originals(project, cand.changes)
+    changed = _changed_files(project, cand)
+
+    def fill_repo(repo: Path) -> None:
+        copy_tree(project.root, repo, lambda rel: rel in hidden or os.path.basename(rel) == bytecode.CACHE)
+        for path, text in changed.items():
+            (repo / path).write_text(text)
+
+    # test folders and conftest files; test files beside the code are protected by name (visible/hidden)
+    protected = sorted(test_folders(project.test_files) |
+                       {p.relative_to(project.root).as_posix() for p in project.root.rglob("conftest.py")})
+    regions = [{"file": c.function.path, "function": c.function.qualname, "operator": c.operator, "line": c.line}
+               for c in cand.changes]
+    source = {"builder": "code-gym", "project": project.name, **regions[0]}
+    if len(regions) > 1:
+        # task.toml holds flat values: one list per field, a region per index
+        source = {"builder": "code-gym", "project": project.name, "regions": len(regions),
+                  **{f"{key}s": [r[key] for r in regions] for key in ("file", "function", "operator", "line")}}
+    manifest = {
+        "id": cand.id,
+        "kind": "feature" if all(c.kind == "feature" for c in cand.changes) else "bugfix",
+        "statement": statement,
+        "visible_tests": [f for f in baseline.clean_files if f not in hidden],
+        "hidden_tests": hidden,
+        "protected_paths": protected,
+        "test_command": project.test_command,
+        "fail_to_pass": fail_to_pass,
+        "pass_to_pass": sorted(baseline.passed - set(fail_to_pass)),
+        "timeouts": {"command": options.command_timeout, "tests": options.timeout},
+        "source": source,
+        **project.manifest_environment,
+    }
+    patch = "".join(file_diff(path, changed[path].encode(), originals[path].encode()).text for path in sorted(changed))
+    return write_task(staging / cand.id, manifest, fill_repo,
+                      {f: (project.root / f).read_bytes() for f in hidden}, patch)
+
+
+def check_reference_runs(runs: list[SuiteRun], fail_to_pass: list[str], timeout: float,
+                         rerun=None) -> tuple[str, str] | None:
+    """The first gate that back-to-back runs of the original in one folder fail, as (gate, reason);
+    None when they pass every gate. `runs[0]` ran the task's tests, the others the FAIL_TO_PASS
+    tests in `rerun` (default: all of them)."""
+    first = runs[0]
+    if first.timed_out:
+        return "runtime", f"the original code's tests run past the {timeout:g}s timeout"
+    failing = [t for t, o in first.outcomes.items() if o != "passed"]
+    if first.exit_code != 0 or failing or not first.outcomes:
+        return "original", ("the original code fails tests of the task: " + ", ".join(failing[:5])
+                            if failing else f"the original code's test run fails (pytest exit code {first.exit_code})")
+    rerun = set(fail_to_pass) if rerun is None else set(rerun)
+    expected = {t: len(runs) if t in rerun else 1 for t in fail_to_pass}
+    passes = {t: sum(r.outcomes.get(t) == "passed" for r in (runs if t in rerun else runs[:1])) for t in fail_to_pass}
+    unstable = {t: n for t, n in passes.items() if n < expected[t]}
+    if unstable:
+        return "flaky", ("FAIL_TO_PASS tests pass in only some reruns of the original: " +
+                         ", ".join(f"{t} ({n}/{expected[t]})" for t, n in sorted(unstable.items())))
+    if first.duration > timeout / 2:
+        return "runtime", f"the task's tests took {first.duration:.1f}s, over half the {timeout:g}s test timeout"
+    return None
+
+
+class _Runs:
+    """The builder's sandbox runs of one project: `slots` bounds how many run at once across a
+    whole multi-project build; `failing` remembers which tests failed on which code."""
+
+    def __init__(self, project: Project, baseline: _Baseline, options: BuildOptions, slots=None):
+        self.project, self.baseline, self.options = project, baseline, options
+        self.slots = slots or threading.BoundedSemaphore(max(1, options.workers))
+        self.failed: dict[frozenset, frozenset[str]] = {}  # code state -> the tests that failed on it
+        self.stable: set[str] = set()  # tests that passed every rerun of the original back to back
+        self.retried = 0
+
+    def _run(self, root: Path, command: str, tests, timeout: float, repeat: int = 1, env=None) -> list[SuiteRun]:
+        """run_tests, once more when a run was lost (killed before pytest wrote any outcome: the
+        warm runner's exit code 137) rather than failed: on a loaded machine that is the sandbox,
+        not the project."""
+        with self.slots:
+            env = env or self.project.runtime
+            runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, python_env=env)
+            if any(r.exit_code == 137 and not r.outcomes for r in runs):
+                self.retried += 1
+                runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, python_env=env)
+        return runs
+
+    def changed(self, files: dict[str, str], tests: list[str]) -> SuiteRun:
+        """`tests` (test files or node ids) on the project with `files` (path -> text) changed."""
+        copy = Workspace(self.project.root, strategy="copy")
+        try:
+            for path, text in files.items():
+                (copy.root / path).write_text(text)
+            [run] = self._run(copy.root, f"{self.project.test_command} {REPORT_FLAGS}", tests, self.options.timeout)
+        finally:
+            copy.close()
+        if run.ok:
+            chosen = set(tests)
+            self.failed[state(files)] = frozenset(
+                t for t in self.baseline.passed if (t in chosen or _file(t) in chosen) and run.outcomes.get(t) != "passed")
+        return run
+
+    def failing(self, files: dict[str, str], tests: list[str]) -> frozenset[str]:
+        """The passing baseline tests among `tests` that fail on the code with `files` changed
+        (remembered from an earlier run of the same code where there is one: a region's own
+        one-region run, whose tests are among a combination's)."""
+        key = state(files)
+        if key not in self.failed:
+            run = self.changed(files, tests)
+            if not run.ok:
+                return frozenset({f"(the test run itself fails: exit code {run.exit_code})"})
+        return self.failed[key]
+
+    def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str]]:
+        """The original code laid out as the grader lays it: the hidden test files (FAIL_TO_PASS
+        lives there; the visible files ran on this same code in the baseline), then, back to back
+        in the same folder, the FAIL_TO_PASS tests that no earlier candidate's reruns showed stable
+        (`reruns` runs in all). Returns the runs and the tests that were rerun."""
+        copy = Workspace(task.repo, strategy="copy")
+        try:
+            apply_changes(task, copy.root, reference_changes(task))
+            lay_hidden_tests(task, copy.root)
+            bytecode.lend(self.project.root, copy.root)
+            timeout = task.timeouts.tests
+            env = task_runtime(task)  # the environment the task names, as the grader finds it
+            runs = self._run(copy.root, task.test_command, task.hidden_tests, timeout, env=env)
+            again = frozenset(task.fail_to_pass) - self.stable
+            if self.options.reruns > 1 and not runs[0].timed_out and again:
+                runs += self._run(copy.root, task.test_command, sorted(again), timeout, self.options.reruns - 1, env)
+            return runs, again
+        finally:
+            copy.close()
+
+
+def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | None = None) -> _Outcome:
+    """Every gate on one candidate, in the order of GATES' table in docs/tasks.md."""
+    project, baseline, options = runs.project, runs.baseline, runs.options
+    files = sorted({_file(t) for t in cand.tests})
+    # the tests that run the changed code (coverage says the others cannot notice the change),
+    # or their whole files when the project's ids cannot be passed back to pytest
+    chosen = sorted(cand.tests) if options.select_tests else files
+    try:
+        changed = _changed_files(project, cand)
+    except ValueError as exc:
+        return _Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
+    run = runs.changed(changed, chosen)
+    if not run.ok and not run.timed_out and chosen != files:
+        chosen = files
+        run = runs.changed(changed, chosen)
+    if run.timed_out:
+        return _Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's tests run past the "
+                                        f"{options.timeout:g}s timeout (an endless loop?)"))
+    if not run.ok:
+        return _Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (pytest exit "
+                                        f"code {run.exit_code}), so no test can be singled out"))
+    fail_to_pass = sorted(runs.failed[state(changed)])
+    if not fail_to_pass:
+        return _Outcome(cand, Rejection(cand.id, "fails",
+                                        "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
+    symptoms = parse_failures(run.output, fail_to_pass)
+    if len(cand.changes) == 1:
+        statement = write_statement(cand.change, fail_to_pass, symptoms, seed=cand.id)
+    else:
+        # each region's report tells what its own change did on its own (its one-region run)
+        own = symptoms_of or {}
+        parts = [(c, sorted(own[c].fail_to_pass), own[c].symptoms) if c in own else (c, fail_to_pass, symptoms)
+                 for c in cand.changes]
+        statement = write_multi_statement(parts, seed=cand.id)
+    for change in cand.changes:
+        reason = leak(statement, change)
+        if reason:
+            return _Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
+    if len(cand.changes) > 1:
+        unneeded = unneeded_regions(_originals(project, cand.changes), cand.changes,
+                                    lambda state_files: runs.failing(state_files, chosen))
+        if unneeded:
+            names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
+            return _Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
+                                            f"{names}"), frozenset(fail_to_pass))
+    task = _write_task(project, baseline, cand, fail_to_pass, statement, staging, options)
+    reference_runs, rerun = runs.reference(task)
+    verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun)
+    if not verdict:
+        runs.stable.update(rerun)
+    if verdict:
+        shutil.rmtree(task.root, ignore_errors=True)
+        return _Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
+    return _Outcome(cand, task, frozenset(fail_to_pass), symptoms)
+
+
+def _grader_check(tasks: list[Task], options: BuildOptions, slots=None) -> dict[str, tuple[str, str]]:
+    """The grader on `tasks` (the whole test set, as `tasks revalidate` and training run it):
+    (gate, reason) by the id of each task it refuses. The candidates' own checks run only the
+    tests that cover each change; the grader also guards the test files through the run, plants
+    canaries and reads pytest's own node ids. Every task of a project has the original code as its
+    reference and the same tests, laid out by which files are hidden, so the reference is graded
+    once per hidden-file set: it must pass every test its task lists within half the test timeout.
+    The untouched repo is graded once per project: a run the grader voids there (a conftest that
+    runs only the test modules it lists leaves the canaries out) voids every task. Without the
+    behavioural probes (made on first use, tens of seconds a task; `tasks revalidate` runs them).
+    `slots` (a semaphore) bounds the grades running at once, as for the builder's other runs."""
+    slots = slots or threading.BoundedSemaphore(max(1, options.workers))
+
+    def graded(task: Task, changes: dict):
+        with slots:
+            return grade(task, changes, isolation=options.isolation, probes=False, audit=False)
+
+    tasks = sorted(tasks, key=lambda t: t.id)
+    result = graded(tasks[0], {})
+    if not result.run_ok:  # graded again before a whole project is refused: a void must repeat
+        # (inflection's untouched run, fine in 10 of 10 grades alone, was once voided under load)
+        result = graded(tasks[0], {})
+    if not result.run_ok:
+        reason = f"the grader voids the untouched repo's test run of the project's tasks: {result.summary()}"[:500]
+        return {t.id: ("original", reason) for t in tasks}
+    layouts: dict[tuple[str, ...], list[Task]] = {}
+    for task in tasks:
+        layouts.setdefault(tuple(task.hidden_tests), []).append(task)
+    refused = {}
+    firsts = [group[0] for group in layouts.values()]
+    with ThreadPoolExecutor(max(1, options.workers)) as pool:
+        results = list(pool.map(lambda t: graded(t, reference_changes(t)), firsts))
+    for group, result in zip(layouts.values(), results):
+        task = group[0]
+        verdict = None
+        if result.timed_out or result.duration > task.timeouts.tests / 2:
+            verdict = "runtime", (f"the grader's run of the whole test set took {result.duration:.1f}s, over half "
+                                  f"the {task.timeouts.tests:g}s test timeout (raise --timeout)")
+        elif not result.resolved:
+            failing = sorted(t for t, o in result.tests.items() if o != "passed")
+            verdict = "original", (f"the reference fails the grader's run of the whole test set: "
+                                   f"{result.summary()}; first failing: {', '.join(failing[:3])}")[:500]
+        if verdict:
+            refused.update((t.id, verdict) for t in group)
+    return refused
+
+
+def _combinations(project: Project, singles: list[_Outcome], options: BuildOptions) -> list[_Candidate]:
+    """Multi-region candidates from the accepted one-region ones (see multiregion.py)."""
+    accepted = sorted((o for o in singles if isinstance(o.result, Task)), key=lambda o: o.candidate.id)
+    components = [Component(o.candidate.change, o.fail_to_pass) for o in accepted]
+    count = math.ceil(len(components) * options.multi_ratio)
+    combos = plan(components, count, random.Random(f"{options.seed}:combine")) if count else []
+    out, ids = [], set()
+    for combo in combos:
+        parts = [accepted[i].candidate for i in combo]
+        base = name = f"{parts[0].id}-plus-{len(parts) - 1}"
+        for n in itertools.count(2):
+            if name not in ids:
+                break
+            name = f"{base}-{n}"
+        ids.add(name)
+        out.append(_Candidate(name, tuple(p.change for p in parts), frozenset().union(*(p.tests for p in parts))))
+    return out
+
+
+def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candidates: list[_Candidate],
+              tasks: list[Task], rejections: list[Rejection], options: BuildOptions, duration: float) -> dict:
+    by_id = {c.id: c for c in candidates}
+    return {
+        "source": str(source),
+        "project": project.name,
+        "test_command": project.test_command,
+        "options": asdict(options),
+        "environment": None if project.environment is None else {
+            **project.environment.spec.as_manifest(), "prefix": str(project.environment.prefix),
+            "cached": project.environment.cached, "build_seconds": project.environment.build_seconds,
+            "installed": list(project.environment.installed)},
+        "baseline": {"tests": len(baseline.passed), "test_files": len(baseline.clean_files),
+                     "excluded_test_files": baseline.excluded,
+                     "deselected_tests": baseline.deselected, "duration": round(baseline.duration, 3)},
+        "functions": counts,
+        "candidates": len(candidates),
+        "multi_region_candidates": sum(len(c.changes) > 1 for c in candidates),
+        "accepted": len(tasks),
+        "multi_region": sum(len(by_id[t.id].changes) > 1 for t in tasks),
+        "duration": round(duration, 2),
+        "gates": {g: {"description": d, "rejected": sum(r.gate == g for r in rejections)} for g, d in GATES.items()},
+        "tasks": [{"id": t.id, "kind": t.kind, "regions": len(by_id[t.id].changes),
+                   "operator": "+".join(c.operator for c in by_id[t.id].changes),
+                   "file": by_id[t.id].change.function.path, "function": by_id[t.id].change.function.qualname,
+                   "fail_to_pass": len(t.fail_to_pass), "pass_to_pass": len(t.pass_to_pass)} for t in tasks],
+        "rejections": [asdict(r) for r in rejections],
+    }
+
+
+def _check_all(runs: _Runs, candidates: list[_Candidate], staging: Path, bar, own: dict | None = None,
+               give_up_after: int = 0) -> list[_Outcome]:
+    """Every candidate's outcome, in the order they finish. With `give_up_after`, once that many
+    are in and none was accepted, the candidates not yet started are dropped (not in the result)."""
+    outcomes = []
+    with ThreadPoolExecutor(max(1, runs.options.workers)) as pool:
+        futures = [pool.submit(_evaluate, runs, c, staging, own) for c in candidates]
+        for future in as_completed(futures):
+            if future.cancelled():
+                continue
+            outcomes.append(future.result())
+            bar.update()
+            if len(outcomes) == give_up_after and not any(isinstance(o.result, Task) for o in outcomes):
+                dropped = sum(f.cancel() for f in futures)
+                _grow(bar, -dropped)
+    return outcomes
+
+
+def _grow(bar, n: int) -> None:
+    """Add `n` to a progress bar's total (a shared bar of a multi-project run has its own lock)."""
+    if hasattr(bar, "grow"):
+        bar.grow(n)
+    else:
+        bar.total += n
+        bar.refresh()
+
+
+def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
+                bar=None, slots=None) -> BuildReport:
+    """Turn the project at `source` (a folder or an sdist) into task folders under `out`, plus
+    `out/manifest.json` with counts and each rejection's gate and reason. The project's code runs
+    only in the sandbox. A task folder of the same id already in `out` is replaced.
+
+    `bar`: a progress bar to count candidates on (its total grows as they are made; default: one
+    of its own when `options.progress`); `slots`: a semaphore shared by the builds of a
+    multi-project run, bounding its sandbox runs at once (default: `options.workers`)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / ".staging"
+    started = time.monotonic()
+    own_bar = bar is None
+    if own_bar:
+        bar = tqdm(total=0, desc="candidate tasks", unit="task", disable=not options.progress)
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("builder")) as workdir:
+        try:
+            project = open_project(source, Path(workdir), options.environment)
+            compiled = bytecode.compile_sources(project.root, sorted(p.relative_to(project.root).as_posix()
+                                                                     for p in project.root.rglob("*.py"))) \
+                if options.bytecode else 0
+            if own_bar:
+                bar.set_description(f"{project.name}: tests under coverage")
+            with slots or contextlib.nullcontext():
+                baseline, project = _baseline(project, options)
+            runs = _Runs(project, baseline, options, slots)
+            candidates, counts = _candidates(project, baseline, options)
+            _grow(bar, len(candidates))
+            if own_bar:
+                bar.set_description(f"{project.name}: candidate tasks")
+            outcomes = _check_all(runs, candidates, staging, bar, give_up_after=options.give_up_after)
+            given_up = len(candidates) - len(outcomes)
+            candidates = [o.candidate for o in outcomes] if given_up else candidates
+            combined = _combinations(project, outcomes, options) if options.multi_ratio > 0 else []
+            _grow(bar, len(combined))
+            own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
+            outcomes += _check_all(runs, combined, staging, bar, own)
+            candidates += combined
+            accepted = [o.result for o in outcomes if isinstance(o.result, Task)]
+            rejections = [o.result for o in outcomes if isinstance(o.result, Rejection)]
+            refused = _grader_check(accepted, options, runs.slots) if accepted else {}
+            for task in accepted:
+                if task.id in refused:
+                    shutil.rmtree(task.root, ignore_errors=True)
+                    rejections.append(Rejection(task.id, *refused[task.id]))
+            accepted = [t for t in accepted if t.id not in refused]
+            rejections.sort(key=lambda r: r.candidate)
+            tasks = []
+            for task in sorted(accepted, key=lambda t: t.id):
+                dest = out / task.id
+                if dest.exists():
+                    shutil.rmtree(dest)
+                os.replace(task.root, dest)
+                tasks.append(load_task(dest))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+            if own_bar:
+                bar.close()
+        manifest = _manifest(source, project, baseline, counts, candidates, tasks, rejections, options,
+                             time.monotonic() - started)
+        manifest["lost_runs_retried"] = runs.retried
+        manifest["given_up"] = given_up  # candidates not checked (BuildOptions.give_up_after)
+        manifest["bytecode"] = {"modules": compiled, "test_modules": baseline.rewritten}
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+    return BuildReport(out, tasks, rejections, manifest)
