@@ -51,18 +51,16 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from credit._common import StepTable, episode, result, row_returns, step_table, tokens
-from credit._util import csr_pointers, gc_paused, option, pieces, ranges, segment_starts
+from credit._util import csr_pointers, gc_paused, pieces, ranges, segment_starts
 from credit.anchors import select_anchors
 from credit.baselines import anchor_effect_split, within_anchor_contrast
-from credit.episode import check_mode
+from credit.config import PRESETS, DiDPOConfig, resolve
 from credit.offsets import OffsetsError, flat_token_windows
 from credit.grouping import cluster_units
 from credit.text import Contents, line_table, marker_code
 from credit.project import (joined_texts, line_calls, locate_blocks, occurrence_spans, project_flat,
                             provenance_spans, widen_spans)
-from credit.groupability import check_options as check_score_options
-from credit.split import ADDED, LEVELS, DiffBatch, DiffError, split_diffs
-from credit.split import check_options as check_split_options
+from credit.split import ADDED, DiffBatch, DiffError, split_diffs
 from credit.types import Anchor, Result
 
 try:  # the projected values added in one C pass (credit/_native.c); without it, numpy
@@ -70,135 +68,51 @@ try:  # the projected values added in one C pass (credit/_native.c); without it,
 except ImportError:  # pragma: no cover - built wherever a C compiler is found
     c_add_windows = None
 
-BASELINES = ("reference", "contrast", "within", "nested", "split")
-COVERS = ("lines", "edit", "call")
-
-
-def didpo(
-    trajectories: Iterable[Any],
-    *,
-    mode: str = "mean_norm",
-    eps: float = 1e-6,
-    gamma: float = 0.95,
-    lambda_: float = 1.0,
-    baseline: str = "reference",
-    count: str = "steps",
-    singleton: str = "reward",
-    levels: Sequence[str] = LEVELS,
-    syntax: str = "tree-sitter",
-    similarity: float = 0.8,
-    s0: float = 8.0,
-    g0: float = 8.0,
-    phi_form: str = "saturating",
-    psi_form: str = "saturating",
-    max_anchors: Optional[int] = None,
-    contrast_std: bool = False,
-    contrast_shrink: float = 0.0,
-    cover: str = "lines",
-) -> Result:
+def didpo(trajectories: Iterable[Any], *, config: DiDPOConfig | str = PRESETS["didpo"], **overrides: Any) -> Result:
     """DiDPO advantages for a batch of trajectories (see the module docstring for the formulas).
 
     Args:
       trajectories: credit.Trajectory objects or dicts with the same keys; trajectories with the
         same task_id form a group.
-      mode: "mean_norm" (reference) or "mean_std_norm", for A^E and A^D alike.
-      eps: added to stds.
-      gamma: discount of the step returns.
-      lambda_: weight of A^D on covered tokens.
-      baseline: "reference" (A^D = G - mean G over the anchor), "contrast" (Delta above) or
-        "within" (each exact variant against the anchor's other members; Delta for one variant) or
-        "nested" (Delta on the covered tokens outside the changed lines, W on the lines; with
-        cover="call" Delta reaches the tool name that chose to edit) or "split" (each anchor's
-        effect, the others held fixed, split between its occurrences and the trajectories that
-        leave it out; see the module docstring). Anchor.advantage holds the lines' values (for
-        "split": share - rest).
-      count: how an anchor's group size n in psi counts members: "steps" (reference: step rows) or
-        "trajectories" (distinct trajectories). A^E always counts each trajectory once (GRPO's
-        group over the task's trajectories, as GiGPO's episode normalisation de-duplicates).
-      singleton: rule for a task with a single sample, "reward" (A^E = r, reference) or "zero".
-      levels: sub-diff levels, any of "file", "hunk", "syntax", "block".
-      syntax: "tree-sitter" or "indent" (see `credit.split.split_diff`).
-      similarity: Dice similarity for near-duplicate sub-diffs (1.0: exact groups only).
-      s0, g0, phi_form, psi_form: groupability score parameters.
-      max_anchors: at most this many anchors per task (the reference's K = 64); None (default):
-        no cap (measured in docs/benchmarks.md: the cap bound every task of a paper-shape batch and
-        dropped a sixth of the changed lines, while uncapped selection costs the same time).
-      contrast_std: divide Delta (or the within-anchor contrast) by the task's outcome std.
-      contrast_shrink: k in the shrinkage n / (n + k) of Delta (0: none).
-      cover: which characters an occurrence credits: "lines" (its changed lines' text), "edit"
-        (the whole edit argument holding each line, `Step.edits`: new_str, file_text, a heredoc
-        body, as the reference's snippet credit) or "call" (the whole tool call, tool name
-        included, `Step.calls`). Each line's own text is credited first; the argument or call
-        only fills the tokens no own text covers. With "lines", a line whose text is not in the
-        action (a sed edit, a computed line) takes the edit argument of its call
-        (`Step.line_calls`, `Step.edits`) that way. A line no edit argument or call holds, and
-        that `Step.line_calls` attributes to none, keeps its own span.
+      config: a `credit.DiDPOConfig`, or the name of one of `credit.PRESETS` ("didpo": the
+        paper's rules, the default; "didpo-split": the rule measured best here).
+      **overrides: options of `credit.DiDPOConfig` that replace the config's (`lambda_=0.5`).
 
     Returns:
       credit.Result; result.steps.diff_* list every anchor occurrence with its A^D.
     """
-    check_mode(mode)
-    if baseline not in BASELINES:
-        raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
-    eps, gamma, lambda_ = option("eps", eps, 0.0), option("gamma", gamma, 0.0, 1.0), option("lambda_", lambda_)
-    contrast_shrink = option("contrast_shrink", contrast_shrink, 0.0)
-    similarity = option("similarity (in (0, 1]; 1.0: exact groups only)", similarity, 0.0, 1.0, above=True)
-    s0, g0 = option("s0", s0, 0.0, above=True), option("g0", g0, 0.0, above=True)
-    if max_anchors is not None:
-        max_anchors = option("max_anchors (or None: no cap)", max_anchors, 1, integer=True)
-    if not isinstance(contrast_std, (bool, np.bool_)):
-        raise TypeError(f"contrast_std must be True or False, got {contrast_std!r}")
-    if cover not in COVERS:
-        raise ValueError(f"cover must be one of {COVERS}, got {cover!r}")
-    check_split_options(levels, syntax)
-    check_score_options(s0, g0, phi_form, psi_form)
+    config = resolve(config, overrides)
     with gc_paused():
-        return _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, levels, syntax, similarity,
-                      s0, g0, phi_form, psi_form, max_anchors, contrast_std, contrast_shrink, cover)
+        return _didpo(trajectories, config)
 
 
-def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, levels, syntax, similarity,
-           s0, g0, phi_form, psi_form, max_anchors, contrast_std, contrast_shrink, cover) -> Result:
+def _didpo(trajectories, config: DiDPOConfig) -> Result:
     clock = _Clock()
     table = step_table(trajectories)
     clock.lap("input_conversion")
-    episode_adv = episode(table, mode, eps, "trajectories", singleton)
-    returns = row_returns(table, gamma)
+    episode_adv = episode(table, config.mode, config.eps, "trajectories", config.singleton)
+    returns = row_returns(table, config.gamma)
     clock.lap("episode")
 
-    units = _units(table, levels, syntax)
+    units = _units(table, config.levels, config.syntax)
     clock.lap("split")
     clusters = cluster_units(units.bucket, units.compared_ptr, units.content, units.indent, units.contents,
-                             threshold=similarity)
+                             threshold=config.similarity)
     clock.lap("group")
     traj_of_unit = table.traj[units.row]
     selection = select_anchors(
         clusters.labels, units.row, traj_of_unit, table.task[traj_of_unit], np.diff(units.compared_ptr),
-        units.line_ptr, units.lines, count=count, max_anchors=max_anchors,
-        s0=s0, g0=g0, phi_form=phi_form, psi_form=psi_form)
+        units.line_ptr, units.lines, count=config.count, max_anchors=config.max_anchors,
+        s0=config.s0, g0=config.g0, phi_form=config.phi_form, psi_form=config.psi_form)
     clock.lap("anchors")
 
-    outside = None  # values for the covered tokens outside the changed lines (None: the same)
-    base = episode_adv  # per trajectory, the value of the tokens no occurrence covers
-    if baseline == "reference":
-        advantages = _reference_advantage(selection, units.row, returns, mode, eps)
-    elif baseline == "contrast":
-        advantages = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
-    elif baseline == "split":
-        unit_traj = table.traj[units.row]
-        shares, base = anchor_effect_split(selection.members, unit_traj, table.outcome, table.task, episode_adv,
-                                           eps)
-        advantages = [s - base[unit_traj[m]] for s, m in zip(shares, selection.members)]
-    else:
-        if baseline == "nested":
-            outside = _contrast_advantage(selection.members, units.row, table, eps, contrast_std, contrast_shrink)
-        advantages = within_anchor_contrast(selection.members, table.traj[units.row], clusters.exact,
-                                            table.outcome, table.task, eps, contrast_std)
+    advantages, base, outside = _advantages(config, table, units, clusters, selection, episode_adv, returns)
     flat_advantage = np.concatenate(advantages) if len(advantages) else np.zeros(0)
     anchors = _anchors(selection, advantages, units, table)
     clock.lap("advantage")
 
-    extra, coverage, n_covered = _project(table, units, selection, flat_advantage, lambda_, cover, outside)
+    extra, coverage, n_covered = _project(table, units, selection, flat_advantage, config.lambda_, config.cover,
+                                          outside)
     token_values = tokens(table, base[table.traj], extra)
     n_tokens = _token_count(table, token_values)
     coverage = {"tokens": n_covered / n_tokens if n_tokens else 0.0, **coverage}
@@ -208,6 +122,27 @@ def _didpo(trajectories, mode, eps, gamma, lambda_, baseline, count, singleton, 
     stats = _stats(clock, units, clusters, selection, diff[0], coverage)
     return result("didpo", table, episode_adv, returns, np.zeros(len(table.steps)), token_values, stats,
                   tuple(anchors), diff)
+
+
+def _advantages(config: DiDPOConfig, table: StepTable, units, clusters, selection, episode_adv: np.ndarray,
+                returns: np.ndarray):
+    """The baseline's values: per anchor, its occurrences' values on the changed lines; per
+    trajectory, the value of the tokens no occurrence covers (A^E but for "split"); per anchor, the
+    values for the covered tokens outside the lines (None: the lines' values)."""
+    baseline, eps = config.baseline, config.eps
+    if baseline == "reference":
+        return _reference_advantage(selection, units.row, returns, config.mode, eps), episode_adv, None
+    if baseline == "split":
+        unit_traj = table.traj[units.row]
+        shares, rest = anchor_effect_split(selection.members, unit_traj, table.outcome, table.task, episode_adv, eps)
+        return [s - rest[unit_traj[m]] for s, m in zip(shares, selection.members)], rest, None
+    contrast = _contrast_advantage(selection.members, units.row, table, eps, config.contrast_std,
+                                   config.contrast_shrink) if baseline in ("contrast", "nested") else None
+    if baseline == "contrast":
+        return contrast, episode_adv, None
+    within = within_anchor_contrast(selection.members, table.traj[units.row], clusters.exact, table.outcome,
+                                    table.task, eps, config.contrast_std)
+    return within, episode_adv, contrast  # "nested": Delta around the lines; "within": W everywhere (None)
 
 
 def _occurrence_table(selection, advantage: np.ndarray, units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
