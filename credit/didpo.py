@@ -68,6 +68,7 @@ try:  # the projected values added in one C pass (credit/_native.c); without it,
 except ImportError:  # pragma: no cover - built wherever a C compiler is found
     c_add_windows = None
 
+
 def didpo(trajectories: Iterable[Any], *, config: DiDPOConfig | str = PRESETS["didpo"], **overrides: Any) -> Result:
     """DiDPO advantages for a batch of trajectories (see the module docstring for the formulas).
 
