@@ -283,7 +283,7 @@ def test_local_sandboxes_bind_the_environment_read_only(built, kind, tmp_path):
     prefix = Path(report.manifest["environment"]["prefix"])
     runtime = report.tasks[0].environment and build_environment(report.tasks[0].environment).runtime()
     assert os.access(prefix, os.W_OK)  # the host may write it: only the sandbox's bind is read-only
-    sandbox = make_sandbox(kind, tmp_path, python_env=runtime)
+    sandbox = make_sandbox(kind, tmp_path, runtime=runtime)
     run = sandbox.exec(f"python -c 'import sys, toolz; print(sys.prefix)'; echo $PYTEST_PLUGINS; "
                        f"echo x > {prefix}/lib/planted.pth; echo rc=$?")
     assert str(prefix) in run.output and "pytest_timeout" in run.output, run.output
@@ -302,7 +302,7 @@ def test_docker_runs_an_environment_bound_into_the_container(cache, python):
     environment = build_environment(environment_spec([PYPI_PACKAGE], python))
     workspace = cache / "docker-ws"
     workspace.mkdir(exist_ok=True)
-    sandbox = make_sandbox("docker-fresh", workspace, python_env=environment.runtime())
+    sandbox = make_sandbox("docker-fresh", workspace, runtime=environment.runtime())
     try:
         run = sandbox.exec(f"python -c 'import sys, ssl, toolz; print(sys.prefix)'; touch {environment.prefix}/x; "
                            "python -m pytest --version")

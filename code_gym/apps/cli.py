@@ -92,11 +92,11 @@ def cmd_check(args) -> int:
 
 def cmd_demo(args) -> int:
     import credit
-    from code_gym.apps.demo import run_demo, summary, write_report
+    from code_gym.apps.demo import ESTIMATORS, run_demo, summary, write_report
 
     tasks = _tasks(args.tasks)
     demo = run_demo(tasks, group_size=args.group_size, variants=args.variants, seed=args.seed,
-                    isolation=args.isolation, progress=True)
+                    estimators=args.estimator or ESTIMATORS, isolation=args.isolation, progress=True)
     out = Path(args.out)
     report = write_report(demo, out / "report.html")
     credit.dump_jsonl([e.trajectory for e in demo.episodes], out / "rollouts.jsonl")
@@ -405,6 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--variants", type=non_negative_int, default=2,
                       help="wrong variants per region, besides untouched (>= 0; default 2)")
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--estimator", nargs="+", choices=list(credit.ESTIMATORS), default=None,
+                      help="estimators whose credit the report compares (default: grpo and every step-level one: "
+                      + ", ".join(credit.STEP_LEVEL) + "; DiDPO's presets are in docs/credit.md)")
     demo.add_argument("--out", default="out/demo", help="folder for report.html and rollouts.jsonl (default: out/demo)")
     demo.set_defaults(func=cmd_demo)
     check = sub.add_parser("check", help="self-test: every task's reference solution (as tool calls) and an empty "
@@ -414,7 +417,8 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train the built-in policy with a credit estimator on the real env and tests; "
                            "saves learning curves (CSV, PNG)")
     train.add_argument("--estimator", nargs="+", default=["didpo"], choices=list(credit.ESTIMATORS),
-                       help="one or more estimators, each trained from scratch (default: didpo)")
+                       help="one or more estimators, each trained from scratch (default: didpo); DiDPO's presets "
+                       "(docs/credit.md): " + ", ".join(credit.PRESETS) + "; didpo-split is the rule measured best")
     train.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                        help="estimator option, checked against every --estimator before training, e.g. --option "
                        "baseline=contrast --option max_anchors=None (values: None, True, False, numbers, JSON, "

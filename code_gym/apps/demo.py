@@ -87,11 +87,12 @@ def summary(demo: Demo) -> tuple[list[str], list[list]]:
     names = list(demo.results)
     values = {n: choice_advantages(r, demo.episodes, demo.decisions) for n, r in demo.results.items()}
     header = ["task", "regions", "resolved", "reward"] + [f"sep {n}" for n in names] + ["anchors"]
-    rows = []
+    rows, didpo = [], _didpo_name(demo)
+    didpo_anchors = demo.results[didpo].anchors if didpo else ()
     for task in demo.tasks:
         idx = demo.of_task(task.id)
         episodes = [demo.episodes[i] for i in idx]
-        anchors = sum(a.task_id == task.id for a in demo.results["didpo"].anchors) if "didpo" in demo.results else 0
+        anchors = sum(a.task_id == task.id for a in didpo_anchors)
         rows.append([task.id, len(demo.decisions[task.id]), f"{sum(e.resolved for e in episodes)}/{len(episodes)}",
                      f"{np.mean([e.reward for e in episodes]):.2f}"]
                     + [_fmt(separation(values[n][idx], episodes, demo.decisions)) for n in names] + [anchors])
@@ -99,8 +100,13 @@ def summary(demo: Demo) -> tuple[list[str], list[list]]:
                  f"{sum(e.resolved for e in demo.episodes)}/{len(demo.episodes)}",
                  f"{np.mean([e.reward for e in demo.episodes]):.2f}"]
                 + [_fmt(separation(values[n], demo.episodes, demo.decisions)) for n in names]
-                + [sum(len(r.anchors) for n, r in demo.results.items() if n == "didpo")])
+                + [len(didpo_anchors)])
     return header, rows
+
+
+def _didpo_name(demo: Demo) -> str | None:
+    """The first DiDPO preset among the demo's estimators (None: DiDPO not run)."""
+    return next((n for n in demo.results if n in credit.PRESETS), None)
 
 
 def _fmt(x: float) -> str:
@@ -139,7 +145,7 @@ def write_report(demo: Demo, path: Path) -> Path:
 
 def render_report(demo: Demo) -> str:
     names = list(demo.results)
-    default = "didpo" if "didpo" in names else names[0]
+    default = _didpo_name(demo) or names[0]
     scale = {n: max(1e-9, max((float(np.abs(np.asarray(t)).max()) for ts in r.tokens for t in ts
                                if t is not None and len(t)), default=1e-9)) for n, r in demo.results.items()}
     header, rows = summary(demo)
@@ -205,10 +211,10 @@ def _task_section(demo: Demo, task: Task, names: list[str], default: str, scale:
 
 
 def _anchors(demo: Demo, task_id: str) -> str:
-    results = [(n, r) for n, r in demo.results.items() if n.startswith("didpo")]
-    if not results:
+    name = _didpo_name(demo)
+    if name is None:
         return "<p class=meta>(DiDPO not run)</p>"
-    name, result = results[0]
+    result = demo.results[name]
     rows = []
     for a in sorted((a for a in result.anchors if a.task_id == task_id), key=lambda a: -a.gs):
         members = " ".join(f"#{t}.{s}:{v:+.2f}" for t, s, v in zip(a.trajectories.tolist(), a.steps.tolist(),

@@ -130,7 +130,7 @@ class CodeRepoEnv(gym.Env):
         limits = Limits(timeout=self.task.timeouts.command, max_output=self.max_output)
         mask = (self.task.root,) if self.task.root else ()
         sandbox = make_sandbox(self.isolation, self.ws.root, limits, mask=mask, image=self.task.image,
-                               python_env=task_runtime(self.task))
+                               runtime=task_runtime(self.task))
         self.ctx = ToolContext(self.ws.root, sandbox, self.task.visible_tests, self.task.test_command,
                                self.task.timeouts.command, self.task.timeouts.tests)
         self.steps = 0

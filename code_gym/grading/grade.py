@@ -220,7 +220,7 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
             selected = (*selected[:at], planted.path, *selected[at:])
         sandbox = make_sandbox(isolation, copy.root, limits or Limits(timeout=task.timeouts.tests),
                                mask=(task.root,) if task.root else (), image=task.image,
-                               python_env=task_runtime(task))
+                               runtime=task_runtime(task))
         binds = {results: RESULTS_DIR}
         junit = f"{sandbox.inside(results, binds)}/junit.xml"
         probed = None

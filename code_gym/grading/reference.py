@@ -101,7 +101,7 @@ def _collect_reference(task: Task, isolation: str) -> tuple[str, ...] | None:
         lay_hidden_tests(task, copy.root)
         sandbox = make_sandbox(isolation, copy.root, Limits(timeout=task.timeouts.tests),
                                mask=(task.root,) if task.root else (), image=task.image,
-                               python_env=task_runtime(task))
+                               runtime=task_runtime(task))
         files = " ".join(shlex.quote(t) for t in task.visible_tests + task.hidden_tests)
         try:
             run = sandbox.exec(f"{task.test_command} --collect-only -q -p no:cacheprovider {files}",

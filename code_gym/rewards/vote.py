@@ -205,7 +205,7 @@ def _probe(task: Task, changes: Mapping[str, bytes | None], calls: tuple[str, ..
         (probe / "spec.json").write_text(json.dumps({"calls": list(calls), "setup": setup, "per_call": per_call}))
         limit = timeout or task.timeouts.tests
         sandbox = make_sandbox(isolation, copy.root, Limits(timeout=limit), mask=(task.root,) if task.root else (),
-                               image=task.image, python_env=task_runtime(task))
+                               image=task.image, runtime=task_runtime(task))
         binds = {probe: PROBE_DIR}
         inside = sandbox.inside(probe, binds)
         command = (f"PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 {_python(task)} {shlex.quote(inside + '/probe.py')} "

@@ -30,14 +30,14 @@ ISOLATION_KINDS = ("auto", "bwrap", "unshare", "none", "docker", "docker-fresh",
 
 
 def make_sandbox(kind, workspace, limits: Limits | None = None, mask=(), image: str | None = None,
-                 python_env: PythonEnv | None = None) -> Sandbox:
+                 runtime: PythonEnv | None = None) -> Sandbox:
     """A sandbox for `workspace`. `kind`: 'auto', 'bwrap', 'unshare', 'none' (no isolation: explicit
     opt-in only), 'docker', 'docker-fresh', 'ray', or a Backend object (e.g. DockerBackend(...)).
     `image` is the task's container image (container backends; None: the backend's default);
-    `python_env` the task's environment (None: the backend's own Python)."""
+    `runtime` the task's environment (None: the backend's own Python)."""
     limits = limits or Limits()
     chosen = kind if hasattr(kind, "sandbox") else backend(kind)
     if chosen is not None:
-        extra = {"python_env": python_env} if python_env is not None else {}
+        extra = {"runtime": runtime} if runtime is not None else {}
         return chosen.sandbox(workspace, limits, mask=tuple(mask), image=image, **extra)
-    return LocalSandbox(workspace, isolation=kind, limits=limits, mask=mask, python_env=python_env)
+    return LocalSandbox(workspace, isolation=kind, limits=limits, mask=mask, runtime=runtime)

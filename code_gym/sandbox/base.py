@@ -92,7 +92,7 @@ class Backend(Protocol):
     """Makes sandboxes; passed as `isolation=` to the env, grading and make_sandbox."""
 
     def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None,
-                python_env: PythonEnv | None = None) -> Sandbox:
+                runtime: PythonEnv | None = None) -> Sandbox:
         ...
 
 

@@ -150,20 +150,20 @@ class DockerBackend:
         _BACKENDS.add(self)
 
     def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None,
-                python_env: PythonEnv | None = None) -> "DockerSandbox":
-        return DockerSandbox(self, Path(workspace), limits, image or self.image, python_env)
+                runtime: PythonEnv | None = None) -> "DockerSandbox":
+        return DockerSandbox(self, Path(workspace), limits, image or self.image, runtime)
 
-    def _key(self, image: str, limits: Limits, python_env: PythonEnv | None = None) -> tuple:
-        return (image, limits.memory_bytes, limits.processes, limits.cpus, limits.file_size_bytes, python_env)
+    def _key(self, image: str, limits: Limits, runtime: PythonEnv | None = None) -> tuple:
+        return (image, limits.memory_bytes, limits.processes, limits.cpus, limits.file_size_bytes, runtime)
 
-    def acquire(self, image: str, limits: Limits, python_env: PythonEnv | None = None) -> _Container:
-        key = self._key(image, limits, python_env)
+    def acquire(self, image: str, limits: Limits, runtime: PythonEnv | None = None) -> _Container:
+        key = self._key(image, limits, runtime)
         while True:
             with self._pool.lock:
                 idle = self._pool.idle.get(key, [])
                 box = idle.pop() if idle else None
             if box is None:
-                return _create(key, image, limits, python_env)
+                return _create(key, image, limits, runtime)
             if _running(box.id):
                 return box
             # its PID 1 (the warm runner) ended after the container was given back, e.g. a run left a
@@ -224,20 +224,20 @@ def _forget_pools() -> None:
 os.register_at_fork(after_in_child=_forget_pools)
 
 
-def _environment_mounts(python_env: PythonEnv | None) -> list:
+def _environment_mounts(runtime: PythonEnv | None) -> list:
     """A task environment bound read-only at its own path, with the interpreter installation it was
     made from unless that is the system's /usr (which the image has: the default image is the same
     Debian release as the machines it is built on, so its /usr/bin/python3.11 is the same build)."""
     from docker.types import Mount
 
-    if python_env is None:
+    if runtime is None:
         return []
-    dirs = [python_env.prefix] + ([python_env.base_prefix] if not str(python_env.base_prefix).startswith("/usr") else [])
+    dirs = [runtime.prefix] + ([runtime.base_prefix] if not str(runtime.base_prefix).startswith("/usr") else [])
     return [Mount(str(d), str(d), type="bind", read_only=True) for d in dirs]
 
 
-def _env_variables(python_env: PythonEnv | None) -> dict[str, str]:
-    return _ENV | (python_env.variables(_ENV["PATH"]) if python_env is not None else {})
+def _env_variables(runtime: PythonEnv | None) -> dict[str, str]:
+    return _ENV | (runtime.variables(_ENV["PATH"]) if runtime is not None else {})
 
 
 def _running(container_id: str) -> bool:
@@ -247,7 +247,7 @@ def _running(container_id: str) -> bool:
         return False
 
 
-def _create(key: tuple, image: str, limits: Limits, python_env: PythonEnv | None = None) -> _Container:
+def _create(key: tuple, image: str, limits: Limits, runtime: PythonEnv | None = None) -> _Container:
     from docker.types import Mount, Ulimit
 
     _require_image(image)
@@ -259,10 +259,10 @@ def _create(key: tuple, image: str, limits: Limits, python_env: PythonEnv | None
     volumes = [Mount(WORKDIR, str(slot / "repo"), type="bind", propagation="rslave"),
               Mount(BINDS_DIR, str(slot / "binds"), type="bind", propagation="rslave", read_only=_BINDS_READ_ONLY),
               Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind", propagation="rslave"),
-              *_environment_mounts(python_env)]
+              *_environment_mounts(runtime)]
     fsize = limits.file_size_bytes
     # the warm runner imports pytest from the interpreter the task's tests use
-    python = str(python_env.prefix / "bin" / "python") if python_env is not None else "python3"
+    python = str(runtime.prefix / "bin" / "python") if runtime is not None else "python3"
     server = [python, "-c", runner.SERVER, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
     container = None
     try:
@@ -401,18 +401,18 @@ class DockerSandbox:
     """One episode's (or one grading run's) hold on a container."""
 
     def __init__(self, backend: DockerBackend, workspace: Path, limits: Limits, image: str,
-                 python_env: PythonEnv | None = None):
+                 runtime: PythonEnv | None = None):
         self.name = backend.name
         self.workdir = WORKDIR
         self.root = workspace.resolve()
         self.limits = limits
         self.image = image
-        self.python_env = python_env
-        self.env = _env_variables(python_env)
+        self.runtime = runtime
+        self.env = _env_variables(runtime)
         # read per sandbox, as the local backend does (the shared backend outlives a setting)
         self.warm = runner.warm_default() if backend.warm_runner is None else backend.warm_runner
         self._backend = backend
-        self._holder: list[_Container] = [backend.acquire(image, limits, python_env)]
+        self._holder: list[_Container] = [backend.acquire(image, limits, runtime)]
         # grading and other callers may drop a sandbox without close(): give the container back then too
         self._finalizer = weakref.finalize(self, _release, backend, self._holder)
         try:
@@ -498,8 +498,8 @@ class DockerSandbox:
         box = self._holder.pop()
         box.dirty = True
         self._backend.release(box)
-        fresh = _create(self._backend._key(self.image, self.limits, self.python_env), self.image, self.limits,
-                        self.python_env)
+        fresh = _create(self._backend._key(self.image, self.limits, self.runtime), self.image, self.limits,
+                        self.runtime)
         self._holder.append(fresh)
         mounts.attach(self.root, fresh.repo)
 

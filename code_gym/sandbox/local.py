@@ -125,10 +125,10 @@ class LocalSandbox:
     """Runs commands on this machine with the workspace as the current directory."""
 
     def __init__(self, workspace: str | Path, isolation: str = "auto", limits: Limits = Limits(),
-                 mask: tuple[str | Path, ...] = (), warm: bool | None = None, python_env: PythonEnv | None = None,
+                 mask: tuple[str | Path, ...] = (), warm: bool | None = None, runtime: PythonEnv | None = None,
                  network: bool = False):
         leftovers.reap_on_start()
-        self.python_env = python_env
+        self.runtime = runtime
         # the network (bubblewrap only): for installing an environment's sdists, never for agents or tests
         self.network = network
         self.root = Path(workspace).resolve()
@@ -162,8 +162,8 @@ class LocalSandbox:
     def _python_dirs(self) -> list[str]:
         """The Python installations commands see, read-only: code-gym's own and the task's environment."""
         dirs = _host_python_dirs()
-        if self.python_env is not None:
-            dirs += [d for d in (str(self.python_env.prefix), str(self.python_env.base_prefix))
+        if self.runtime is not None:
+            dirs += [d for d in (str(self.runtime.prefix), str(self.runtime.base_prefix))
                      if d not in dirs and not _under(d, "/usr")]
         return dirs
 
@@ -180,7 +180,7 @@ class LocalSandbox:
             "GIT_PAGER": "cat",
             # only plugins a task declares (with -p) or its environment holds (PYTEST_PLUGINS) load
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-            **(self.python_env.variables(path) if self.python_env is not None else {}),
+            **(self.runtime.variables(path) if self.runtime is not None else {}),
             **({k: v for k, v in os.environ.items() if k.upper() in _NETWORK_VARIABLES or k.startswith("UV_")}
                if self.network else {}),
         }
@@ -325,7 +325,7 @@ class LocalSandbox:
         """Run pytest through a warm runner sandbox (None: run it cold). A runner that does not take
         the run (a run before it ended it) is stopped and the run goes to a fresh one; if that fails
         too, the run fails."""
-        key = (self.limits, self.mask, tuple(binds.values()), self.python_env)
+        key = (self.limits, self.mask, tuple(binds.values()), self.runtime)
         start = lambda counter: self._start_runner(counter, list(binds.values()))  # noqa: E731
         reason = ""
         for fresh in (False, True):

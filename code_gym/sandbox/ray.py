@@ -60,7 +60,7 @@ def changes(root: Path, before: Manifest) -> tuple[Manifest, list[str], list[str
 class SandboxHost:
     """The remote side: a workspace copy and a sandbox of this node. A Ray actor."""
 
-    def __init__(self, kind, archive: bytes, limits: Limits, mask_count: int, image: str | None, python_env=None):
+    def __init__(self, kind, archive: bytes, limits: Limits, mask_count: int, image: str | None, runtime=None):
         from code_gym.sandbox import make_sandbox
 
         self.base = Path(tempfile.mkdtemp(prefix=owned_prefix("ray")))
@@ -72,7 +72,7 @@ class SandboxHost:
         # a worker's own warnings stay in its log
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            self.sandbox = make_sandbox(kind, self.root, limits, image=image, python_env=python_env)
+            self.sandbox = make_sandbox(kind, self.root, limits, image=image, runtime=runtime)
         self.warnings = [str(w.message) for w in caught]
 
     def describe(self) -> tuple[str, str, str, list[str]]:
@@ -123,22 +123,22 @@ class RayBackend:
         self.name = "ray"
 
     def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None,
-                python_env=None) -> "RaySandbox":
-        """`python_env`: a task environment, which must lie at the same path on every node."""
-        return RaySandbox(self, Path(workspace), limits, image, python_env)
+                runtime=None) -> "RaySandbox":
+        """`runtime`: a task environment, which must lie at the same path on every node."""
+        return RaySandbox(self, Path(workspace), limits, image, runtime)
 
 
 class RaySandbox:
     """The host side of a remote sandbox: syncs the workspace around each command."""
 
-    def __init__(self, backend: RayBackend, workspace: Path, limits: Limits, image: str | None, python_env=None):
+    def __init__(self, backend: RayBackend, workspace: Path, limits: Limits, image: str | None, runtime=None):
         import ray
 
         self.root = workspace.resolve()
         self.limits = limits
         self.known = manifest(self.root)
         self.actor = backend.actor_class.remote(backend.kind, pack(self.root, list(self.known)), limits, 0, image,
-                                                python_env)
+                                                runtime)
         kind, self.workdir, self.node, said = ray.get(self.actor.describe.remote())
         for message in said:
             warnings.warn(f"code-gym: the sandbox on Ray node {self.node}: {message}", stacklevel=3)

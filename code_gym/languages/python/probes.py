@@ -309,7 +309,7 @@ def run_child(task: Task, root: Path, mode: str, spec: dict, isolation="auto", t
         (folder / REPLAY_FILE).write_text(_REPLAY_SOURCE)
         (folder / "spec.json").write_text(json.dumps(spec))
         sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), mask=(task.root,) if task.root else (),
-                               image=task.image, python_env=task_runtime(task))
+                               image=task.image, runtime=task_runtime(task))
         binds = {folder: PROBE_DIR}
         inside = sandbox.inside(folder, binds)
         try:
@@ -641,7 +641,7 @@ def _in_test_run(task: Task, root: Path, spec: dict, isolation) -> dict:
     try:
         sandbox = make_sandbox(isolation, root, Limits(timeout=task.timeouts.tests),
                                mask=(task.root,) if task.root else (), image=task.image,
-                               python_env=task_runtime(task))
+                               runtime=task_runtime(task))
         binds = {results: PROBE_DIR}
         inside = sandbox.inside(results, binds)
         path = lay(root, spec, results, inside, task.hidden_tests + task.visible_tests)

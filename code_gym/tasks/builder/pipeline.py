@@ -153,7 +153,7 @@ def _baseline(project: Project, options: BuildOptions) -> tuple[_Baseline, Proje
         write = bytecode.WRITE_BYTECODE if options.bytecode else ""
         [run], coverage = run_tests(copy.root, f"{write}{project.test_command} --continue-on-collection-errors",
                                     project.test_files, limit, options.isolation, coverage=True,
-                                    python_env=project.runtime)
+                                    runtime=project.runtime)
         # pytest's rewritten test modules, for every later run
         rewritten = bytecode.harvest(copy.root, project.root) if options.bytecode else 0
     finally:
@@ -201,7 +201,7 @@ def _deselect(project: Project, options: BuildOptions, deselected: dict[str, lis
     copy = Workspace(project.root, strategy="copy")
     try:
         [check], _ = run_tests(copy.root, _deselecting(project.test_command, deselected), files,
-                               3 * options.timeout, options.isolation, python_env=project.runtime)
+                               3 * options.timeout, options.isolation, runtime=project.runtime)
     finally:
         copy.close()
     for test_file in files:
@@ -351,10 +351,10 @@ class _Runs:
         not the project."""
         with self.slots:
             env = env or self.project.runtime
-            runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, python_env=env)
+            runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, runtime=env)
             if any(r.exit_code == 137 and not r.outcomes for r in runs):
                 self.retried += 1
-                runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, python_env=env)
+                runs, _ = run_tests(root, command, tests, timeout, self.options.isolation, repeat, runtime=env)
         return runs
 
     def changed(self, files: dict[str, str], tests: list[str]) -> SuiteRun:

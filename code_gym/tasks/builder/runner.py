@@ -104,14 +104,14 @@ def _outcomes(stream: bytes | None, nonce: str, junit: Path) -> dict[str, str]:
 
 def run_tests(root: Path, test_command: str, selected: list[str] | tuple[str, ...], timeout: float,
               isolation: str = "auto", repeat: int = 1, coverage: bool = False,
-              python_env: PythonEnv | None = None) -> tuple[list[SuiteRun], Coverage]:
+              runtime: PythonEnv | None = None) -> tuple[list[SuiteRun], Coverage]:
     """Run `selected` (files or node ids) with pytest in a sandbox on `root`, `repeat` times in a
     row in the same folder (a test that leaves state behind fails its rerun), with the project's
-    environment `python_env` (None: code-gym's own Python). With `coverage`, also returns which
+    environment `runtime` (None: code-gym's own Python). With `coverage`, also returns which
     test ran which line; the plugin file is written into `root`."""
     results = Path(tempfile.mkdtemp(prefix=owned_prefix("build")))
     try:
-        sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), python_env=python_env)
+        sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), runtime=runtime)
         binds = {results: RESULTS_DIR}
         inside = sandbox.inside(results, binds)
         extra = ""
@@ -143,10 +143,10 @@ def run_reference(task: Task, changes: dict[str, bytes | None], reruns: int, iso
         timeout = task.timeouts.tests
         env = task_runtime(task)
         runs, _ = run_tests(copy.root, task.test_command, task.visible_tests + task.hidden_tests, timeout, isolation,
-                            python_env=env)
+                            runtime=env)
         if reruns > 1 and not runs[0].timed_out:
             runs += run_tests(copy.root, task.test_command, task.fail_to_pass, timeout, isolation, reruns - 1,
-                              python_env=env)[0]
+                              runtime=env)[0]
         return runs
     finally:
         copy.close()

@@ -1,0 +1,136 @@
+"""The language adapter: what code-gym needs to know about one language, and nothing more.
+
+Shared code speaks of tests, records, obligations and files; a `Language` turns those into the
+ecosystem's own commands and rules. Python (`code_gym.languages.python`) is the first one. The
+protocol is shaped for the runners the next languages bring (checked in their docs):
+
+- a test run streams one record per test on the grader's results channel, from inside the test
+  process: a pytest plugin today; node's `--test-reporter PATH`, mocha's `--reporter PATH`, jest's
+  `--reporters PATH`, a TAP reader for tape/tap, `go test -json` (test2json events) and libtest's
+  `test NAME ... ok|FAILED|ignored` lines fit the same `Runtime.reporter` seam: the language lays
+  a reporter where the patch cannot touch it and names it in the command's environment;
+- records travel in one format (`code_gym.grading.records`): "start", one "report" per test
+  phase, "collect" for a file that failed to load or build, "end" with the run's status;
+- the grader's files (runner configuration, hooks, build scripts), the ecosystem's cheats (audit
+  code rules) and its canary tests are the language's; what the grader does with them is not.
+
+Data that crosses the boundary lives here: `Finding` (an integrity violation, from the audit, the
+canaries or the records' cross-checks) and `Canaries` (tamper-evident tests a run carries).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # annotations only: the adapter's users import these themselves
+    from code_gym.sandbox.base import ExecResult, Runtime
+    from code_gym.tasks.task import Task
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One integrity violation: `path` (relative to the repository), `line` (1-based; 0 for the
+    whole file), the `rule` (a key of the audit's rules) and what was found."""
+    path: str
+    line: int
+    rule: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: [{self.rule}] {self.message}"
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """Canary tests for one graded run: a test file laid in the grading copy only, and the outcome
+    each of its tests must have (test id -> "passed" | "failed")."""
+    path: str  # the canary file, relative to the repository root
+    source: str
+    expected: dict[str, str] = field(default_factory=dict)
+
+    def is_canary(self, test_id: str) -> bool:
+        return test_id == self.path or test_id.startswith(self.path + "::")
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One graded test run as the language lays it out: the shell command (run in the repository
+    root of the grading copy, inside the sandbox) and what it writes besides the records."""
+    command: str
+    report: str | None = None  # the runner's own report, inside the sandbox (pytest: junit XML)
+
+
+class Language(Protocol):
+    """Everything one language provides. Instances are stateless; `code_gym.languages.get` hands
+    them out by name."""
+
+    name: str  # the registry key, and `language = "..."` in task.toml
+    source_suffixes: tuple[str, ...]  # files of the language (the audit's code rules read these)
+    grammar: str  # credit's tree-sitter grammar for sub-diff syntax units (`credit.syntax`)
+    rules: dict[str, str]  # the audit rules it adds: name -> what a finding of it means
+    run_ok: tuple[int, ...]  # exit codes of a test run that ran to its end (tests may have failed)
+
+    # -- environment
+    def runtime(self, task: Task) -> Runtime:
+        """What a sandbox running `task`'s commands needs: the project's environment (built once per
+        dependency set, cached, bound read-only), the results reporter and a warm runner if any."""
+        ...
+
+    # -- file policy and audit
+    def grader_owned(self, path: str, old: bytes | None, new: bytes | None) -> str | None:
+        """The rule that makes the grader keep the task's version of `path` (runner configuration,
+        start-up hooks, build scripts), whatever the task says; None when the agent may change it."""
+        ...
+
+    def guarded(self, path: str) -> bool:
+        """Whether a run must leave `path` untouched (its stat key is compared before and after)."""
+        ...
+
+    def path_rule(self, task: Task, path: str, old: bytes | None, new: bytes | None) -> str | None:
+        """An audit rule a change breaks by its path alone (compiled code, a shadowing module)."""
+        ...
+
+    def audit_file(self, task: Task, path: str, old: bytes | None, new: bytes) -> list[Finding]:
+        """Code-rule findings in a changed source file that its starting version `old` lacks."""
+        ...
+
+    # -- test runs with records
+    def test_files(self, task: Task, tests: tuple[str, ...]) -> tuple[str, ...]:
+        """The test files among `tests` (test files or test ids)."""
+        ...
+
+    def test_run(self, task: Task, selected: tuple[str, ...], results: str, *, known_ids: bool,
+                 canaries: bool) -> TestRun:
+        """The command that runs `selected` (files or test ids) with the records reporter on; it may
+        write its own report under `results` (a folder inside the sandbox). `known_ids`: the graded
+        ids are known before the run, so a file that fails to load fails only its own tests.
+        `canaries`: the run carries must-fail canaries, so it must not stop at a first failure."""
+        ...
+
+    def cross_check(self, results: Path, records: dict[str, str], exit_code: int | None,
+                    lookup: tuple[str, ...]) -> list[str]:
+        """What the runner's own report in the host folder `results` says against the streamed
+        `records` (test id -> outcome) and the exit code: one line per disagreement."""
+        ...
+
+    def report_outcomes(self, results: Path, lookup: tuple[str, ...]) -> dict[str, str]:
+        """Outcomes from the runner's own report alone (a run without the results channel)."""
+        ...
+
+    def canaries(self, test_files: tuple[str, ...], exists: Any) -> Canaries:
+        """Fresh canary tests for one run, in a file named like the task's tests; `exists(path)`
+        tells whether a path is taken."""
+        ...
+
+    # -- behavioural probes (a language may have none)
+    def probes(self) -> Any | None:
+        """The behavioural probes (`plant`, `collect`, `record`, `probe_set`), or None."""
+        ...
+
+    def collected_ids(self, task: Task, isolation: Any) -> tuple[str, ...] | None:
+        """The test ids the task's tests give with the reference solution applied (None: unknown)."""
+        ...
