@@ -5,7 +5,7 @@ STAMP := $(VENV)/.code-gym-installed
 
 .PHONY: demo test setup
 
-$(STAMP): pyproject.toml scripts/setup.sh credit/_native.c credit/_pyspans.c credit/_scan.c credit/_text.c credit/_pairs.c credit/_input.c credit/_threads.h
+$(STAMP): pyproject.toml scripts/setup.sh
 	VENV=$(VENV) bash scripts/setup.sh
 	touch $(STAMP)
 

@@ -12,23 +12,7 @@ from credit._tensor import is_torch
 from credit._util import csr_pointers, group_codes, pieces
 from credit.anchors import COUNTS
 from credit.episode import episode_advantage, step_returns
-from credit.types import Anchor, Result, Step, StepCredit, Trajectory, as_trajectories, plain_batch
-
-
-@dataclass(frozen=True, eq=False)
-class Columns:
-    """Per-step columns of a batch of plain dicts, read with it (`credit.types.plain_batch`): every
-    step's offsets are a list, and no step has provenance, calls, edits or line_calls.
-
-    n_tokens (S,); actions, offsets: (S,) lists; diff_of (S,): the number of each step's diff in
-    `diffs` (the distinct non-empty diffs, in order of first appearance), -1 for "".
-    """
-
-    n_tokens: np.ndarray
-    actions: list[str]
-    offsets: list
-    diff_of: np.ndarray
-    diffs: list[str]
+from credit.types import Anchor, Result, Step, StepCredit, Trajectory, as_trajectories
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,21 +33,17 @@ class StepTable:
     index: np.ndarray
     reward: np.ndarray
     first_row: np.ndarray
-    columns: Optional[Columns] = None  # plain dicts: what their one-pass reading gave
+    # always None since credit's C input reader went (issue 30); didpo.py's branches on it go with
+    # its config rework
+    columns: None = None
 
 
 def step_table(trajectories: Iterable[Any]) -> StepTable:
-    plain = plain_batch(trajectories)
-    columns = None
-    if plain is not None:  # plain dicts, read in one pass (C)
-        trajs, steps, n_steps, outcome, reward = plain[:5]
-        columns = Columns(*plain[5:])
-    else:
-        trajs = as_trajectories(trajectories)
-        n_steps = np.fromiter((len(t.steps) for t in trajs), np.int64, len(trajs))
-        steps = [s for t in trajs for s in t.steps]
-        outcome = np.fromiter((t.reward for t in trajs), np.float64, len(trajs))
-        reward = np.fromiter((s.reward for s in steps), np.float64, len(steps))
+    trajs = as_trajectories(trajectories)
+    n_steps = np.fromiter((len(t.steps) for t in trajs), np.int64, len(trajs))
+    steps = [s for t in trajs for s in t.steps]
+    outcome = np.fromiter((t.reward for t in trajs), np.float64, len(trajs))
+    reward = np.fromiter((s.reward for s in steps), np.float64, len(steps))
     task, n_tasks = group_codes([t.task_id for t in trajs])
     first_row = np.zeros(len(trajs), np.int64)
     np.cumsum(n_steps[:-1], out=first_row[1:])
@@ -71,7 +51,6 @@ def step_table(trajectories: Iterable[Any]) -> StepTable:
     return StepTable(
         trajectories=trajs, task=task, n_tasks=n_tasks, n_steps=n_steps, outcome=outcome,
         steps=steps, traj=traj, index=np.arange(len(steps)) - first_row[traj], reward=reward, first_row=first_row,
-        columns=columns,
     )
 
 
@@ -107,11 +86,8 @@ def tokens(table: StepTable, base: np.ndarray,
     values in place.
     """
     steps = table.steps
-    if table.columns is not None:  # plain dicts: every step's offsets a list, counted when read
-        sizes, offsets = table.columns.n_tokens, None
-    else:
-        offsets = [s.token_offsets for s in steps]
-        sizes = np.fromiter((0 if o is None else len(o) for o in offsets), np.int64, len(steps))
+    offsets = [s.token_offsets for s in steps]
+    sizes = np.fromiter((0 if o is None else len(o) for o in offsets), np.int64, len(steps))
     flat = np.repeat(np.asarray(base, np.float64), sizes)
     starts = csr_pointers(sizes)
     if extra is not None:
@@ -119,8 +95,6 @@ def tokens(table: StepTable, base: np.ndarray,
     views = pieces(flat, starts.tolist())
     first = table.first_row.tolist()
     ends = (table.first_row + table.n_steps).tolist()
-    if offsets is None:
-        return [views[a:b] for a, b in zip(first, ends)]
     torch_given = any(map(is_torch, offsets)) if "torch" in sys.modules else False
     if not torch_given and all(o is not None for o in offsets):  # usual: each step a view of `flat`
         return [views[a:b] for a, b in zip(first, ends)]

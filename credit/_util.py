@@ -12,11 +12,6 @@ import numpy as np
 
 from credit._tensor import to_numpy
 
-try:  # ranges in one pass in C (credit/_native.c); without it, numpy
-    from credit._native import ranges as c_ranges
-except ImportError:  # pragma: no cover - built wherever a C compiler is found
-    c_ranges = None
-
 
 def group_codes(ids: Any) -> tuple[np.ndarray, int]:
     """Dense int codes 0..G-1 for arbitrary hashable ids, numbered in order of first appearance."""
@@ -112,12 +107,7 @@ def lexsort_ints(keys: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(s, e) for each pair, without a Python loop: one pass in C
-    (`credit._native.ranges`) for int64 arrays where it is built, else numpy."""
-    if c_ranges is not None and type(starts) is np.ndarray and type(ends) is np.ndarray:
-        got = c_ranges(starts, ends)
-        if got is not None:
-            return np.frombuffer(got, np.int64) if got else np.zeros(0, np.int64)
+    """Concatenation of arange(s, e) for each pair, without a Python loop."""
     lengths = np.maximum(ends - starts, 0)
     total = int(lengths.sum())
     if total == 0:

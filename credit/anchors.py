@@ -23,11 +23,6 @@ import numpy as np
 from credit._util import csr_pointers, lexsort_ints, pieces, ranges, segment_starts
 from credit.groupability import groupability_score, score_one
 
-try:  # the greedy loop in C (credit/_native.c); without it, the Python loop below
-    from credit._native import greedy as c_greedy
-except ImportError:  # not built: the install had no C compiler
-    c_greedy = None
-
 COUNTS = ("steps", "trajectories")
 
 
@@ -185,16 +180,8 @@ def _greedy(members, n_members, task, unit_ptr, unit_lines, max_anchors, rescore
     is_taken[free] = uncapped
     first_lines = lines[ranges(line_ptr[member_ptr[free]], line_ptr[member_ptr[free + 1]])] if uncapped else lines[:0]
     tasks = task[members[member_ptr[:-1]]]
-    if c_greedy is not None:
-        taken_lines = np.zeros(int(lines.max(initial=-1)) + 1, bool)
-        taken_lines[first_lines] = True
-        per_task = np.zeros(int(tasks.max(initial=-1)) + 1, np.int64)
-        cut = c_greedy(lines, line_ptr, member_ptr, members, tasks, contested, order, max_anchors, taken_lines,
-                       per_task, is_taken, rescored)
-    else:
-        cut = _greedy_loop(lines.tolist(), line_ptr.tolist(), member_ptr.tolist(), members.tolist(), tasks.tolist(),
-                           contested.tolist(), order.tolist(), max_anchors, set(first_lines.tolist()), is_taken,
-                           rescored)
+    cut = _greedy_loop(lines.tolist(), line_ptr.tolist(), member_ptr.tolist(), members.tolist(), tasks.tolist(),
+                       contested.tolist(), order.tolist(), max_anchors, set(first_lines.tolist()), is_taken, rescored)
     taken = np.flatnonzero(is_taken)
     # the taken candidates' members, less those a cut left out (a cut keeps some in order)
     keep = np.zeros(members.shape[0], bool)
@@ -210,8 +197,7 @@ def _greedy(members, n_members, task, unit_ptr, unit_lines, max_anchors, rescore
 
 def _greedy_loop(lines, line_ptr, member_ptr, members, tasks, contested, order, max_anchors, taken_lines, is_taken,
                  rescored) -> dict[int, list[int]]:
-    """The loop of `_greedy` (as `credit._native.greedy` runs it) over the candidates in `order`,
-    on lists: sets `is_taken`, adds to `taken_lines`; returns the positions of the members each cut
+    """The loop of `_greedy` over the candidates in `order`, on lists: sets `is_taken`, adds to `taken_lines`; returns the positions of the members each cut
     candidate keeps."""
     cut: dict[int, list[int]] = {}
     per_task: dict[int, int] = {}

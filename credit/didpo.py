@@ -63,11 +63,6 @@ from credit.project import (joined_texts, line_calls, locate_blocks, occurrence_
 from credit.split import ADDED, DiffBatch, DiffError, split_diffs
 from credit.types import Anchor, Result
 
-try:  # the projected values added in one C pass (credit/_native.c); without it, numpy
-    from credit._native import add_windows as c_add_windows
-except ImportError:  # pragma: no cover - built wherever a C compiler is found
-    c_add_windows = None
-
 
 def didpo(trajectories: Iterable[Any], *, config: DiDPOConfig | str = PRESETS["didpo"], **overrides: Any) -> Result:
     """DiDPO advantages for a batch of trajectories (see the module docstring for the formulas).
@@ -413,8 +408,7 @@ def _project(table: StepTable, units: _Units, selection, advantage: np.ndarray, 
             projected = np.zeros(starts.shape[0] - 1, bool)
             projected[rows] = True
             flat[np.repeat(projected, np.diff(starts))] += token_extra
-        elif c_add_windows is None or c_add_windows(flat, starts[rows], n_read, read_index, token_extra) is None:
-            # each read token's place in the batch (tokens outside the windows are covered by no span)
+        else:  # each read token's place in the batch (tokens outside the windows are covered by no span)
             flat[np.repeat(starts[rows], n_read) + read_index] += token_extra
     n_located = int(np.count_nonzero(np.bincount(owner, minlength=occ.shape[0])))
     coverage = {

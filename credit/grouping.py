@@ -17,8 +17,7 @@ Near-duplicate pairs are found without comparing all pairs: prefix filtering (Ch
 2006; Bayardo et al. 2007, "Scaling up all pairs similarity search") on the multisets encoded as
 sets of (token, occurrence) elements. Sets with sim >= t share an element among their first few
 elements in a global rarest-first order (`_candidates` states the bounds), so only pairs sharing
-such a prefix element are verified, exactly, by popcounts of bitsets (credit/_pairs.c finds the
-same pairs in C, bucket by bucket, when it is built). Clusters are representative-centred: exact
+such a prefix element are verified, exactly, by popcounts of bitsets. Clusters are representative-centred: exact
 classes are visited by decreasing support (then length, then their content hash, never their
 position in the batch, so listing the trajectories in another order gives the same clusters), an
 unassigned one becomes a representative and takes the unassigned classes similar to it, never
@@ -34,15 +33,6 @@ import numpy as np
 
 from credit._util import count_at_most, csr_pointers, lexsort_ints, ranges, segment_starts, sorted_keys, unique_ints
 from credit.text import MARKERS, MAX_COPIES, Contents, line_table
-
-try:  # the clusters' founding loop in C (credit/_native.c); without it, the Python loop
-    from credit._native import founders as c_founders
-except ImportError:  # not built: the install had no C compiler
-    c_founders = None
-try:  # the near-duplicate pair search in C (credit/_pairs.c); without it, the numpy one below
-    from credit._pairs import near_pairs as c_near_pairs
-except ImportError:
-    c_near_pairs = None
 
 _MIX_INDENT = np.uint64(0x9E3779B97F4A7C15)
 _MIX_LENGTH = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -201,16 +191,9 @@ def _similar_pairs(first_unit, class_bucket, unit_ptr, content, contents, thresh
     """(a, b): each pair of classes of one bucket whose Dice similarity reaches the threshold, once,
     a before b by (size, class id), the pairs sorted by (a, b).
 
-    In C when built (`credit._pairs.near_pairs`: the same pairs, found bucket by bucket; about 3x
-    faster, credit/_pairs.c); otherwise with numpy, chunk by chunk of whole buckets
-    (`_bucket_chunks`), pairs never crossing buckets, each chunk's arrays small enough to stay in
+    Chunk by chunk of whole buckets (`_bucket_chunks`), pairs never crossing buckets, each chunk's arrays small enough to stay in
     the cache (the refbench large batch, 64 tasks: 626 ms in one piece, 308 ms in chunks;
     docs/benchmarks.md, "credit")."""
-    if c_near_pairs is not None:
-        int64 = [np.ascontiguousarray(x, np.int64) for x in
-                 (first_unit, class_bucket, unit_ptr, content, contents.token_ptr, contents.tokens)]
-        pairs = np.frombuffer(c_near_pairs(*int64, MAX_COPIES, float(threshold)), np.int64).reshape(-1, 2)
-        return pairs[:, 0], pairs[:, 1]
     pairs = []
     for lo, hi in _bucket_chunks(class_bucket):
         elements = _class_elements(first_unit[lo:hi], class_bucket[lo:hi], unit_ptr, content, contents)
@@ -244,11 +227,7 @@ def _representative_clusters(order: np.ndarray, a: np.ndarray, b: np.ndarray) ->
     ptr = np.concatenate([[0], np.cumsum(degree)])
     neighbours = np.concatenate([b, a])[lexsort_ints((ends,))].astype(np.int64)
     visit = order[degree[order] > 0]
-    if c_founders is not None:
-        founder = np.arange(n_classes)
-        c_founders(np.ascontiguousarray(visit, np.int64), ptr, neighbours, founder)
-    else:
-        founder = np.asarray(_founders(visit.tolist(), ptr.tolist(), neighbours.tolist(), n_classes), np.int64)
+    founder = np.asarray(_founders(visit.tolist(), ptr.tolist(), neighbours.tolist(), n_classes), np.int64)
     founds = founder[order] == order
     number = np.empty(n_classes, np.int64)
     number[order] = np.cumsum(founds) - 1
@@ -256,8 +235,7 @@ def _representative_clusters(order: np.ndarray, a: np.ndarray, b: np.ndarray) ->
 
 
 def _founders(visit: list[int], ptr: list[int], neighbours: list[int], n_classes: int) -> list[int]:
-    """The loop of `_representative_clusters` (as `credit._native.founders` runs it): the founder
-    of each class."""
+    """The loop of `_representative_clusters`: the founder of each class."""
     founder = list(range(n_classes))
     assigned = [False] * n_classes
     for c in visit:

@@ -6,14 +6,7 @@ harness's paper shape, which cost 25-70 ms to read into numpy however it is done
 Most tokens need only their count (they get A^E alone), so list offsets are checked cheaply when
 a batch arrives (`check_listed_offsets`: their first and last pairs) and read where a span of an
 anchor occurrence falls (`token_windows`: a binary search per span in the list, then the tokens
-between, checked in full). Where the C readers `credit._native` are built (credit/_native.c),
-`read_windows` finds the same windows (the same probes, walks and checks) and reads them: about a
-fifth of the paper batch's tokens, 12 ms -> 5 ms, the searches of 16 steps interleaved so that
-their loads overlap (each pair is three objects far apart in memory: a search one probe at a time
-took 7 ms). A step it leaves (an entry that is no list or tuple of two ints, a search Python's
-would give up, a failed check) is read whole by `read_pairs` (about 14 ns a pair, against 70 for
-numpy), and what that cannot read or check goes to the numpy windows as before, so the results
-and errors are the same every way.
+between, checked in full).
 """
 
 from __future__ import annotations
@@ -25,12 +18,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from credit._tensor import is_torch, to_numpy
-from credit._util import lexsort_ints, ranges
-
-try:  # the C readers of list offsets (credit/_native.c); without them, windows read by numpy
-    from credit._native import read_pairs as c_read_pairs, read_windows as c_read_windows
-except ImportError:  # not built: the install had no C compiler
-    c_read_pairs = c_read_windows = None
+from credit._util import lexsort_ints
 
 # spans of one step closer than this (in characters) are read as one window: a binary search in
 # a list costs about as much as reading 40 tokens
@@ -161,11 +149,6 @@ def token_windows(offsets: Sequence[Any], actions: Sequence[str], spans: np.ndar
             listed.append(s)
         else:
             out[s] = (None, to_numpy(step_offsets, np.int64).reshape(-1, 2))
-    in_windows: list[int] = []  # steps read in windows by C
-    if listed and c_read_windows is not None:
-        listed, in_windows = _read_listed_windows(offsets, actions, listed, spans, span_step, out)
-    if listed and c_read_pairs is not None:
-        listed = _read_listed(offsets, actions, listed, out)
     if not listed:
         return out
     windows: dict[int, list[tuple[int, int]]] = {}
@@ -175,22 +158,14 @@ def token_windows(offsets: Sequence[Any], actions: Sequence[str], spans: np.ndar
             out[s] = (None, _read_whole(offsets[s], actions[s], s))
         else:
             windows[s] = found
-    _read_windows(offsets, actions, windows, out, in_windows)
+    _read_windows(offsets, actions, windows, out)
     return out
 
 
 def flat_token_windows(offsets: Sequence[Any], actions: Sequence[str], spans: np.ndarray,
                        span_step: np.ndarray) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """`token_windows`' tokens one step after another: (pairs (T, 2) int64, n_read (S,) the count of
-    each step's, index (T,) each token's number in its step; None: every step read whole).
-
-    Where every step's offsets are lists that `credit._native.read_windows` reads in windows (the
-    usual batch), its arrays are the answer as they come; else `token_windows`, joined."""
-    if c_read_windows is not None and offsets and isinstance(offsets[0], (list, tuple)):
-        # (read_windows leaves a step that is no list or tuple, an array say, to the readers below)
-        pairs, index, n_read = _c_windows(offsets, actions, None, spans, span_step)
-        if (n_read >= 0).all():
-            return pairs, n_read, index
+    each step's, index (T,) each token's number in its step; None: every step read whole)."""
     windows = token_windows(offsets, actions, spans, span_step)
     n_read = np.fromiter((w[1].shape[0] for w in windows), np.int64, len(windows))
     pairs = np.concatenate([w[1] for w in windows]).reshape(-1, 2) if windows else np.zeros((0, 2), np.int64)
@@ -198,63 +173,6 @@ def flat_token_windows(offsets: Sequence[Any], actions: Sequence[str], spans: np
         return pairs, n_read, None
     index = np.concatenate([np.arange(n) if w[0] is None else w[0] for w, n in zip(windows, n_read.tolist())])
     return pairs, n_read, index
-
-
-def _c_windows(offsets: Sequence[Any], actions: Sequence[str], listed: Optional[list[int]], spans: np.ndarray,
-               span_step: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`credit._native.read_windows` on the `listed` steps (None: all): (pairs, index) of the steps
-    read, one after another, and n_read (-1: a step left to the other readers)."""
-    step, start, end = _joined_spans(spans, span_step)
-    at = np.arange(len(offsets)) if listed is None else np.asarray(listed, np.int64)
-    first, last = np.searchsorted(step, at, "left"), np.searchsorted(step, at, "right")
-    chosen = list(actions) if listed is None else list(map(actions.__getitem__, listed))
-    lengths = np.fromiter(map(len, chosen), np.int64, len(chosen))
-    steps = (offsets if type(offsets) is list else list(offsets)) if listed is None else [offsets[s] for s in listed]
-    n_read = np.empty(len(steps), np.int64)
-    pairs, index = c_read_windows(steps, first, last, start, end, lengths, n_read)
-    pairs = np.frombuffer(pairs, np.int64).reshape(-1, 2) if pairs else np.zeros((0, 2), np.int64)
-    index = np.frombuffer(index, np.int64) if index else np.zeros(0, np.int64)
-    return pairs, index, n_read
-
-
-def _read_listed_windows(offsets: Sequence[Any], actions: Sequence[str], listed: list[int], spans: np.ndarray,
-                         span_step: np.ndarray, out: list) -> tuple[list[int], list[int]]:
-    """Read the windows of the `listed` steps with `credit._native` (the windows of `_windows`,
-    checked as `_read_windows` checks them); give the steps read so, and return (the others, for
-    the readers below, which report them or read them as before; the steps read)."""
-    pairs, index, n_read = _c_windows(offsets, actions, listed, spans, span_step)
-    read = n_read >= 0
-    bounds = np.cumsum(np.where(read, n_read, 0)).tolist()
-    done, left = [], []
-    for s, n, b in zip(listed, n_read.tolist(), bounds):
-        if n < 0:
-            left.append(s)
-        else:
-            out[s] = (index[b - n:b], pairs[b - n:b])
-            done.append(s)
-    return left, done
-
-
-def _read_listed(offsets: Sequence[Any], actions: Sequence[str], listed: list[int], out: list) -> list[int]:
-    """Read the `listed` steps whole with `credit._native` and check them all at once; give the
-    steps that pass whole, and return the others (an entry that is no pair of ints, or offsets
-    that fail a check) for the windowed reader, which reports them or reads around them as before."""
-    steps = [offsets[s] for s in listed]
-    bounds = np.zeros(len(steps) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, steps), np.int64, len(steps)), out=bounds[1:])
-    flat = np.empty(2 * int(bounds[-1]), np.int64)
-    length = np.fromiter(map(len, map(actions.__getitem__, listed)), np.int64, len(listed))
-    not_read, unplain = c_read_pairs(steps, bounds, flat, length)  # reads and checks as _unplain_steps
-    pairs = flat.reshape(-1, 2)
-    bad = np.zeros(len(steps), bool)
-    if unplain:  # zero-width tokens, or a failed check: the full rules, on those steps alone
-        again = np.array(unplain, np.int64)
-        lo, hi = bounds[again], bounds[again + 1]
-        bad[again] = _bad_steps(pairs[ranges(lo, hi)], np.concatenate([[0], np.cumsum(hi - lo)]), length[again])
-    bad[not_read] = True
-    for k in np.flatnonzero(~bad).tolist():
-        out[listed[k]] = (None, pairs[bounds[k]:bounds[k + 1]])
-    return [listed[k] for k in np.flatnonzero(bad).tolist()]
 
 
 def _joined(spans: np.ndarray, span_step: np.ndarray, steps: Sequence[int]) -> list[list[tuple[int, int]]]:
@@ -283,8 +201,7 @@ def _joined_spans(spans: np.ndarray, span_step: np.ndarray) -> tuple[np.ndarray,
     new[1:] |= starts[1:] > reach[:-1] + _JOIN_GAP
     first = np.flatnonzero(new)
     last = np.append(first[1:], step.shape[0]) - 1
-    return (np.ascontiguousarray(step[first], np.int64), np.ascontiguousarray(starts[first], np.int64),
-            np.ascontiguousarray(reach[last], np.int64))
+    return step[first], starts[first], reach[last]
 
 
 def _windows(offsets: Sequence[Any], spans: list[tuple[int, int]]) -> Optional[list[tuple[int, int]]]:
@@ -330,12 +247,10 @@ def _windows(offsets: Sequence[Any], spans: list[tuple[int, int]]) -> Optional[l
     return out
 
 
-def _read_windows(offsets, actions, windows: dict[int, list[tuple[int, int]]], out: list,
-                  read_before: Sequence[int] = ()) -> None:
+def _read_windows(offsets, actions, windows: dict[int, list[tuple[int, int]]], out: list) -> None:
     """Read every window of every step in one pass and check them all at once (each step whose
     tokens fail is read whole instead). Where some window holds what is not a pair of ints, every
-    step is read whole, `read_before` (steps whose windows were read already) too, in order: so a
-    step reports bad offsets outside its windows however its windows were read."""
+    step is read whole, in order: so a step reports bad offsets outside its windows."""
     if not windows:
         return
     steps = list(windows)
@@ -351,7 +266,7 @@ def _read_windows(offsets, actions, windows: dict[int, list[tuple[int, int]]], o
     n_read = np.bincount(np.repeat(np.arange(len(steps)), n_windows), weights=size,
                          minlength=len(steps)).astype(np.int64)
     if flat is None or flat.shape[0] != 2 * size.sum():
-        for s in sorted([*steps, *read_before]):
+        for s in sorted(steps):
             out[s] = (None, _read_whole(offsets[s], actions[s], s))
         return
     pairs = flat.reshape(-1, 2)

@@ -43,13 +43,6 @@ import numpy as np
 
 from credit._util import ranges, segment_starts
 
-try:  # the lines joined, the block search and the projection in C (credit/_native.c); without them, numpy
-    # and the loops below
-    from credit._native import joined_lines as c_joined_lines, project_flat as c_project_flat
-    from credit._native import join_gaps as c_join_gaps, search_blocks as c_search_blocks
-except ImportError:  # not built: the install had no C compiler
-    c_joined_lines = c_join_gaps = c_project_flat = c_search_blocks = None
-
 _JSON = json.JSONEncoder(ensure_ascii=False).encode
 _JSON_ASCII = json.JSONEncoder().encode
 _GAP = re.compile(r"(?:\s|\\[nrt])*")
@@ -166,12 +159,7 @@ def locate_blocks(
 
 def joined_texts(texts: Sequence[str], line: np.ndarray, skip: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray,
                                                                               np.ndarray]:
-    """`_joined_lines` of texts[line[0]], texts[line[1]], ...: by `credit._native.joined_lines` where
-    it is built and takes them (a list of str, no line holding a line break itself)."""
-    if c_joined_lines is not None and type(texts) is list:
-        got = c_joined_lines(texts, np.ascontiguousarray(line, np.int64), skip)
-        if got is not None:
-            return (got[0], *(np.frombuffer(a, np.int64) if a else np.zeros(0, np.int64) for a in got[1:]))
+    """`_joined_lines` of texts[line[0]], texts[line[1]], ..."""
     return _joined_lines(list(map(texts.__getitem__, line.tolist())), skip)
 
 
@@ -229,11 +217,7 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
                    kept: np.ndarray, bounds: Optional[np.ndarray] = None) -> tuple[tuple, list]:
     """Search the blocks (lines lo..hi-1, text joined[c0:c1]) in order, each from the end of the
     previous match of its step and kind, then from the start (of its window `bounds`, when given);
-    line by line where the block is not found. `credit._native.search_blocks` runs the same
-    searches in C where it is built (but for windows that start before the action: Python's
-    slices read a negative start from the end), with one saving: a search from the window's
-    start looks only before where the search from the cursor began (a match after it was that
-    search's to find).
+    line by line where the block is not found.
 
     Returns:
       (blocks found whole: arrays lo, hi, position, escape index, and {index among them: the lines'
@@ -242,14 +226,6 @@ def _search_blocks(actions: Sequence[str], joined: str, lo: np.ndarray, hi: np.n
     """
     n_blocks = lo.shape[0]
     pos, escape = np.full(n_blocks, -1, np.int64), np.zeros(n_blocks, np.int64)
-    if c_search_blocks is not None and (bounds is None or (bounds >= 0).all()):
-        w0 = np.zeros(n_blocks, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 0], np.int64)
-        w1 = np.full(n_blocks, -1, np.int64) if bounds is None else np.ascontiguousarray(bounds[:, 1], np.int64)
-        listed = actions if isinstance(actions, list) else list(actions)
-        arrays = [np.ascontiguousarray(x, np.int64) for x in (lo, hi, step, kind, c0, c1)]
-        by_c = c_search_blocks(listed, joined, *arrays, w0, w1, np.ascontiguousarray(at, np.int64),
-                               np.ascontiguousarray(kept, np.int64), pos, escape)
-        return _found_blocks(lo, hi, pos, escape, by_c[0]), by_c[1]
     recounted: dict[int, tuple[list[int], list[int]]] = {}
     alone: list[tuple[int, int, int]] = []
     forms_of: dict[str, list[_Form]] = {}
@@ -610,10 +586,6 @@ def _joins(actions: Sequence[str], step: np.ndarray, end: np.ndarray, start: np.
     letter follows a backslash (a backslash never ends an escape, so the pairs cannot overlap);
     gaps with non-ASCII characters and no such fault go to _GAP itself.
     """
-    if c_join_gaps is not None and type(actions) is list:  # one pass over each gap in C (see join_gaps)
-        joined = np.zeros(step.shape[0], bool)
-        if c_join_gaps(actions, *(np.ascontiguousarray(x, np.int64) for x in (step, end, start)), joined):
-            return joined
     out = start <= end
     gap = np.flatnonzero(~out)
     width = (start - end)[gap]
@@ -715,22 +687,11 @@ def project_flat(
     priority: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`project_steps` with the steps' token offsets one after another in `tokens` (T, 2),
-    n_tokens[s] of step s. `credit._native.project_flat` does it in C where it is built (spans
-    of steps in range, int64 offsets and spans, float64 values): the same searches, then each
-    token painted once, by the spans from the highest priority down."""
+    n_tokens[s] of step s."""
     m = spans.shape[0]
     if values.shape != (m,) or priority.shape != (m,) or span_step.shape != (m,):
         raise ValueError(f"span_step, values and priority must have shape ({m},)")
     n_all = tokens.shape[0]
-    if (c_project_flat is not None and m and tokens.dtype == np.int64 and spans.dtype == np.int64
-            and values.dtype == np.float64 and span_step.dtype.kind in "iu" and int(span_step.min()) >= 0
-            and int(span_step.max()) < n_tokens.shape[0]):
-        value, covered = np.zeros(n_all), np.zeros(n_all, bool)
-        by_rank = np.argsort(priority, kind="stable")  # lowest priority first; of equal ones the later span last
-        c_project_flat(np.ascontiguousarray(tokens).reshape(-1, 2), np.ascontiguousarray(n_tokens, np.int64),
-                       np.ascontiguousarray(spans).reshape(-1, 2), np.ascontiguousarray(span_step, np.int64),
-                       np.ascontiguousarray(values), by_rank.astype(np.int64, copy=False), value, covered)
-        return value, covered
     real = None if (tokens[:, 1] > tokens[:, 0]).all() else np.flatnonzero(tokens[:, 1] > tokens[:, 0])
     if real is not None:  # zero-width tokens cover nothing and may stand anywhere: leave them out
         tokens = tokens[real]

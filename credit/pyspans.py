@@ -44,11 +44,6 @@ import numpy as np
 from credit._util import ranges
 from credit.text import IS_SPACE, find_bytes, first_at_or_after, skip_spaces, skip_while
 
-try:  # the same scan in C (credit/_pyspans.c), a row at a time; without it, the numpy passes below
-    from credit._pyspans import python_spans as c_python_spans
-except ImportError:  # not built: the install had no C compiler
-    c_python_spans = None
-
 _WORDS = ("def", "class", "if", "for", "while", "try", "with", "elif", "else", "except", "finally", "async",
           "match", "case")
 DEF, CLASS, IF, FOR, WHILE, TRY, WITH, ELIF, ELSE, EXCEPT, FINALLY, ASYNC, MATCH, CASE = range(len(_WORDS))
@@ -96,24 +91,7 @@ def python_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
       (answered (n_groups,) bool, first (k,), last (k,)): inclusive row spans (indices into the
       rows) of the answered groups' nodes, sorted by group, first and last row.
 
-    Reads the rows in C (credit/_pyspans.c) where that is built and the input is as described,
-    else in numpy (`python_spans_numpy`); both give the same answers.
     """
-    if c_python_spans is not None and starts.shape[0] and data.dtype == np.uint8 and data.ndim == 1 and all(
-            a.dtype == np.int64 and a.ndim == 1 for a in (starts, ends, group)):
-        answered = np.empty(int(n_groups), bool)
-        first, last = np.empty(starts.shape[0], np.int64), np.empty(starts.shape[0], np.int64)
-        count = c_python_spans(np.ascontiguousarray(data), np.ascontiguousarray(starts), np.ascontiguousarray(ends),
-                                np.ascontiguousarray(group), _KEYWORD_VALUES, answered, first, last)
-        if count is not None:
-            return answered, first[:count], last[:count]
-    return python_spans_numpy(data, starts, ends, group, n_groups)
-
-
-def python_spans_numpy(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                       group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`python_spans` in vectorized numpy passes: the fallback where credit._pyspans is not built,
-    and the oracle its tests hold it to."""
     if starts.shape[0] == 0:
         return np.ones(n_groups, bool), np.zeros(0, np.int64), np.zeros(0, np.int64)
     if starts.shape[0] > 1 and (starts[1:] <= ends[:-1]).any():  # rows out of order: gather them

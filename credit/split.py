@@ -279,35 +279,10 @@ class _Body:
 _HUNK_HEADER = re.compile(r"@@ -([0-9]{1,18})(?:,([0-9]{1,18}))? \+([0-9]{1,18})(?:,([0-9]{1,18}))? @@")
 
 
-try:  # sequences of texts numbered in C (credit/_native.c); without it, a dict of tuples
-    from credit._native import sequence_ids as c_sequence_ids
-except ImportError:  # pragma: no cover - built wherever a C compiler is found
-    c_sequence_ids = None
-
-try:  # the same scan in C (credit/_scan.c), a diff's lines at a time; without it, the numpy passes below
-    from credit._scan import scan as _c_scan
-except ImportError:
-    _c_scan = None
-
-_SCAN_DTYPES = (np.int64, np.int64, np.int64, np.int8, np.int64, np.int64, np.int64, np.int64)
-
-
 def _scan(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
-    """Hunk bodies of the diffs in git's format; the indices of the diffs left to unidiff (no
-    hunk, or anything the scan does not recognise). Read in C (credit/_scan.c) where that is
-    built and the diffs are a list of str, else by `_scan_numpy`; both give the same answer."""
-    got = _c_scan(diffs, _file_path) if _c_scan is not None else None
-    if got is None:
-        return _scan_numpy(diffs)
-    arrays, source, data, file_paths, carriage_returns, bad = got
-    diff, file, hunk, kind, number, at, start, end = map(np.frombuffer, arrays, _SCAN_DTYPES)
-    return _Body(diff, file, hunk, kind, number, at, source, np.frombuffer(data, np.uint8), start, end, file_paths,
-                 carriage_returns), bad
-
-
-def _scan_numpy(diffs: list[str]) -> tuple[Optional[_Body], list[int]]:
-    """`_scan` with vectorized passes over all the diffs' bytes: the fallback where credit._scan
-    is not built, and the C scan's oracle in tests."""
+    """Hunk bodies of the diffs in git's format, read in vectorized passes over all the diffs'
+    bytes; the indices of the diffs left to unidiff (no hunk, or anything the scan does not
+    recognise)."""
     todo = [d for d, text in enumerate(diffs) if text.strip()]
     if not todo:
         return None, []
@@ -618,14 +593,8 @@ def _python_side_spans(body: _Body, rows: np.ndarray, row_side: np.ndarray, base
 
 def sequence_ids(texts: list[str], at: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The sequences of texts texts[at[0:sizes[0]]], texts[at[sizes[0]:...]], ... numbered by first
-    appearance, equal sequences alike: by `credit._native.sequence_ids` where it is built (each
-    sequence hashed from its strs' code units, equal hashes compared str by str), else by a dict
-    keyed by the tuples of strs."""
+    appearance, equal sequences alike (a dict keyed by the tuples of strs)."""
     ptr = csr_pointers(sizes)
-    if c_sequence_ids is not None and type(texts) is list:
-        got = c_sequence_ids(texts, np.ascontiguousarray(at, np.int64), ptr)
-        if got is not None:
-            return np.frombuffer(got, np.int64)
     marked = list(map(texts.__getitem__, at.tolist()))
     keys: dict[tuple[str, ...], int] = {}
     bounds = ptr.tolist()

@@ -6,8 +6,7 @@ characters (ASCII letters, digits, _ and any non-ASCII character) and single oth
 characters. Hashes are polynomial hashes of the UTF-8 bytes modulo 2^64, finalised with
 splitmix64: the same in every process, unlike Python's salted `hash()`. `tokenize` computes tokens
 and hashes of many lines, and `line_table` normalises, hashes and tokenises the lines of a whole
-batch, reading each distinct line once in C where credit._text is built, else in a few vectorized
-passes over their bytes.
+batch, each distinct line once, in a few vectorized passes over their bytes.
 """
 
 from __future__ import annotations
@@ -19,11 +18,6 @@ from typing import Optional, Sequence
 import numpy as np
 
 from credit._util import csr_pointers, ranges, segment_starts
-
-try:  # line_table in C (credit/_text.c), a distinct line at a time; without it, the numpy passes below
-    from credit._text import line_table as c_line_table
-except ImportError:
-    c_line_table = None
 
 _WORD_CHARS = "0-9A-Za-z_\x80-\U0010ffff"
 TOKEN = re.compile(f"[{_WORD_CHARS}]+|[^{_WORD_CHARS} \t\r\n\x0b\x0c]")
@@ -104,8 +98,8 @@ def line_table(texts: Sequence[str], markers: np.ndarray, *, skip: int = 0) -> "
 
     Each line is compared as `normalize_line` gives it, without its indentation; content ids are
     numbered in order of first appearance, and `contents` is `tokenize` of the distinct contents
-    in id order. Reads each distinct line once in C (credit/_text.c) where that is built, else in
-    numpy (`line_table_numpy`); both give the same table.
+    in id order. Each distinct (text, marker) is normalised once, with searches over the positions
+    of comment markers, quotes and non-space bytes instead of per-line string operations.
 
     Args:
       texts: (L,) line texts without line breaks.
@@ -115,25 +109,6 @@ def line_table(texts: Sequence[str], markers: np.ndarray, *, skip: int = 0) -> "
     Returns:
       LineTable.
     """
-    markers = np.asarray(markers, np.int64)
-    if markers.shape != (len(texts),):
-        raise ValueError(f"markers must have shape ({len(texts)},), got {markers.shape}")
-    if c_line_table is not None and len(texts):
-        content, indent = np.empty(len(texts), np.int64), np.empty(len(texts), np.int64)
-        out = c_line_table(texts if isinstance(texts, (list, tuple)) else list(texts), np.ascontiguousarray(markers),
-                           skip, content, indent)
-        if out is not None:  # the contents' arrays come as bytearrays (writable, as numpy's are)
-            hashes, token_ptr, tokens, n_tokens = out
-            contents = Contents(np.frombuffer(hashes, np.uint64), np.frombuffer(token_ptr, np.int64),
-                                np.frombuffer(tokens, np.int64), n_tokens)
-            return LineTable(content, indent, contents)
-    return line_table_numpy(texts, markers, skip=skip)
-
-
-def line_table_numpy(texts: Sequence[str], markers: np.ndarray, *, skip: int = 0) -> "LineTable":
-    """`line_table` in vectorized numpy passes: the fallback where credit._text is not built, and
-    the tests' oracle. Each distinct (text, marker) is normalised once, with searches over the
-    positions of comment markers, quotes and non-space bytes instead of per-line string operations."""
     markers = np.asarray(markers, np.int64)
     if markers.shape != (len(texts),):
         raise ValueError(f"markers must have shape ({len(texts)},), got {markers.shape}")

@@ -18,11 +18,6 @@ import numpy as np
 from credit._tensor import to_numpy
 from credit.offsets import check_listed_offsets, checked_offsets
 
-try:  # the plain-dict batch read in one pass in C (credit/_input.c); without it, Python
-    from credit._input import plain_batch as c_plain_batch
-except ImportError:  # pragma: no cover - built wherever a C compiler is found
-    c_plain_batch = None
-
 Provenance = tuple  # (path: str, line: int, start: int, end: int)
 CallSpan = tuple  # (start: int, end: int)
 EditSpan = tuple  # (call: int, kind: str, start: int, end: int)
@@ -220,23 +215,6 @@ def dump_jsonl(trajectories: Iterable[Trajectory], path: Union[str, PathLike]) -
             f.write(json.dumps(Trajectory.from_dict(traj).to_dict(), ensure_ascii=False) + "\n")
 
 
-def plain_batch(trajectories: Iterable[Any]) -> Optional[tuple]:
-    """A batch of plain dicts read in one pass by `credit._input.plain_batch` (C): (trajectories,
-    their steps one after another, n_steps, outcome per trajectory, reward, n_tokens per step as
-    arrays, the steps' actions and offsets as lists, each step's diff number (-1: none) and the
-    distinct diffs); None where it is not built, not a list, or any trajectory or step is not plain
-    (the `_trajectory_of_dict` / `_plain_step` fast path), which `as_trajectories` then reads."""
-    if c_plain_batch is None or type(trajectories) is not list or not trajectories:
-        return None
-    got = c_plain_batch(trajectories, Step, Trajectory)
-    if got is None:
-        return None
-    trajs, steps, n_steps, outcome, reward, n_tokens, actions, offsets, diff_of, diffs = got
-    return (trajs, steps, np.frombuffer(n_steps, np.int64), np.frombuffer(outcome, np.float64),
-            np.frombuffer(reward, np.float64), np.frombuffer(n_tokens, np.int64), actions, offsets,
-            np.frombuffer(diff_of, np.int64), diffs)
-
-
 def as_trajectories(trajectories: Iterable[Any]) -> list[Trajectory]:
     """Trajectory objects from Trajectory objects or dicts (the estimators' input coercion).
 
@@ -324,7 +302,7 @@ def _step_of_listed(d: Mapping[str, Any]) -> Step:
             raise ValueError(f"{name} has {len(values)} entries but token_offsets has {len(offsets)}: "
                              "give one per token")
     logprobs = step.logprobs
-    if logprobs is not None and len(logprobs):  # as a Step checks them, in one C pass (fsum)
+    if logprobs is not None and len(logprobs):  # as a Step checks them, in one pass (fsum)
         try:
             finite = math.isfinite(math.fsum(logprobs))
         except (TypeError, OverflowError):

@@ -57,19 +57,6 @@ def load_bench():
     return module
 
 
-def need_native(native, module: str = "credit._native") -> None:
-    """Skip (fail in CI, where make setup builds it) when the C extension `module` was not built."""
-    import os
-
-    import pytest
-
-    if native is None:
-        why = f"{module} is not built (the install found no C compiler): reinstall with one, `make setup`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
-
-
 def stdlib_windows(rng) -> list[tuple[str, ...]]:
     """Windows of 3-60 lines cut at random from every other module of the standard library (a
     fifteenth as many windows as a file has lines), drawn with `rng` (random.Random)."""
@@ -82,36 +69,3 @@ def stdlib_windows(rng) -> list[tuple[str, ...]]:
             at = rng.randrange(len(lines))
             windows.append(tuple(lines[at:at + rng.randint(3, 60)]))
     return windows
-
-
-def assert_didpo_unchanged_without(monkeypatch, module, name: str) -> None:
-    """credit.didpo on a benchmark batch gives the same coverage and tokens with `module.name` (a C
-    function) set to None, so that the Python path runs instead."""
-    import credit
-
-    batch = [t.to_dict() for t in load_bench().rollouts(3, 8, 4, seed=5)]
-    with_c = credit.didpo(batch)
-    monkeypatch.setattr(module, name, None)
-    without = credit.didpo(batch)
-    assert with_c.stats["coverage"] == without.stats["coverage"]
-    for a, b in zip(with_c.tokens, without.tokens):
-        for x, y in zip(a, b):
-            np.testing.assert_array_equal(x, y)
-
-
-def through_c(module, name: str, run, what: str):
-    """run() with the C function `module.name` watched: its result, once the C function was called
-    once and took the input (returned something other than None, its way of handing it back)."""
-    real, calls = getattr(module, name), []
-
-    def watched(*args):
-        calls.append(real(*args))
-        return calls[-1]
-
-    setattr(module, name, watched)
-    try:
-        got = run()
-    finally:
-        setattr(module, name, real)
-    assert len(calls) == 1 and calls[0] is not None, f"{module.__name__}.{name} did not take {what}"
-    return got

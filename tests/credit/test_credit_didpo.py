@@ -226,12 +226,10 @@ def test_one_diff_over_two_languages_ignores_each_ones_comments():
     assert all(a.size == 2 for a in res.anchors)
 
 
-def test_tokens_are_the_same_read_whole_in_windows_or_as_arrays(monkeypatch):
-    """List offsets read whole (credit._native: the projection adds by a mask of the rows' tokens),
-    read in windows around the spans (the numpy reader: by token positions), or given as arrays:
-    the same values reach the same tokens, and a step without offsets stays None."""
-    import credit.offsets as offsets_module
-
+def test_tokens_are_the_same_read_in_windows_or_as_arrays():
+    """List offsets read in windows around the spans (the projection adds by token positions), or
+    given as arrays (read whole: it adds by a mask of the rows' tokens): the same values reach the
+    same tokens, and a step without offsets stays None."""
     trajs = [one_step([F_GOOD, G], 1), one_step([F_GOOD, G], 1), one_step([F_BAD, G], 0), one_step([F_BAD, G], 0)]
     as_arrays = [{"task_id": t.task_id, "reward": t.reward,
                   "steps": [{"action": s.action, "diff": s.diff, "token_offsets": s.token_offsets} for s in t.steps]}
@@ -242,9 +240,7 @@ def test_tokens_are_the_same_read_whole_in_windows_or_as_arrays(monkeypatch):
                                                              {"action": "no tokens here", "diff": ""}]})
     want = credit.didpo(as_arrays)
     assert want.tokens[-1][1] is None and want.stats["coverage"]["tokens"] > 0.2
-    runs = {"whole": credit.didpo(as_lists)}
-    monkeypatch.setattr(offsets_module, "c_read_pairs", None)
-    runs["windows"] = credit.didpo(as_lists)
+    runs = {"windows": credit.didpo(as_lists)}
     for name, got in runs.items():
         assert len(got.tokens) == len(want.tokens), name
         for got_steps, want_steps in zip(got.tokens, want.tokens):

@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
-from credit_testlib import need_native
 
-from credit._util import count_at_most, ranges, sorted_keys, unique_ints
+from credit._util import count_at_most, csr_pointers, ranges, sorted_keys, unique_ints
 from credit.grouping import cluster_units, group_texts
-from credit.text import line_table, similarity
+from credit.text import Contents, line_table, similarity
 
 TOTAL = """def total_price(items, tax):
     total = 0
@@ -126,15 +125,8 @@ def _clusters(texts, buckets, threshold):
     return cluster_units(np.asarray(buckets), ptr, table.content, table.indent, table.contents, threshold=threshold)
 
 
-@pytest.mark.parametrize("search", ["numpy", "c"])
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.95])
-def test_near_duplicate_families_match_a_brute_force_oracle(threshold, search, monkeypatch):
-    import credit.grouping as grouping
-
-    if search == "numpy":
-        monkeypatch.setattr(grouping, "c_near_pairs", None)
-    else:
-        need_native(grouping.c_near_pairs, "credit._pairs")
+def test_near_duplicate_families_match_a_brute_force_oracle(threshold):
     rng = np.random.default_rng(int(threshold * 100))
     words = np.array([f"w{i}" for i in range(12)] + ["(", ")", "=", "self", "."])
     texts = _family_texts(rng, 12, 6, words)
@@ -190,7 +182,6 @@ def test_pairs_searched_by_chunks_of_buckets_give_the_same_clusters(chunk, monke
     buckets."""
     import credit.grouping as grouping
 
-    monkeypatch.setattr(grouping, "c_near_pairs", None)
     rng = np.random.default_rng(chunk)
     words = np.array([f"w{i}" for i in range(12)] + ["(", ")", "=", "self", "."])
     texts = _family_texts(rng, 30, 5, words)
@@ -202,3 +193,36 @@ def test_pairs_searched_by_chunks_of_buckets_give_the_same_clusters(chunk, monke
     assert chunked.labels.tolist() == whole.labels.tolist()
     assert chunked.representative.tolist() == whole.representative.tolist()
     assert chunked.n_candidate_pairs == whole.n_candidate_pairs > 0
+
+
+def _pairs(args, threshold):
+    import credit.grouping as grouping
+
+    a, b = grouping._similar_pairs(*args, threshold)
+    return list(zip(a.tolist(), b.tolist()))
+
+
+def test_the_pair_search_on_edge_shapes():
+    """No classes, one class, only empty classes, all classes equal, one big bucket."""
+    contents = Contents(np.zeros(2, np.uint64), np.array([0, 0, 3]), np.array([1, 2, 1]), 3)
+    unit_ptr = np.array([0, 0, 1, 2, 3, 4, 5])  # unit 0 no line, unit 1 a line of no token, units 2.. 3 tokens
+    content = np.array([0, 1, 1, 1, 1], np.int64)
+    all_equal = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    for first_unit, class_bucket, expected in [
+            ([], [], []), ([2], [0], []), ([0, 1], [0, 0], []), ([2, 3, 4, 5], [0, 0, 0, 0], all_equal),
+            ([0, 2, 1, 3, 4, 5], [0, 0, 1, 1, 1, 2], [(3, 4)])]:  # bucket 1's two equal classes, not its empty line
+        args = (np.array(first_unit, np.int64), np.array(class_bucket, np.int64), unit_ptr, content, contents)
+        for threshold in (0.5, 1.0):
+            assert _pairs(args, threshold) == expected
+
+
+def test_a_pair_exactly_on_a_threshold_that_rounds_up_is_kept():
+    """dice = 60 / 85 = 12 / 17 exactly, but 12 / 17 * 85 is 60.00000000000001 in float64: the pair
+    passes only through the 1e-12 of the acceptance test."""
+    shared, own_a, own_b = np.arange(30), np.arange(30, 40), np.arange(40, 55)
+    lines = [np.concatenate([own_a, shared]), np.concatenate([shared[::-1], own_b])]
+    contents = Contents(np.zeros(2, np.uint64), csr_pointers([40, 45]), np.concatenate(lines), 55)
+    args = (np.array([0, 1]), np.array([0, 0]), np.array([0, 1, 2]), np.array([0, 1]), contents)
+    assert 12 / 17 * 85 > 60
+    assert _pairs(args, 12 / 17) == [(0, 1)]
+    assert _pairs(args, np.nextafter(12 / 17, 1) + 2e-12) == []

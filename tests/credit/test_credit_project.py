@@ -2,25 +2,9 @@ import json
 import re
 
 import numpy as np
-import pytest
-from credit_testlib import need_native
 
-import credit.project as project_module
 from credit.project import (locate_blocks, locate_lines, merge_spans, occurrence_spans, project_steps,
                             project_tokens, provenance_spans)
-
-_C_SEARCH = project_module.c_search_blocks
-
-
-@pytest.fixture(autouse=True, params=["c", "python"])
-def block_search(request, monkeypatch):
-    """Every test here runs with the block search's first tries in C (credit._native) and in Python."""
-    if request.param == "python":
-        monkeypatch.setattr(project_module, "c_search_blocks", None)
-    else:
-        need_native(_C_SEARCH)
-    return request.param
-
 
 def test_locate_raw_lines_in_order():
     action = "x = 1\nprint(x)\nx = 1\n"

@@ -281,29 +281,3 @@ def test_a_batch_split_in_chunks_is_the_batch_split_at_once(chunk, monkeypatch):
     assert err.value.index == len(diffs)
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_sequences_of_texts_are_numbered_in_c_as_the_dict_numbers_them(seed, monkeypatch):
-    """split.sequence_ids (the Python sides read once each): credit._native numbers sequences of
-    strs as a dict of their tuples does: equal strs that are distinct objects, strs of every kind
-    (ASCII, Latin-1, BMP, astral), strs equal but for a marker or a carriage return, empty
-    sequences, repeated indices; and leaves what is not of that form to the dict."""
-    from credit_testlib import need_native
-
-    need_native(split_module.c_sequence_ids)
-    rng = random.Random(seed)
-    pool = ["+x = 1", " x = 1", "+x = 1\r", "+é = 1", "+ä = 'ü'", "+s = '€'", "+t = '𝔘'", "", "+", "-x = 1"]
-    for _ in range(200):
-        texts = [rng.choice(pool) + ("" if rng.random() < 0.7 else str(rng.randrange(3))) for _ in range(30)]
-        texts = ["".join(list(t)) for t in texts]  # equal strs as distinct objects
-        sizes = np.array([rng.choice([0, 1, 2, 3, 5]) for _ in range(rng.randrange(0, 40))], np.int64)
-        at = np.array([rng.randrange(len(texts)) for _ in range(int(sizes.sum()))], np.int64)
-        got = split_module.sequence_ids(texts, at, sizes)
-        monkeypatch.setattr(split_module, "c_sequence_ids", None)
-        want = split_module.sequence_ids(texts, at, sizes)
-        monkeypatch.undo()
-        assert got.dtype == np.int64 and got.tolist() == want.tolist()
-    native = split_module.c_sequence_ids
-    for texts, at, ptr in ((["a", 3], [0, 1], [0, 2]), (["a"], [1], [0, 1]), (["a"], [0], [0, 2]),
-                           (["a"], [-1], [0, 1]), (["a", "b"], [0, 1], [1, 0])):
-        assert native(texts, np.array(at, np.int64), np.array(ptr, np.int64)) is None
-    assert split_module.sequence_ids(["a", 3], np.array([0, 0]), np.array([1, 1])).tolist() == [0, 0]
