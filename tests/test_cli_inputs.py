@@ -64,6 +64,7 @@ def no_training(monkeypatch):
     (["--option", "lamda=1"], "didpo"),
     (["--estimator", "didpo", "grpo", "--option", "baseline=contrast"], "grpo"),
     (["--option", "lambda_=abc"], "didpo"),
+    (["--estimator", "didpo-split", "--option", "cover=tokens"], "didpo-split"),
 ])
 def test_bad_estimator_option_fails_before_any_rollout(argv, estimator, tiny_task, no_training, capsys):
     started = time.monotonic()
@@ -103,6 +104,21 @@ def test_option_values_are_converted_and_reach_the_estimator(tiny_task, no_train
         main(["train", "--tasks", str(tiny_task.root), *[a for o in argv for a in ("--option", o)]])
     assert no_training[0].options == wanted and seen == [wanted]
     assert {k: type(v) for k, v in seen[0].items()} == {k: type(v) for k, v in wanted.items()}
+
+
+def test_a_preset_name_and_its_overrides_reach_the_trainer(tiny_task, no_training, capsys):
+    with pytest.raises(AssertionError, match="training started"):
+        main(["train", "--tasks", str(tiny_task.root), "--estimator", "didpo-split", "--option", "lambda_=0.5"])
+    assert (no_training[0].estimator, no_training[0].options) == ("didpo-split", {"lambda_": 0.5})
+    assert main(["train", "--tasks", str(tiny_task.root), "--estimator", "didpo-split", "--option",
+                 "cover=tokens"]) == 2
+    assert "cover must be one of ('lines', 'edit', 'call'), got 'tokens'" in capsys.readouterr().err
+    for command in ("train", "demo"):
+        with pytest.raises(SystemExit) as exit_:
+            main([command, "--estimator", "didpo-best"])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --estimator: invalid choice: 'didpo-best'" in err and "didpo-split" in err
 
 
 def test_library_estimator_checks_options_too():

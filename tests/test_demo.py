@@ -22,7 +22,7 @@ def demo():
 
 def test_demo_runs_the_policy_and_every_estimator(demo):
     assert len(demo.episodes) == 6 and {e.task_id for e in demo.episodes} == {RATELIMIT.id}
-    assert set(demo.results) == {"grpo", "gigpo", "didpo", "didpo-contrast"}
+    assert set(demo.results) == {"grpo", "gigpo", "didpo", "didpo-contrast", "didpo-split"}
     assert all(len(r.episode) == 6 for r in demo.results.values())
     assert demo.grades_run + demo.grades_cached == 6
     header, rows = summary(demo)
@@ -68,13 +68,14 @@ def test_separation_counts_right_over_wrong_pairs_per_decision():
 
 
 def test_demo_command_writes_report_and_loadable_trajectories(tmp_path, capsys):
-    code = main(["demo", "--tasks", str(RATELIMIT.root), "-G", "2", "--variants", "0", "--out", str(tmp_path)])
+    code = main(["demo", "--tasks", str(RATELIMIT.root), "-G", "2", "--variants", "0", "--out", str(tmp_path),
+                 "--estimator", "grpo", "didpo-split"])
     assert code == 0
     assert (tmp_path / "report.html").read_text().count('class="l chg"') > 0
     trajectories = credit.load_jsonl(tmp_path / "rollouts.jsonl")
     assert len(trajectories) == 2 and all(t.steps[0].token_offsets is not None for t in trajectories)
     out = capsys.readouterr().out
-    assert "sep didpo" in out and "report:" in out
+    assert "sep grpo" in out and "sep didpo-split" in out and "sep gigpo" not in out and "report:" in out
 
 
 def test_check_command_replays_references(capsys):

@@ -334,7 +334,7 @@ def test_records_survive_openrlhfs_response_processing(generator, rollouts):
     assert batched.info[RECORD_KEY] == [rollouts[0][RECORD_KEY]] * 2
 
 
-@pytest.mark.parametrize("estimator", ["didpo", "gigpo"])
+@pytest.mark.parametrize("estimator", ["didpo", "didpo-split", "gigpo"])
 def test_advantages_equal_credit_on_the_same_trajectories(generator, rollouts, estimator):
     experiences = experiences_from(generator, rollouts)
     credit_advantages(experiences, openrlhf_args(estimator))
@@ -360,6 +360,10 @@ def test_advantages_equal_credit_on_the_same_trajectories(generator, rollouts, e
     if estimator == "didpo":  # the diff term is there: some tokens differ from their episode's A^E
         assert expected.anchors and any(
             not np.allclose(tokens, expected.episode[i]) for i, steps in enumerate(expected.tokens) for tokens in steps)
+    if estimator == "didpo-split":  # the preset's rule, not the paper's, reached the experiences
+        assert expected.estimator == "didpo-split" and not all(
+            np.allclose(a, b) for i, steps in enumerate(expected.tokens)
+            for a, b in zip(steps, credit.didpo(trajectories).tokens[i]))
 
 
 def test_estimator_options_length_penalty_and_clip_range_reach_credit(generator, rollouts, maker):
@@ -478,6 +482,8 @@ def test_launch_scripts_parse_with_openrlhfs_parser_and_differ_only_in_the_estim
                 and not k.startswith(("ckpt.", "logger."))}
 
     assert settings(didpo) == settings(grpo)
+    split = parse(script_command("train_didpo.sh", ESTIMATOR="didpo-split", OUT=str(tmp_path)))
+    assert split.algo.advantage.estimator == "didpo-split" and settings(split) == settings(didpo)
 
 
 def _flatten(namespace, prefix=""):
@@ -501,6 +507,8 @@ def _flatten(namespace, prefix=""):
     (["--algo.advantage.estimator", "didpo", "--rollout.n_samples_per_prompt", "4", "--algo.kl.init_coef", "0",
       "--credit.options", '{"lambda_": "abc"}'], "lambda_ must be a number"),
     (["--algo.advantage.estimator", "didpo", "--credit.options", "[1]"], "JSON object"),
+    (["--algo.advantage.estimator", "didpo-split", "--rollout.n_samples_per_prompt", "4", "--algo.kl.init_coef",
+      "0", "--credit.options", '{"cover": "tokens"}'], "estimator 'didpo-split': cover must be one of ('lines', "),
     (["--algo.advantage.estimator", "ppo"], "invalid choice"),
 ])
 def test_entry_point_rejects_what_didpo_cannot_run(capsys, argv, message):

@@ -114,8 +114,10 @@ def test_whiten_scales_all_arrays_by_one_std():
     np.testing.assert_array_equal(same[0], 0.0)
 
 
-def test_estimator_names_include_contrast_didpo():
-    assert callable(estimator("didpo-contrast"))
+def test_estimator_names_include_didpos_presets():
+    assert callable(estimator("didpo-contrast")) and callable(estimator("didpo-split", lambda_=0.5))
+    with pytest.raises(ValueError, match=r"estimator 'didpo-split': cover must be one of \('lines', 'edit', 'call'\)"):
+        estimator("didpo-split", cover="tokens")
     with pytest.raises(ValueError, match="valid names"):
         estimator("ppo")
 
@@ -146,11 +148,11 @@ def test_curves_are_written_as_csv_and_png(tmp_path):
 
 def test_train_command_writes_curves_and_policies(tmp_path, capsys):
     task = next(t for t in BUNDLED if t.id == "lru-memoize-keys")
-    code = main(["train", "--estimator", "grpo", "didpo-contrast", "--tasks", str(task.root), "--updates", "2",
-                 "-G", "2", "--variants", "0", "--out", str(tmp_path)])
+    code = main(["train", "--estimator", "grpo", "didpo-contrast", "didpo-split", "--tasks", str(task.root),
+                 "--updates", "2", "-G", "2", "--variants", "0", "--out", str(tmp_path)])
     assert code == 0
     rows = list(csv.DictReader((tmp_path / "curves.csv").open()))
-    assert {r["run"] for r in rows} == {"grpo", "didpo-contrast"} and len(rows) == 6
+    assert {r["run"] for r in rows} == {"grpo", "didpo-contrast", "didpo-split"} and len(rows) == 9
     assert (tmp_path / "curves.png").stat().st_size > 0
     assert (tmp_path / "policy-grpo.json").exists()
     out = capsys.readouterr().out

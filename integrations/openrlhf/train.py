@@ -1,11 +1,12 @@
 """`python -m integrations.openrlhf.train [OpenRLHF's arguments]`: OpenRLHF's PPO trainer on
-CodeRepo-v0 episodes, with `--algo.advantage.estimator didpo` and `gigpo` available.
+CodeRepo-v0 episodes, with `--algo.advantage.estimator didpo` (or another DiDPO preset: `didpo-split`,
+the rule measured best) and `gigpo` available.
 
 It runs `openrlhf.cli.train_ppo_ray` as OpenRLHF's own `python -m` would, with every argument of
 it, while three narrow patches are in place (undone afterwards):
 
-- its argument parser also accepts `didpo` and `gigpo` as estimators, and `--credit.options JSON`
-  (keyword options of the credit estimator);
+- its argument parser also accepts credit's step-level estimators (DiDPO's presets, `gigpo`), and
+  `--credit.options JSON` (keyword options of the credit estimator, overriding a preset's);
 - after parsing, `--train.agent_func_path` defaults to this package's agent_func.py, the DAPO
   overlong penalty is refused for its episodes, and a didpo/gigpo run is checked (several samples
   per prompt, KL in the loss, known options);
@@ -66,12 +67,13 @@ def _add_argument(original):
             return original(self, *flags, **kwargs)
         kwargs["choices"] = [*kwargs["choices"], *ESTIMATORS]
         kwargs["help"] = (kwargs.get("help") or "") + (
-            ". code-gym adds didpo (Diff-in-Diff Policy Optimization) and gigpo, computed by `credit` over "
-            "CodeRepo-v0 episodes (docs/openrlhf.md)")
+            f". code-gym adds {', '.join(ESTIMATORS)}: DiDPO (Diff-in-Diff Policy Optimization) by its presets "
+            "(didpo-split: the rule measured best) and GiGPO, computed by `credit` over CodeRepo-v0 episodes "
+            "(docs/openrlhf.md, docs/credit.md)")
         action = original(self, *flags, **kwargs)
         original(self, OPTIONS_FLAG, type=json_object, default="{}",
-                 help='keyword options of the didpo/gigpo estimator as a JSON object, e.g. '
-                      '\'{"lambda_": 1.0, "mode": "mean_std_norm"}\' (docs/credit.md lists them)')
+                 help='keyword options of the didpo/gigpo estimator as a JSON object, overriding a DiDPO '
+                      'preset\'s, e.g. \'{"lambda_": 1.0, "mode": "mean_std_norm"}\' (docs/credit.md lists them)')
         return action
 
     return add_argument

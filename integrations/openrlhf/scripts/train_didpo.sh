@@ -14,8 +14,9 @@ OpenRLHF's (the last occurrence of a flag wins), e.g. --credit.options '{"lambda
 
   --dry-run   print the commands instead of running them (Ray is not started)
 
-Environment (defaults in common.sh): MODEL, DATA, TASKS, OUT, ESTIMATOR (didpo; gigpo; any
-OpenRLHF estimator), GPUS_PER_NODE (8), VLLM_TP (1), SAMPLES_PER_PROMPT (8), PROMPTS_PER_STEP (16),
+Environment (defaults in common.sh): MODEL, DATA, TASKS, OUT, ESTIMATOR (didpo, the paper's rules;
+didpo-split, the rule measured best; any preset of credit.PRESETS; gigpo; any OpenRLHF
+estimator), GPUS_PER_NODE (8), VLLM_TP (1), SAMPLES_PER_PROMPT (8), PROMPTS_PER_STEP (16),
 MAX_LEN (32768), MAX_NEW_TOKENS (4096), CODE_GYM_AGENT (the executor's JSON settings), PYTHON.
 train_grpo_baseline.sh runs this script with ESTIMATOR=group_norm (OpenRLHF's GRPO).
 USAGE
