@@ -55,7 +55,8 @@ def token_advantages(
       trajectory_ids: (S,) trajectory id of each step.
       step_ids: (S,) index of each step inside its trajectory (distinct per trajectory).
       rewards: (S,) outcome reward of the step's trajectory (the same on all its steps).
-      estimator: a name from `credit.ESTIMATORS` or an estimator function.
+      estimator: a name from `credit.ESTIMATORS` (DiDPO's presets among them: "didpo", the paper's
+        rules; "didpo-split", the rule measured best) or an estimator function.
       step_rewards: optional (S,) per-step environment rewards (default 0).
       actions: optional (S,) response texts (needed by DiDPO's projection).
       diffs: optional (S,) unified diffs of the steps (default: no diff).
@@ -73,7 +74,8 @@ def token_advantages(
       token_spans: optional (S, 2) [start, end) token positions of each step in its row; default:
         the row's masked positions.
       return_result: also return the estimator's `credit.Result`.
-      **options: passed to the estimator (e.g. mode, gamma, lambda_).
+      **options: passed to the estimator (e.g. mode, gamma, lambda_: they override a DiDPO
+        preset's; for a config of your own, estimator=functools.partial(credit.didpo, config=...)).
 
     Returns:
       [B, L] advantages, zero outside the mask: float32 on the mask's device for a torch mask,

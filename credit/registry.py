@@ -60,22 +60,17 @@ def get(name: str) -> Callable[..., Result]:
 def check_options(name: str, options: dict[str, Any]) -> None:
     """Raise ValueError, naming the estimator and the options it takes, when estimator `name` takes
     no option of a given name or refuses a value: for launchers, to fail before a run's first
-    rollouts rather than at its first advantage step. A DiDPO preset's values are checked by
-    making its config; any other estimator's by calling it on the smallest batch (two episodes of
-    one task, no steps)."""
+    rollouts rather than at its first advantage step. The values are checked by calling the
+    estimator on the smallest batch (two episodes of one task, no steps)."""
     fn = get(name)
-    config = _REGISTRY[name].config
-    accepted = OPTIONS if config is not None else [
+    accepted = OPTIONS if _REGISTRY[name].config is not None else [
         p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
     unknown = [key for key in options if key not in accepted]
     if unknown:
         raise ValueError(f"estimator {name!r} has no option {', '.join(map(repr, unknown))}; "
                          f"its options: {', '.join(accepted)}")
     try:
-        if config is not None:
-            dataclasses.replace(config, **options)
-        else:
-            fn([Trajectory("probe", (), 1.0), Trajectory("probe", (), 0.0)], **options)
+        fn([Trajectory("probe", (), 1.0), Trajectory("probe", (), 0.0)], **options)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"estimator {name!r}: {exc}") from None
 

@@ -2,6 +2,7 @@
 (`credit.PRESETS`, estimator names in `credit.registry`): a preset, a config and the same keyword
 options give the same advantages; a bad option fails when the config is made, naming what it takes."""
 import dataclasses
+import functools
 import itertools
 
 import numpy as np
@@ -183,3 +184,11 @@ def test_the_array_entry_point_takes_a_preset_name():
     assert result.estimator == "didpo-split"
     expected = credit.didpo(batch, config="didpo-split")
     np.testing.assert_allclose(advantages[mask], token_values(expected))
+    # a config of one's own: the estimator function with it bound
+    own = credit.DiDPOConfig(baseline="split", cover="call", lambda_=0.5)
+    advantages = credit.token_advantages(
+        mask, [batch[i].task_id for i, _, _ in steps], [i for i, _, _ in steps], [t for _, t, _ in steps],
+        [batch[i].reward for i, _, _ in steps], estimator=functools.partial(credit.didpo, config=own),
+        actions=[s.action for *_, s in steps], diffs=[s.diff for *_, s in steps],
+        token_offsets=[s.token_offsets for *_, s in steps], calls=[s.calls for *_, s in steps])
+    np.testing.assert_allclose(advantages[mask], token_values(credit.didpo(batch, config=own)))
