@@ -342,7 +342,7 @@ def project_diffs(package: str, n_functions: int = 120) -> list[dict]:
     import difflib
     import importlib.util
 
-    from code_gym.tasks.builder.mutations import functions
+    from code_gym.languages.python.builder.mutations import functions
 
     root = Path(importlib.util.find_spec(package).origin).parent
     found = []

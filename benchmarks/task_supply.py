@@ -43,9 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _report import write_section  # noqa: E402
 
-from code_gym.tasks.builder import BuildOptions  # noqa: E402
-from code_gym.tasks.builder.batch import build_many  # noqa: E402
-from code_gym.tasks.builder.revalidate import revalidate  # noqa: E402
+from code_gym.languages.python.builder import BuildOptions  # noqa: E402
+from code_gym.languages.python.builder.batch import build_many  # noqa: E402
+from code_gym.languages.python.builder.revalidate import revalidate  # noqa: E402
 from code_gym.util.table import format_table  # noqa: E402
 from code_gym.tasks.task import load_task_dir  # noqa: E402
 
@@ -220,8 +220,8 @@ def _load() -> str:
 def check(chosen, out: Path) -> list[list]:
     """The project list's check, no test run: each sdist fetched, unpacked, its test files found and
     its environment built from wheels only (or found in the cache). Prints and returns the rows."""
-    from code_gym.tasks.builder.batch import fetch_sdist
-    from code_gym.tasks.builder.project import open_project
+    from code_gym.languages.python.builder.batch import fetch_sdist
+    from code_gym.languages.python.builder.project import open_project
 
     rows = []
     for spec, _ in chosen:
@@ -250,8 +250,8 @@ def profile(spec: str, out: Path, candidates: int) -> str:
     import contextlib
     from dataclasses import replace
 
-    import code_gym.tasks.builder.pipeline as pipeline
-    from code_gym.tasks.builder.batch import fetch_sdist
+    import code_gym.languages.python.builder.pipeline as pipeline
+    from code_gym.languages.python.builder.batch import fetch_sdist
 
     sdist = fetch_sdist(spec, out / "downloads")
     stats: dict = collections.defaultdict(list)

@@ -4,8 +4,8 @@ from textwrap import dedent
 
 import pytest
 
-from code_gym.grading.file_policy import grader_owned
-from code_gym.grading.audit import RULES, Finding, audit
+from code_gym.languages.python.files import grader_owned
+from code_gym.grading.audit import Finding, audit, rules
 from code_gym.env.prompt import integrity_note
 
 ORIGINAL_OPS = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n"
@@ -54,7 +54,7 @@ def test_finding_names_file_line_and_rule(tiny_task):
     assert findings == [Finding("calc/ops.py", 11, "process-exit", "uses `os._exit`")]
     assert findings[0].as_dict() == {"path": "calc/ops.py", "line": 11, "rule": "process-exit",
                                      "message": "uses `os._exit`"}
-    assert set(RULES) >= {f.rule for f in findings}
+    assert set(rules()) >= {f.rule for f in findings}
 
 
 def test_code_already_in_the_repository_is_not_a_finding(tiny_task):
@@ -283,7 +283,7 @@ def test_a_source_too_large_to_parse_is_a_finding_and_costs_the_host_little(tiny
     parsed it. Over the limit the file is not parsed, and not passed either: code could hide in it."""
     import tracemalloc
 
-    from code_gym.grading.audit import MAX_SOURCE_BYTES
+    from code_gym.languages.python.audit import MAX_SOURCE_BYTES
 
     big = b"x = 1\n" * (8 * MAX_SOURCE_BYTES // 6) + b"import os\nos._exit(0)\n"
     tracemalloc.start()
@@ -298,7 +298,7 @@ def test_a_source_too_large_to_parse_is_a_finding_and_costs_the_host_little(tiny
 
 
 def test_a_large_file_under_the_limit_is_audited_as_usual(tiny_task):
-    from code_gym.grading.audit import MAX_SOURCE_BYTES
+    from code_gym.languages.python.audit import MAX_SOURCE_BYTES
 
     table = "".join(f"ROW_{i} = {i}\n" for i in range(MAX_SOURCE_BYTES // 32)).encode()
     assert MAX_SOURCE_BYTES // 4 < len(table) <= MAX_SOURCE_BYTES
@@ -309,7 +309,7 @@ def test_a_large_file_under_the_limit_is_audited_as_usual(tiny_task):
 def test_a_tasks_own_large_module_stays_editable(tiny_task, monkeypatch):
     """The limit is MAX_SOURCE_BYTES over the file's starting size: an edit of a task's module
     larger than MAX_SOURCE_BYTES is still audited (parsing it costs what the task's own file does)."""
-    monkeypatch.setattr("code_gym.grading.audit.MAX_SOURCE_BYTES", 32)
+    monkeypatch.setattr("code_gym.languages.python.audit.MAX_SOURCE_BYTES", 32)
     assert len(ORIGINAL_OPS) > 32
     assert audit(ops("X = 1\n"), tiny_task) == []
     assert rules(tiny_task, ops("import os\nos._exit(0)\n")) == {"process-exit"}

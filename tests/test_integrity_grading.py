@@ -6,7 +6,8 @@ import subprocess
 import textwrap
 
 from code_gym.grading.file_policy import apply_changes
-from code_gym.grading.grade import grade, parse_junit
+from code_gym.grading.grade import grade
+from code_gym.languages.python.junit import parse_junit
 from code_gym.sandbox import make_sandbox
 from code_gym.tasks.task import Timeouts
 from code_gym.workspace.working_copy import Workspace

@@ -314,8 +314,8 @@ def test_reward_spec_objects_pass_through_gym_make(tiny_task):
 
 def test_static_does_not_parse_a_source_too_large_to_audit(monkeypatch):
     """As the audit (oversized-source): parsing a 15 MB .py took the host to 6.2 GiB."""
-    from code_gym.grading.audit import MAX_SOURCE_BYTES
-    from code_gym.rewards import static
+    from code_gym.languages.python import static
+    from code_gym.languages.python.audit import MAX_SOURCE_BYTES
 
     parsed = []
     findings = static._findings

@@ -14,7 +14,7 @@ from code_gym.rewards import Response, SelfCertainty, Submission, TokenLogprobs,
 from code_gym.workspace.diffs import file_diff
 from code_gym.rewards import execution_vote
 from code_gym.rewards.labelfree import token_kl_from_uniform
-from code_gym.rewards.vote import generated_calls
+from code_gym.languages.python.vote import generated_calls
 from code_gym.env.trajectory import RecordTrajectory
 
 from replay_server import ReplayServer, answer

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from code_gym import languages
 from code_gym.grading import records as run_records
 from code_gym.actions.parse import ToolCall
-from code_gym.grading.grade import RESULTS_DIR, parse_junit
+from code_gym.grading.grade import RESULTS_DIR
 from code_gym.util.hostfs import make_dirs_beneath, owned_prefix, read_beneath, write_beneath
-from code_gym.sandbox.base import ExecResult, Sandbox
+from code_gym.sandbox.base import Sandbox
 from code_gym.sandbox.records import new_nonce
 
 MAX_VIEW_CHARS = 16_000
@@ -68,6 +69,7 @@ class ToolContext:
     test_command: str = "python -m pytest"
     command_timeout: float = 30.0
     test_timeout: float = 60.0
+    language: str = "python"  # the task's language (code_gym.languages): how run_tests runs and reads tests
 
 
 @dataclass(frozen=True)
@@ -346,25 +348,17 @@ def tool_run_tests(ctx: ToolContext, call: ToolCall) -> ToolResult:
     results = Path(tempfile.mkdtemp(prefix=owned_prefix("results")))
     try:
         binds = {results: RESULTS_DIR}
-        junit = f"{ctx.sandbox.inside(results, binds)}/junit.xml"
-        command = (f"{ctx.test_command} -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={shlex.quote(junit)} "
-                   + " ".join(shlex.quote(p) for p in paths))
+        language = languages.get(ctx.language)
+        plan = language.test_run(ctx.test_command, tuple(paths), ctx.sandbox.inside(results, binds))
         nonce = new_nonce()
-        result = ctx.sandbox.exec(command, timeout=ctx.test_timeout, binds=binds, records=nonce)
-        tests = {} if result.timed_out else _checked_records(result, nonce, results / "junit.xml")
+        result = ctx.sandbox.exec(plan.command, timeout=ctx.test_timeout, binds=binds, records=nonce)
+        tests, void = run_records.run_outcomes(language, result, nonce, results)
+        if void:  # a broken stream, or one that disagrees with the runner's report or exit code
+            tests = {}
     finally:
         shutil.rmtree(results, ignore_errors=True)
     return ToolResult(result.describe(), error=result.timed_out,
                       records=RunRecords(tests, result.exit_code, result.timed_out))
-
-
-def _checked_records(result: ExecResult, nonce: str, junit: Path) -> dict[str, str]:
-    """The outcomes the grader's plugin streamed (code_gym.grading.records), or none when the stream is
-    broken or disagrees with the junit XML or the exit code."""
-    stream = run_records.read(result.records or b"", nonce)
-    if run_records.check(stream, parse_junit(junit, tuple(stream.outcomes)), result.exit_code):
-        return {}
-    return stream.outcomes
 
 
 @tool("submit", "Finish the episode: your changes are graded by the task's tests.")

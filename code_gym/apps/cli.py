@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import credit
+from code_gym import languages
 from code_gym.sandbox import ISOLATION_KINDS
 from code_gym.util.table import format_table
 from code_gym.tasks.task import TaskError, bundled_tasks, load_task_dir
@@ -282,8 +283,8 @@ def cmd_tasks_validate(args) -> int:
         recorded = [v.task_id for v in verdicts if record_test_lists(by_id[v.task_id], v)]
         print(f"recorded FAIL_TO_PASS / PASS_TO_PASS in {len(recorded)} manifests"
               + (f": {', '.join(recorded)}" if recorded else ""), file=sys.stderr)
-        from code_gym.languages.python.probes import record
-        stored = [record(by_id[v.task_id], args.isolation) for v in verdicts if v.ok]
+        stored = [probes.record(by_id[v.task_id], args.isolation) for v in verdicts
+                  if v.ok and (probes := languages.of(by_id[v.task_id]).probes) is not None]
         print(f"recorded behavioural probes (probes.json) in {len(stored)} task folders", file=sys.stderr)
     rows = [[v.task_id, v.kind, v.files, v.hunks, f"{v.untouched_failing}/{v.untouched_total}",
              f"{v.reference_passes}/{args.runs}", f"{v.probes} ({len(v.probes_dropped)} dropped)",
@@ -302,33 +303,29 @@ def cmd_tasks_validate(args) -> int:
 
 
 def cmd_tasks_build(args) -> int:
-    from code_gym.tasks.builder import BuildOptions, build_tasks
-    from code_gym.tasks.builder.batch import build_many, expand_sources, read_as_folder_of_projects
-    from code_gym.tasks.builder.project import EnvOptions
-
-    options = BuildOptions(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
+    builder = languages.get(args.language).builder
+    options = builder.BuildOptions(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
                            remove_bodies=not args.no_remove_body, max_candidates=args.max_candidates,
                            seed=args.seed, workers=args.workers, isolation=args.isolation,
                            multi_ratio=args.multi_ratio,
                            **({} if args.give_up_after is None else {"give_up_after": args.give_up_after}),
-                           environment=EnvOptions(installer=args.installer, sdists=args.sdists))
-    sources = expand_sources(args.source)
+                           environment=builder.EnvOptions(installer=args.installer, sdists=args.sdists))
+    sources = builder.expand_sources(args.source)
     if args.projects is not None:
         sources = sources[: args.projects]
     if sources == args.source and len(sources) == 1 and not (args.ray or args.max_minutes):
-        report = build_tasks(sources[0], args.out, options)  # one project: its tasks and manifest in --out
+        report = builder.build_tasks(sources[0], args.out, options)  # one project: its tasks and manifest in --out
         print(report.summary())
         return 0 if report.tasks else 1
-    batch = build_many(sources, args.out, options, ray_address=args.ray, max_minutes=args.max_minutes,
+    batch = builder.build_many(sources, args.out, options, ray_address=args.ray, max_minutes=args.max_minutes,
                        retry_failed=args.retry_failed)
     print(batch.summary())
-    for note in filter(None, map(read_as_folder_of_projects, args.source)):
+    for note in filter(None, map(builder.read_as_folder_of_projects, args.source)):
         print(f"note: {note}; to build it as one project, give it one of those files")
     return 0 if batch.tasks else 1
 
 
 def cmd_tasks_revalidate(args) -> int:
-    from code_gym.tasks.builder.revalidate import revalidate
     from code_gym.tasks.task import load_task_dir
 
     tasks = load_task_dir(args.out)
@@ -339,16 +336,15 @@ def cmd_tasks_revalidate(args) -> int:
         print(f"[{len(done)}/{args.sample or len(tasks)}] {result.task_id}: {result.gate or 'ok'}",
               file=sys.stderr, flush=True)
 
-    report = revalidate(tasks, runs=args.runs, isolation=args.isolation, workers=args.workers,
+    report = languages.get(args.language).builder.revalidate(tasks, runs=args.runs, isolation=args.isolation, workers=args.workers,
                         sample=args.sample, seed=args.seed, progress=progress)
     print(report.summary())
     return 0 if report.fraction == 1.0 else 1
 
 
 def cmd_env_build(args) -> int:
-    from code_gym.languages.python.environments import EnvironmentBuildError, project_environment, project_requirements
-
-    found = project_requirements(args.source)
+    environments = languages.get(args.language).environments
+    found = environments.project_requirements(args.source)
     rows = [[r, ", ".join(found.sources[r])] for r in found.requirements]
     print(format_table(["requirement", "declared in"], rows) if rows else f"{args.source} declares no requirements")
     for line in found.skipped:
@@ -356,8 +352,8 @@ def cmd_env_build(args) -> int:
     if args.dry_run:
         return 0
     try:
-        _, environment = project_environment(args.source, args.python, args.installer, sdists=args.sdists)
-    except EnvironmentBuildError as exc:
+        _, environment = environments.project_environment(args.source, args.python, args.installer, sdists=args.sdists)
+    except environments.EnvironmentBuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if environment is None:
@@ -483,6 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
     env_build = env.add_parser("build", help="list the requirements a project's metadata declares (and where), and "
                                "build its environment (or find it in the cache)")
     env_build.add_argument("source", help="a project folder")
+    env_build.add_argument("--language", default="python", choices=languages.NAMES,
+                       help="the project's language (default: %(default)s)")
     env_build.add_argument("--python", default=None, help="interpreter to build on (default: code-gym's own)")
     env_build.add_argument("--installer", default="uv", choices=["uv", "pip"])
     env_build.add_argument("--dry-run", action="store_true", help="list the requirements only")
@@ -543,6 +541,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "that failed (environment, error) before")
     build.add_argument("--ray", metavar="ADDRESS", help="build each project as a Ray task on this cluster ('auto': the "
                        "running one; 'local': a Ray instance on this machine)")
+    build.add_argument("--language", default="python", choices=languages.NAMES,
+                       help="the projects' language (default: %(default)s)")
     build.set_defaults(func=cmd_tasks_build)
     reval = tasks.add_parser("revalidate", help="re-run every gate on a built set in fresh sandboxes; reports the "
                              "fraction that still passes and which tasks fail which gate")
@@ -552,6 +552,8 @@ def build_parser() -> argparse.ArgumentParser:
     reval.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1, help="tasks at a time")
     reval.add_argument("--sample", type=positive_int, help="re-validate a random sample of this many tasks")
     reval.add_argument("--seed", type=int, default=0, help="which tasks the sample holds")
+    reval.add_argument("--language", default="python", choices=languages.NAMES,
+                       help="the tasks' language (default: %(default)s)")
     reval.set_defaults(func=cmd_tasks_revalidate)
     return parser
 

@@ -7,7 +7,7 @@ Each hunk of the reference patch is one *decision*. Its candidates, each one res
 
 - `reference`: the hunk as a `str_replace` (old_str: the hunk's source text, context included);
 - wrong variants, up to `variants` of them: an AST mutation of the reference's changed lines
-  (`code_gym.tasks.builder.mutations`: flip-comparison, off-by-one, swap-arguments, drop-condition),
+  (`code_gym.languages.python.builder.mutations`: flip-comparison, off-by-one, swap-arguments, drop-condition),
   or `partial`: the hunk with one of its blocks of changed lines left out;
 - `untouched`: a `view` of the region, which edits nothing.
 
@@ -38,7 +38,7 @@ from functools import cached_property
 import numpy as np
 from unidiff import PatchSet
 
-from code_gym.tasks.builder.mutations import functions, mutation_sites
+from code_gym import languages
 from code_gym.actions.replay import hermes, unique_edit
 from code_gym.tasks.task import Task, TaskError
 from code_gym.grading.reference import reference_changes
@@ -136,7 +136,7 @@ def _decision(task: Task, path: str, original: str, new_file: str, hunk, variant
     old_str, new_str = edit
     pre = old_str[: old_str.index(old)] if old else ""
     post = old_str[len(pre) + len(old):]
-    wrong = _pick(_mutations(path, new_file, hunk) + _partials(hunk), variants, rng)
+    wrong = _pick(_mutations(languages.of(task).mutations, path, new_file, hunk) + _partials(hunk), variants, rng)
     first, last = hunk.source_start, hunk.source_start + max(hunk.source_length, 1) - 1
     thought = f"Next I handle {path}, lines {first}-{last}."
 
@@ -179,11 +179,11 @@ def _pick(pool: list[tuple[str, str]], count: int, rng: random.Random) -> list[t
     return picked
 
 
-def _mutations(path: str, new_file: str, hunk) -> list[tuple[str, str]]:
-    """(operator, hunk target text) for each AST mutation of the reference that changes only
-    lines the hunk adds."""
+def _mutations(mutations, path: str, new_file: str, hunk) -> list[tuple[str, str]]:
+    """(operator, hunk target text) for each of the language's mutations (`Language.mutations`) of
+    the reference that changes only lines the hunk adds."""
     try:
-        fns = functions(path, new_file)
+        fns = mutations.functions(path, new_file)
     except (SyntaxError, ValueError):
         return []
     added = {line.target_line_no for line in hunk if line.is_added}
@@ -193,7 +193,7 @@ def _mutations(path: str, new_file: str, hunk) -> list[tuple[str, str]]:
     for fn in fns:
         if not added & set(range(fn.node.lineno, fn.node.end_lineno + 1)):
             continue
-        for change in mutation_sites(fn, new_file):
+        for change in mutations.mutation_sites(fn, new_file):
             first, last = _changed_lines(new_file, change.source)
             if not set(range(first, last + 1)) <= added:
                 continue

@@ -6,6 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from code_gym import languages
 from code_gym.actions.parse import ToolCall, parse_action
 from code_gym.grading.grade import Grader, GradeResult, grade
 from code_gym.env.prompt import initial_prompt, integrity_note, step_observation
@@ -13,7 +14,6 @@ from code_gym.actions.provenance import READ_ONLY_TOOLS, Transition, attribute, 
 from code_gym.env.hints import reference_hint
 from code_gym.rewards import make_reward, sampled_response, total
 from code_gym.rewards.shaping import untouched_passed
-from code_gym.languages.python.environments import task_runtime
 from code_gym.sandbox import ISOLATION_KINDS, Limits, make_sandbox
 from code_gym.env.spaces import AnyText
 from code_gym.tasks.task import Task, bundled_tasks, load_task_dir, resolve_task
@@ -130,9 +130,9 @@ class CodeRepoEnv(gym.Env):
         limits = Limits(timeout=self.task.timeouts.command, max_output=self.max_output)
         mask = (self.task.root,) if self.task.root else ()
         sandbox = make_sandbox(self.isolation, self.ws.root, limits, mask=mask, image=self.task.image,
-                               runtime=task_runtime(self.task))
+                               runtime=languages.of(self.task).runtime(self.task))
         self.ctx = ToolContext(self.ws.root, sandbox, self.task.visible_tests, self.task.test_command,
-                               self.task.timeouts.command, self.task.timeouts.tests)
+                               self.task.timeouts.command, self.task.timeouts.tests, self.task.language)
         self.steps = 0
         self.done = False
         prompt_key = (self.task.id, self.task.root)

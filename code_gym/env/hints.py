@@ -8,16 +8,15 @@ function's change. `hint=f` shows round(f * units) of them (at least one when f 
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 from unidiff import PatchSet
 
+from code_gym import languages
 from code_gym.tasks.task import Task
 from code_gym.grading.reference import reference_changes
-from code_gym.languages.python import source as pysource
 @dataclass(frozen=True)
 class HintUnit:
     path: str
@@ -49,12 +48,13 @@ def hint_units(task: Task) -> tuple[HintUnit, ...]:
 
 def _split(task: Task) -> tuple[HintUnit, ...]:
     patched = reference_changes(task)
+    language = languages.of(task)
     units: dict[tuple[str, str], list[str]] = {}
     headers: dict[str, str] = {}
     for patched_file in PatchSet(task.reference_patch):
         path = patched_file.path
         headers[path] = f"--- {patched_file.source_file}\n+++ {patched_file.target_file}\n"
-        if patched_file.is_added_file or patched_file.is_removed_file or not path.endswith(".py"):
+        if patched_file.is_added_file or patched_file.is_removed_file or not path.endswith(language.source_suffixes):
             units.setdefault((path, ""), []).extend(str(h) for h in patched_file)
             continue
         new = patched.get(path)
@@ -63,37 +63,8 @@ def _split(task: Task) -> tuple[HintUnit, ...]:
             added = [line.target_line_no for line in hunk if line.is_added]
             removed = [line.source_line_no for line in hunk if line.is_removed]
             source, lines = (new, added) if added else (old, removed)
-            units.setdefault((path, _enclosing(source, lines)), []).append(str(hunk))
+            units.setdefault((path, language.enclosing_definition(source, lines)), []).append(str(hunk))
     return tuple(HintUnit(path, name, headers[path], tuple(hunks)) for (path, name), hunks in units.items())
-
-
-def _enclosing(source: bytes | None, lines: list[int]) -> str:
-    """The qualified name of the innermost def/class spanning `lines` ("" when none does)."""
-    if not source or not lines:
-        return ""
-    try:
-        tree = pysource.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return ""
-    low, high = min(lines), max(lines)
-    best, best_span = "", None
-
-    def walk(node: ast.AST, prefix: str) -> None:
-        nonlocal best, best_span
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = f"{prefix}{child.name}"
-                start = min([child.lineno] + [d.lineno for d in child.decorator_list])
-                if start <= low and child.end_lineno >= high:
-                    span = child.end_lineno - start
-                    if best_span is None or span < best_span:
-                        best, best_span = name, span
-                walk(child, name + ".")
-            else:
-                walk(child, prefix)
-
-    walk(tree, "")
-    return best
 
 
 def reference_hint(task: Task, fraction: float, rng: np.random.Generator | None = None) -> Hint:

@@ -1,72 +1,35 @@
-"""The grader's file policy: which of the agent's changes reach the graded copy.
+"""The grader's file policy, the one home of "which paths does the grader own?".
 
-Test files and the task's protected paths (`Task.is_protected`) always keep the task's version,
-and so do the files the grader owns whatever the task says: conftest files, pytest's
-configuration and the interpreter's start-up hooks. `apply_changes` writes the rest into a
-pristine copy; `guarded_keys` stats the files a run's verdict depends on, so that a run that
-rewrites them is void. The integrity audit (`code_gym.grading.audit`) reports the same paths as
-findings; static rewards skip them.
+The graded copy keeps the task's own version of a path (`kept_rule`) when it is a test file or a
+path the task protects (`Task.is_protected`: rule "protected-path"), or when the task's language
+owns it whatever the task says (pytest's configuration, conftest files and start-up hooks for
+Python: `Language.grader_owned`). `apply_changes` writes every other change into a pristine copy;
+`guarded_keys` stats the files a run's verdict depends on, so that a run that rewrites them is
+void. The integrity audit (`code_gym.grading.audit`) reports kept paths as findings; static
+rewards skip them.
 """
 from __future__ import annotations
 
-import configparser
 import errno
 import os
-import posixpath
 import shutil
 import stat
-import tomllib
 from pathlib import Path
 
+from code_gym import languages
 from code_gym.util.hostfs import walk
 from code_gym.tasks.task import Task
 
-CONFTEST = "conftest.py"
-# every file pytest 9 reads its configuration from, besides setup.cfg and pyproject.toml (their
-# pytest sections): _pytest/config/findpaths.py, locate_config
-PYTEST_CONFIGS = frozenset({"pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "tox.ini"})
-STARTUP_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py"})
 # errors of a path the patch chose, not of the host: its change is skipped, the rest graded
 _PATH_ERRORS = frozenset({errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG, errno.ELOOP})
-GUARDED_NAMES = frozenset({CONFTEST, "setup.cfg", "pyproject.toml"}) | PYTEST_CONFIGS | STARTUP_HOOKS
 
 
-def grader_owned(path: str, old: bytes | None, new: bytes | None) -> str | None:
-    """The rule that makes the grader keep the task's own version of `path`, if any: conftest files,
-    pytest configuration and interpreter start-up hooks never come from the agent."""
-    name = posixpath.basename(path)
-    if name == CONFTEST:
-        return "conftest"
-    if name in PYTEST_CONFIGS:
-        return "test-config"
-    if name == "setup.cfg" and _cfg_section(old) != _cfg_section(new):
-        return "test-config"
-    if name == "pyproject.toml" and _toml_section(old) != _toml_section(new):
-        return "test-config"
-    if name in STARTUP_HOOKS or name.endswith(".pth"):
-        return "startup-hook"
-    return None
-
-
-def _cfg_section(data: bytes | None) -> object:
-    if data is None:
-        return {}
-    parser = configparser.RawConfigParser(strict=False)
-    try:
-        parser.read_string(data.decode("utf-8", "replace"))
-    except configparser.Error:
-        return "unparseable"
-    return {s: dict(parser.items(s)) for s in ("tool:pytest", "pytest") if parser.has_section(s)}
-
-
-def _toml_section(data: bytes | None) -> object:
-    if data is None:
-        return None
-    try:
-        doc = tomllib.loads(data.decode("utf-8", "replace"))
-    except tomllib.TOMLDecodeError:
-        return "unparseable"
-    return doc.get("tool", {}).get("pytest") if isinstance(doc.get("tool"), dict) else None
+def kept_rule(task: Task, path: str, old: bytes | None, new: bytes | None) -> str | None:
+    """Why the graded copy keeps the task's version of `path` (an audit rule name), or None when
+    the agent's change to it goes in."""
+    if task.is_protected(path):
+        return "protected-path"
+    return languages.of(task).grader_owned(path, old, new)
 
 
 def apply_changes(task: Task, root: Path, changes: dict[str, bytes | None]) -> list[str]:
@@ -82,7 +45,7 @@ def apply_changes(task: Task, root: Path, changes: dict[str, bytes | None]) -> l
     for path in sorted(changes):
         data = changes[path]
         try:
-            if not _plain(path) or task.is_protected(path) or grader_owned(path, task.original_file(path), data):
+            if not _plain(path) or kept_rule(task, path, task.original_file(path), data):
                 ignored.append(path)
             elif data is None:
                 _remove_file(root, path)
@@ -151,7 +114,7 @@ def _obstacle(root: Path, path: str) -> tuple[str, os.stat_result] | None:
 
 def _kept(task: Task, path: str) -> bool:
     """Whether the graded copy keeps the task's own file at `path` whatever the patch does."""
-    return task.is_protected(path) or grader_owned(path, task.original_file(path), None) is not None
+    return kept_rule(task, path, task.original_file(path), None) is not None
 
 
 def lay_hidden_tests(task: Task, root: Path) -> None:
@@ -166,9 +129,9 @@ def guarded_keys(task: Task, root: Path, extra: tuple[str, ...] = ()) -> dict[st
     """Stat keys of the files the tests' verdict depends on: tests, protected paths, conftest,
     configuration and start-up hooks, and the `extra` paths (the run's canary file). ctime cannot
     be set back by the code under test."""
+    language = languages.of(task)
     keys = {}
     for path, st in walk(root).items():
-        name = posixpath.basename(path)
-        if task.is_protected(path) or path in extra or name in GUARDED_NAMES or name.endswith(".pth"):
+        if task.is_protected(path) or path in extra or language.guarded(path):
             keys[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     return keys

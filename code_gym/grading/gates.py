@@ -9,7 +9,7 @@ from pathlib import Path
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from code_gym.languages.python import probes as behavioural
+from code_gym import languages
 from code_gym.grading.grade import GradeResult, grade
 from code_gym.tasks.loaders.folder import dump_manifest
 from code_gym.tasks.task import MANIFEST, Task, TaskError, load_task
@@ -106,6 +106,9 @@ def _swebench_gates(task: Task, verdict: Verdict, runs: int, isolation: str) -> 
 def _probe_gate(task: Task, verdict: Verdict, isolation: str) -> None:
     """Make the task's behavioural probes (the reference's graded runs must then pass them): how
     many, and what could not be made. A task without probes is reported, not failed."""
+    behavioural = languages.of(task).probes
+    if behavioural is None:
+        return
     made = behavioural.probe_set(task, isolation)
     verdict.probes, verdict.probes_dropped = len(made.probes), made.dropped
 

@@ -1,61 +1,58 @@
 """Grade a final patch so that the patch cannot grade itself.
 
+The test run itself is the task's language's (`code_gym.languages`: the command, the records
+reporter, the runner's own report, the canary tests, the probes); what is done with it is here.
+
 - The changed files are written into a pristine copy of the task's repository, except test files,
-  protected paths, conftest files, pytest configuration and interpreter start-up hooks: those keep
-  the task's version (`apply_changes`).
+  protected paths and the files the grader owns: those keep the task's version (`file_policy`).
 - The hidden tests are added, so they exist only in this copy.
-- The tests run in a fresh sandbox with pytest plugin autoloading off; per-test outcomes come from
-  the records the grader's plugin streams out of the run as each report is made (a channel the
-  code under test cannot rewrite after the fact: `code_gym.grading.records`), cross-checked with
-  pytest's junit XML and the exit code, never from printed text. A broken stream, or one that
-  disagrees with either, voids the run with a finding of rule "results".
+- The tests run in a fresh sandbox; per-test outcomes come from the records the language's
+  reporter streams out of the run as each result is made (a channel the code under test cannot
+  rewrite after the fact: `code_gym.grading.records`), cross-checked with the runner's own report
+  and the exit code, never from printed text. A broken stream, or one that disagrees with either,
+  voids the run with a finding of rule "results".
 - The graded tests are known before the run (the task's FAIL_TO_PASS/PASS_TO_PASS ids, else the ids
-  pytest collects with the reference solution applied): a test missing from the records (its file
-  failed to collect, the run crashed or timed out) counts as an error.
-- Test files, conftest and configuration files must be untouched after the run (inode, size,
-  mtime and ctime); code that rewrites them while the tests run voids the run.
+  the runner collects with the reference solution applied): a test missing from the records (its
+  file failed to load, the run crashed or timed out) counts as an error. Test ids read
+  "FILE::NAME" in every language.
+- Test files and the files the grader owns must be untouched after the run (inode, size, mtime and
+  ctime); code that rewrites them while the tests run voids the run.
 - The integrity audit (`code_gym.grading.audit`) runs on the changes before the tests; its findings
   travel with the result and outrank the test verdict (see `code_gym.rewards`).
-- Every run carries canary tests (`code_gym.grading.canary`) in a hidden file named per run; they are not
-  graded. A canary with the wrong outcome or missing, or an exit code that disagrees with the
-  per-test records, voids the run and adds a finding of rule "canary" to `integrity`.
-- Behavioural probes (`code_gym.languages.python.probes`): one more test file, run first, replays calls the tests
-  never make; the grader compares their results with the reference's: a failed probe makes the
-  run unresolved, and a test whose probes fail earns no credit (`credited`).
+- Every run carries canary tests (`code_gym.grading.canary`) in a hidden file named per run; they
+  are not graded. A canary with the wrong outcome or missing, or an exit code that disagrees with
+  the per-test records, voids the run and adds a finding of rule "canary" to `integrity`.
+- Behavioural probes (where the language has them): one more test file, run first, replays calls
+  the tests never make; the grader compares their results with the reference's: a failed probe
+  makes the run unresolved, and a test whose probes fail earns no credit (`credited`).
 """
 from __future__ import annotations
 
 import hashlib
 import secrets
-import shlex
-import threading
 import shutil
 import tempfile
+import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from code_gym.grading import canary as canary_tests
+from code_gym import languages
 from code_gym.grading import audit as integrity
+from code_gym.grading import canary as canary_tests
 from code_gym.grading import records as run_records
-from code_gym.languages.python import probes as behavioural
 from code_gym.grading.file_policy import apply_changes, guarded_keys, lay_hidden_tests
-from code_gym.grading.audit import Finding
 from code_gym.grading.reference import reference_test_ids
-from code_gym.languages.python.environments import task_runtime
-from code_gym.sandbox import ExecResult, Limits, make_sandbox
+from code_gym.languages.base import Finding
+from code_gym.sandbox import Limits, make_sandbox
 from code_gym.sandbox.records import new_nonce
-from code_gym.util.hostfs import owned_prefix
 from code_gym.tasks.task import Task
+from code_gym.util.hostfs import owned_prefix
 from code_gym.workspace.working_copy import Workspace
 
 RESULTS_DIR = "/results"
-# pytest exit codes: 0 all passed, 1 some failed; anything else (interrupted, internal error,
-# usage error, no tests collected) means the run itself failed.
-_RUN_OK = (0, 1)
 
 
 @dataclass
@@ -72,7 +69,8 @@ class GradeResult:
     canary: list[Finding] = field(default_factory=list)  # canary and results-stream cross-check failures: run void
     other_failures: int = 0  # failing records of tests that are neither graded nor canaries
     canaries: bool = False  # whether the run carried canaries (without them exit code 0 is required)
-    probes: behavioural.ProbeReport | None = None  # behavioural probes; None when they were off
+    probes: Any = None  # the behavioural probes' ProbeReport; None when they were off
+    run_ok: tuple[int, ...] = (0, 1)  # the language's exit codes of a run that ran (all passed, some failed)
 
     @property
     def credited(self) -> dict[str, str]:
@@ -92,7 +90,7 @@ class GradeResult:
 
     @property
     def run_ok(self) -> bool:
-        return (not self.timed_out and not self.tampered and not self.canary and self.exit_code in _RUN_OK
+        return (not self.timed_out and not self.tampered and not self.canary and self.exit_code in self.run_ok
                 and self.total > 0)
 
     @property
@@ -103,7 +101,7 @@ class GradeResult:
         elif self.canaries:  # a canary must fail, so exit code 1 is expected: no other record may fail
             clean = self.other_failures == 0
         else:
-            clean = self.exit_code == 0
+            clean = self.exit_code == self.run_ok[0]
         return self.run_ok and self.passed == self.total and clean and (self.probes is None or self.probes.ok)
 
     @property
@@ -122,7 +120,7 @@ class GradeResult:
         elif self.canary:
             text = f"the run's canary tests or results show tampering ({self.canary[0].message}): run void"
         else:
-            text = f"{self.passed}/{self.total} tests passed (pytest exit code {self.exit_code})"
+            text = f"{self.passed}/{self.total} tests passed (exit code {self.exit_code})"
         if self.integrity:
             rules = sorted({f.rule for f in self.integrity})
             text += f"; integrity audit failed: {len(self.integrity)} finding(s) ({', '.join(rules)})"
@@ -131,56 +129,10 @@ class GradeResult:
         return text
 
 
-def _node_id(case: ET.Element) -> str:
-    """pytest's node id ("tests/test_x.py::TestC::test_y[1]") from a junit testcase (xunit1 has `file`)."""
-    name, classname, file = case.get("name", ""), case.get("classname", ""), case.get("file")
-    if not file:
-        return f"{classname}::{name}"
-    module = file[:-3].replace("/", ".") if file.endswith(".py") else file
-    inner = classname[len(module):].lstrip(".") if classname.startswith(module) else ""
-    return "::".join([file] + ([*inner.split(".")] if inner else []) + [name])
-
-
-def _junit_address(node_id: str) -> tuple[str, str]:
-    """(classname, name) that pytest's junit XML gives the test `node_id` (its mangle_test_address)."""
-    path, bracket, params = node_id.partition("[")
-    names = path.split("::")
-    names[0] = names[0].replace("/", ".").removesuffix(".py")
-    return ".".join(names[:-1]), names[-1] + bracket + params
-
-
-def parse_junit(path: Path, expected: tuple[str, ...] | None = None) -> dict[str, str]:
-    """Per-test outcomes by pytest node id from a junit XML file (empty when missing or unreadable).
-    With `expected` node ids, a testcase is matched by its (classname, name), which pytest derives
-    from the node id; its `file` attribute names where the test function's code lives, which need
-    not be the test file."""
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
-        return {}
-    by_address = {_junit_address(t): t for t in expected or ()}
-    outcomes: dict[str, str] = {}
-    for case in root.iter("testcase"):
-        name = by_address.get((case.get("classname", ""), case.get("name", ""))) or _node_id(case)
-        tags = {child.tag for child in case}
-        if "error" in tags:
-            outcome = "error"
-        elif "failure" in tags:
-            outcome = "failed"
-        elif "skipped" in tags:
-            outcome = "skipped"
-        else:
-            outcome = "passed"
-        # a test reported twice (e.g. failing teardown) keeps its worst outcome
-        if outcomes.get(name, "passed") == "passed":
-            outcomes[name] = outcome
-    return outcomes
-
-
 def graded_test_ids(task: Task, tests: tuple[str, ...] | None = None,
                     isolation: str = "auto") -> tuple[tuple[str, ...] | None, bool]:
-    """(the node ids a grade counts, whether they are every test that runs). None: unknown before
-    the run, so the junit XML decides. `tests` selects test files or node ids to run."""
+    """(the test ids a grade counts, whether they are every test that runs). None: unknown before
+    the run, so the records decide. `tests` selects test files or test ids to run."""
     if tests is not None and tests and all("::" in t for t in tests):
         return tuple(tests), True
     declared = task.fail_to_pass + task.pass_to_pass
@@ -195,13 +147,14 @@ def graded_test_ids(task: Task, tests: tuple[str, ...] | None = None,
 def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
           limits: Limits | None = None, tests: tuple[str, ...] | None = None, audit: bool = True,
           canaries: bool = True, probes: bool | None = None, records: bool = True) -> GradeResult:
-    """Run the task's visible and hidden tests (or `tests`: files or node ids) on a pristine copy
+    """Run the task's visible and hidden tests (or `tests`: files or test ids) on a pristine copy
     with `changes` applied. With `audit`, the integrity findings come with the result (the
     tests run either way, so a result shows what a violating patch would have scored).
-    `canaries=False`, `probes=False` and `records=False` (outcomes from the junit XML alone) are
+    `canaries=False`, `probes=False` and `records=False` (outcomes from the runner's report alone) are
     for tests only: they show what an attack scores without that defence (`probes` None: as
     `canaries`, so `canaries=False` alone turns off the canaries and the probes)."""
     started = time.monotonic()
+    language = languages.of(task)
     findings = integrity.audit(changes, task) if audit else None
     expected, whole_run = graded_test_ids(task, tests, isolation)
     copy = Workspace(task.repo, strategy="copy")
@@ -212,7 +165,7 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         selected = tests if tests is not None else task.visible_tests + task.hidden_tests
         planted = None
         if canaries:
-            planted = canary_tests.make(task.hidden_tests + task.visible_tests,
+            planted = language.canaries(task.hidden_tests + task.visible_tests,
                                         lambda p: (copy.root / p).exists() or (copy.root / p).is_symlink())
             (copy.root / planted.path).parent.mkdir(parents=True, exist_ok=True)
             (copy.root / planted.path).write_text(planted.source)
@@ -220,35 +173,30 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
             selected = (*selected[:at], planted.path, *selected[at:])
         sandbox = make_sandbox(isolation, copy.root, limits or Limits(timeout=task.timeouts.tests),
                                mask=(task.root,) if task.root else (), image=task.image,
-                               runtime=task_runtime(task))
+                               runtime=language.runtime(task))
         binds = {results: RESULTS_DIR}
-        junit = f"{sandbox.inside(results, binds)}/junit.xml"
+        inside = sandbox.inside(results, binds)
         probed = None
-        if canaries if probes is None else probes:  # the probe file runs first, in this run's process, before the package serves a test
-            probed = behavioural.plant(task, copy.root, results, sandbox.inside(results, binds), isolation)
+        behavioural = language.probes if (canaries if probes is None else probes) else None
+        if behavioural is not None:  # the probe file runs first, in this run's process, before the package serves a test
+            probed = behavioural.plant(task, copy.root, results, inside, isolation)
             selected = (probed.path, *selected) if probed.path else selected
-        # with the graded ids known, a file that fails to collect fails only its own tests
-        keep_going = "--continue-on-collection-errors " if expected is not None else ""
-        if planted:  # a must-fail canary must not end the session (-x / --maxfail in the task's command)
-            keep_going += "--maxfail=0 "
-        # --tb=short: a failing test's report (the must-fail canaries', and most tests' in a wrong
-        # patch's run) costs ~5 ms less than pytest's default long tracebacks; nothing reads them
-        command = (f"{task.test_command} -p no:cacheprovider -q --tb=short -o junit_family=xunit1 {keep_going}"
-                   f"--junitxml={shlex.quote(junit)} " + " ".join(shlex.quote(t) for t in selected))
+        plan = language.test_run(task.test_command, tuple(selected), inside, known_ids=expected is not None,
+                                 canaries=planted is not None)
         extra = ((planted.path,) if planted else ()) + ((probed.path,) if probed and probed.path else ())
         before = guarded_keys(task, copy.root, extra)
         nonce = new_nonce() if records else None
         try:
-            run = sandbox.exec(command, timeout=task.timeouts.tests, binds=binds, records=nonce)
+            run = sandbox.exec(plan.command, timeout=task.timeouts.tests, binds=binds, records=nonce)
         finally:
             sandbox.close()
         after = guarded_keys(task, copy.root, extra)
         tampered = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
         lookup = ((expected or ()) + (tuple(planted.expected) if planted else ())
-                  + ((f"{probed.path}::test_probe_replay",) if probed and probed.path else ()))
-        outcomes_by_id, void = _run_outcomes(run, nonce, results / "junit.xml", lookup)
+                  + (probed.ids if probed else ()))
+        outcomes_by_id, void = run_records.run_outcomes(language, run, nonce, results, lookup)
         if planted and not run.timed_out:
-            void += canary_tests.check(planted, outcomes_by_id, run.exit_code)
+            void += canary_tests.check(planted, outcomes_by_id, run.exit_code, language.run_ok)
         graded = {t: o for t, o in outcomes_by_id.items()
                   if not (planted and planted.is_canary(t)) and not (probed and probed.is_probe(t))}
         if expected is not None:
@@ -264,23 +212,11 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         if probed and not (run.timed_out or tampered or void):
             report = behavioural.collect(probed, run.exit_code, run.output)
         return GradeResult(outcomes, run.exit_code, run.timed_out, run.output, time.monotonic() - started,
-                           ignored, findings, tampered, whole_run, void, other, planted is not None, report)
+                           ignored, findings, tampered, whole_run, void, other, planted is not None, report,
+                           language.run_ok)
     finally:
         copy.close()
         shutil.rmtree(results, ignore_errors=True)
-
-
-def _run_outcomes(run: ExecResult, nonce: str | None, junit: Path,
-                  lookup: tuple[str, ...]) -> tuple[dict[str, str], list[Finding]]:
-    """(outcomes by node id, findings that void the run): the streamed records checked against the
-    junit XML and the exit code, or (without a nonce) the junit XML alone."""
-    if run.timed_out:
-        return {}, []
-    if nonce is None:
-        return parse_junit(junit, lookup or None), []
-    stream = run_records.read(run.records or b"", nonce)
-    junit_outcomes = parse_junit(junit, tuple(dict.fromkeys(lookup + tuple(stream.outcomes))))
-    return stream.outcomes, run_records.check(stream, junit_outcomes, run.exit_code)
 
 
 class Grader(Protocol):

@@ -1,8 +1,9 @@
 """The per-test records a graded run streamed on its results channel, and the checks on them.
 
-The grader's plugin (code_gym/languages/python/records_plugin.py) writes one JSON line per event to a
-channel only the trusted parent reads: "start", a "report" per test phase (setup, call,
-teardown) the moment pytest makes it, "collect" for a file that failed to collect, "end" with the
+The language's reporter (Python: the pytest plugin code_gym/languages/python/records_plugin.py)
+writes one JSON line per event to a channel only the trusted parent reads: "start", a "report"
+per test phase (setup, call, teardown) the moment the runner makes it, "collect" for a file that
+failed to load or build, "end" with the
 session's exit status. A subtest's report (unittest `subTest`, pytest's `subtests`) is marked
 "sub": it is one more call report of its test, and a failed one fails the test, as in junit.
 Every line carries the run's nonce and a sequence number. `read` turns the
@@ -15,7 +16,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from code_gym.grading.audit import Finding
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from code_gym.languages.base import Finding
+
+if TYPE_CHECKING:
+    from code_gym.languages.base import Language
+    from code_gym.sandbox.base import ExecResult
 
 RULE = "results"
 _PHASES = ("setup", "call", "teardown")
@@ -95,23 +103,39 @@ def read(raw: bytes, nonce: str) -> Records:
     return out
 
 
-def check(records: Records, junit: dict[str, str], exit_code: int | None) -> list[Finding]:
-    """Findings of a finished run (exit code 0 or 1) whose stream is broken, lacks its end record,
-    disagrees with the exit code, or disagrees with the junit XML about any pass (junit keyed by
-    the stream's node ids: `grading.parse_junit(path, expected=tuple(records.outcomes))`)."""
-    if exit_code not in (0, 1):
+def check(records: Records, report: dict[str, str], exit_code: int | None,
+          run_ok: tuple[int, ...] = (0, 1)) -> list[Finding]:
+    """Findings of a finished run (its exit code one of `run_ok`) whose stream is broken, lacks
+    its end record, disagrees with the exit code, or disagrees with the runner's own `report`
+    (test id -> outcome; pytest's junit XML) about any pass."""
+    if exit_code not in run_ok:
         return []  # the run itself failed (crash, usage error, timeout): it scores nothing already
     problems = list(records.problems)
     if not records.started:
-        problems.append("the grader's plugin did not start (a test command that replaces PYTHONPATH or "
-                        "PYTEST_PLUGINS keeps it out)")
+        problems.append("the grader's reporter did not start (a test command that replaces the variables "
+                        "that name it, such as PYTHONPATH or PYTEST_PLUGINS, keeps it out)")
     elif records.end is None and not problems:
         problems.append("the results stream has no end record")
     elif records.end is not None and records.end != exit_code:
-        problems.append(f"the session ended with status {records.end} but pytest exited {exit_code}")
+        problems.append(f"the session ended with status {records.end} but the run exited {exit_code}")
     passed = {t for t, o in records.outcomes.items() if o == "passed"}
-    in_junit = {t for t, o in junit.items() if o == "passed"}
-    for node_id in sorted(passed ^ in_junit)[:3]:
-        side = "the stream" if node_id in passed else "the junit XML"
-        problems.append(f"only {side} records {node_id} as passed")
+    in_report = {t for t, o in report.items() if o == "passed"}
+    for test_id in sorted(passed ^ in_report)[:3]:
+        side = "the stream" if test_id in passed else "the runner's report"
+        problems.append(f"only {side} records {test_id} as passed")
     return [Finding("", 0, RULE, p) for p in problems]
+
+
+def run_outcomes(language: Language, run: ExecResult, nonce: str | None, results: Path,
+                 lookup: tuple[str, ...] = ()) -> tuple[dict[str, str], list[Finding]]:
+    """(outcomes by test id, findings that void the run) of a finished test run whose reporter
+    streamed under `nonce` and whose runner wrote its own report into the host folder `results`:
+    the records checked against that report and the exit code, or (without a nonce) the report
+    alone. A timed-out run has no outcomes."""
+    if run.timed_out:
+        return {}, []
+    if nonce is None:
+        return language.report_outcomes(results, lookup or None), []
+    stream = read(run.records or b"", nonce)
+    report = language.report_outcomes(results, tuple(dict.fromkeys(lookup + tuple(stream.outcomes))))
+    return stream.outcomes, check(stream, report, run.exit_code, language.run_ok)

@@ -1,18 +1,18 @@
 """The reference solution of a task: the files its patch changes (`reference_changes`) and the
-node ids pytest collects with it applied (`reference_test_ids`, cached per process and on disk)."""
+test ids the task's runner collects with it applied (`reference_test_ids`, cached per process and
+on disk)."""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import shlex
 import subprocess
 import tempfile
 from pathlib import Path
 
+from code_gym import languages
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
 from code_gym.util.hostfs import cache_root, read_entry, walk
-from code_gym.languages.python.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.tasks.task import Task, TaskError
 from code_gym.workspace.working_copy import Workspace
@@ -47,7 +47,7 @@ _COLLECTED: dict[tuple, tuple[str, ...] | None] = {}
 
 
 def reference_test_ids(task: Task, isolation: str = "auto") -> tuple[str, ...] | None:
-    """The node ids pytest collects from the visible and hidden tests with the reference solution
+    """The test ids the runner collects from the visible and hidden tests with the reference solution
     applied, or None when that collection fails. Cached per process, and on disk (under
     `code_gym.util.hostfs.cache_root()`) by a hash of everything that decides them."""
     key = (task.id, str(task.root), str(task.repo), task.test_command, task.visible_tests, task.hidden_tests,
@@ -99,12 +99,12 @@ def _collect_reference(task: Task, isolation: str) -> tuple[str, ...] | None:
     try:
         apply_changes(task, copy.root, changes)
         lay_hidden_tests(task, copy.root)
+        language = languages.of(task)
         sandbox = make_sandbox(isolation, copy.root, Limits(timeout=task.timeouts.tests),
                                mask=(task.root,) if task.root else (), image=task.image,
-                               runtime=task_runtime(task))
-        files = " ".join(shlex.quote(t) for t in task.visible_tests + task.hidden_tests)
+                               runtime=language.runtime(task))
         try:
-            run = sandbox.exec(f"{task.test_command} --collect-only -q -p no:cacheprovider {files}",
+            run = sandbox.exec(language.collect_command(task.test_command, task.visible_tests + task.hidden_tests),
                                timeout=task.timeouts.tests)
         finally:
             sandbox.close()
@@ -112,5 +112,4 @@ def _collect_reference(task: Task, isolation: str) -> tuple[str, ...] | None:
         copy.close()
     if run.timed_out or run.exit_code != 0:
         return None
-    ids = tuple(line.strip() for line in run.output.splitlines() if "::" in line and not line.startswith(" "))
-    return ids or None
+    return language.collected_ids(run.output) or None

@@ -1,1 +1,36 @@
-"""Languages: everything one language needs, behind one protocol (`base.Language`)."""
+"""Languages: everything one language needs, behind one protocol (`code_gym.languages.base.Language`).
+
+A language is a folder here plus one entry in `REGISTRY`. Code outside a language's folder reaches
+it only through `get(name)` / `of(task)` and the protocol; it never imports the folder's modules.
+A task names its language in task.toml (`language = "python"`, the default).
+"""
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from code_gym.languages.base import Language
+    from code_gym.tasks.task import Task
+
+# name -> "module:attribute" of its adapter, imported on first use (so `import code_gym` stays light)
+REGISTRY: dict[str, str] = {
+    "python": "code_gym.languages.python:PYTHON",
+}
+NAMES = tuple(REGISTRY)
+
+
+@cache
+def get(name: str) -> Language:
+    """The adapter of language `name`."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown language {name!r}; code-gym knows {', '.join(NAMES)} "
+                         f"(a new language is a folder in code_gym/languages/ plus an entry in REGISTRY)")
+    module, _, attribute = REGISTRY[name].partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def of(task: Task) -> Language:
+    """The adapter of `task`'s language."""
+    return get(task.language)

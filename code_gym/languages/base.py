@@ -56,6 +56,20 @@ class Canaries:
         return test_id == self.path or test_id.startswith(self.path + "::")
 
 
+@dataclass
+class FileCheck:
+    """The static check of one changed source file (the `static` reward): whether it compiles, why
+    not, and the checker's findings its starting version did not have."""
+    path: str
+    compiles: bool
+    error: str = ""
+    new_findings: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return 1.0 / (1 + len(self.new_findings)) if self.compiles else 0.0
+
+
 @dataclass(frozen=True)
 class TestRun:
     """One graded test run as the language lays it out: the shell command (run in the repository

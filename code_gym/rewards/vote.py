@@ -13,22 +13,20 @@ candidates of the group whose behaviour is identical:
 A candidate with no changes, or whose probe could not run (sandbox timeout, crash), agrees with
 no one and scores 0. Identical candidates are probed once.
 
-The calls: by default, every module-level function that some candidate changes or adds in a
-non-test `.py` file, called `inputs_per_function` times with positional arguments drawn (with
-`seed`) from small ints, floats, strings, lists, dicts, None and booleans; the arity comes from
-parsing the source (`ast`), never from importing it on the host. `calls` replaces them with your
-own Python expressions, e.g. `["Inventory(5).reserve('a', 2)"]` with `setup="from stockroom.inventory
-import Inventory"`. Calls run with PYTHONHASHSEED=0, each under a `per_call` second alarm.
+The calls come from the task's language (`Language.vote`; Python: every module-level function that
+some candidate changes or adds in a non-test `.py` file, called `inputs_per_function` times with
+positional arguments drawn with `seed` from small ints, floats, strings, lists, dicts, None and
+booleans, the arity read by parsing the source, never by importing it on the host). `calls`
+replaces them with your own expressions in that language, e.g. `["Inventory(5).reserve('a', 2)"]`
+with `setup="from stockroom.inventory import Inventory"`.
 
 Agreement is a consensus signal, not a verdict: a group that shares a wrong program votes for it,
 and a candidate's code runs in the same process as its probe. Mix it with a verifiable reward.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
-import shlex
 import shutil
 import tempfile
 from collections import Counter
@@ -37,47 +35,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-import numpy as np
-
-from code_gym.languages.python import source as pysource
+from code_gym import languages
 from code_gym.grading.file_policy import apply_changes
 from code_gym.util.hostfs import owned_prefix
-from code_gym.grading.audit import MAX_SOURCE_BYTES
 from code_gym.grading.reference import patch_changes
-from code_gym.languages.python.environments import task_runtime
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.tasks.task import Task
 from code_gym.workspace.working_copy import Workspace
 
 Candidate = Union[Mapping[str, Union[bytes, None]], str]
 PROBE_DIR = "/probe"
-_MARK = "@@code-gym-vote@@"
-
-# runs inside the sandbox: python probe.py spec.json -> one marked JSON line of outputs
-_PROBE = r'''
-import importlib, json, re, signal, sys
-sys.path[:0] = [".", "src"]
-spec = json.load(open(sys.argv[1]))
-def _alarm(*_):
-    raise TimeoutError("probe call timed out")
-signal.signal(signal.SIGALRM, _alarm)
-namespace = {"_import": importlib.import_module}
-try:
-    exec(spec["setup"], namespace)
-except BaseException as exc:
-    namespace["_setup_error"] = type(exc).__name__
-outputs = []
-for call in spec["calls"]:
-    signal.alarm(spec["per_call"])
-    try:
-        outputs.append("ok:" + re.sub(r" at 0x[0-9a-fA-F]+", "", repr(eval(call, dict(namespace))))[:1000])
-    except BaseException as exc:
-        outputs.append("raise:" + type(exc).__name__)
-    finally:
-        signal.alarm(0)
-print("\n''' + _MARK + r'''" + json.dumps(outputs))
-'''
-
 
 @dataclass(frozen=True)
 class VoteResult:
@@ -95,7 +62,7 @@ def execution_vote(task: Task, candidates: Sequence[Candidate], *, calls: Sequen
         raise ValueError(f"inputs_per_function and per_call must be >= 1, got {inputs_per_function}, {per_call}")
     changes = [_as_changes(task, c) for c in candidates]
     if calls is None:
-        calls = generated_calls(task, changes, inputs_per_function, seed)
+        calls = languages.of(task).vote.generated_calls(task, changes, inputs_per_function, seed)
     calls = tuple(calls)
     runs: dict[str, tuple[str, str | None]] = {}
     behaviour, errors = [], []
@@ -115,57 +82,6 @@ def execution_vote(task: Task, candidates: Sequence[Candidate], *, calls: Sequen
     others = len(changes) - 1
     votes = tuple((counts[b] - 1) / others if b and others else 0.0 for b in behaviour)
     return VoteResult(votes, tuple(behaviour), tuple(errors), calls)
-
-
-def generated_calls(task: Task, changes: Sequence[Mapping[str, bytes | None]], per_function: int,
-                    seed: int) -> tuple[str, ...]:
-    """Calls of every module-level function some candidate changes or adds, on generated inputs."""
-    targets: dict[tuple[str, str], int] = {}
-    for change in changes:
-        for path, data in sorted(change.items()):
-            if data is None or not path.endswith(".py") or task.is_protected(path):
-                continue
-            before = _functions(task.original_file(path))
-            for name, (arity, source) in _functions(data).items():
-                if before.get(name, (None, None))[1] != source:
-                    targets.setdefault((_module(path), name), before.get(name, (arity,))[0])
-    rng = np.random.default_rng(seed)
-    return tuple(f"_import({module!r}).{name}({', '.join(_value(rng) for _ in range(arity))})"
-                 for (module, name), arity in sorted(targets.items()) for _ in range(per_function))
-
-
-def _functions(source: bytes | None) -> dict[str, tuple[int, str]]:
-    """Module-level functions of a source: name -> (required positional arguments, its code)."""
-    if source is None or len(source) > MAX_SOURCE_BYTES:  # too large to parse at a bounded cost (the audit flags it)
-        return {}
-    try:
-        tree = pysource.parse(source)
-    except (SyntaxError, ValueError):
-        return {}
-    out = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            args = node.args
-            positional = len(args.posonlyargs) + len(args.args) - len(args.defaults)
-            out[node.name] = (positional, ast.dump(node))
-    return out
-
-
-def _module(path: str) -> str:
-    parts = path[:-3].split("/")
-    if parts[0] == "src" and len(parts) > 1:
-        parts = parts[1:]
-    if parts[-1] == "__init__" and len(parts) > 1:
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-_POOL = (0, 1, 2, -1, 3, 7, -5, 10, 0.5, -2.25, "", "a", "abc", "Hello world", [], [1, 2, 3], [3, -1, 2],
-         {"a": 1}, None, True, False)
-
-
-def _value(rng: np.random.Generator) -> str:
-    return repr(_POOL[int(rng.integers(len(_POOL)))])
 
 
 def _as_changes(task: Task, candidate: Candidate) -> dict[str, bytes | None]:
@@ -201,34 +117,28 @@ def _probe(task: Task, changes: Mapping[str, bytes | None], calls: tuple[str, ..
     probe = Path(tempfile.mkdtemp(prefix=owned_prefix("vote")))
     try:
         apply_changes(task, copy.root, dict(changes))
-        (probe / "probe.py").write_text(_PROBE)
-        (probe / "spec.json").write_text(json.dumps({"calls": list(calls), "setup": setup, "per_call": per_call}))
+        language = languages.of(task)
         limit = timeout or task.timeouts.tests
         sandbox = make_sandbox(isolation, copy.root, Limits(timeout=limit), mask=(task.root,) if task.root else (),
-                               image=task.image, runtime=task_runtime(task))
+                               image=task.image, runtime=language.runtime(task))
         binds = {probe: PROBE_DIR}
-        inside = sandbox.inside(probe, binds)
-        command = (f"PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 {_python(task)} {shlex.quote(inside + '/probe.py')} "
-                   f"{shlex.quote(inside + '/spec.json')}")
+        files, command = language.vote.probe(task, calls, setup, per_call, sandbox.inside(probe, binds))
+        for name, text in files.items():
+            (probe / name).write_text(text)
         try:
             run = sandbox.exec(command, timeout=limit, binds=binds)
         finally:
             sandbox.close()
         if run.timed_out:
             return "", f"the probe timed out after {limit:g}s"
-        lines = [line for line in run.output.splitlines() if line.startswith(_MARK)]
+        mark = language.vote.MARK
+        lines = [line for line in run.output.splitlines() if line.startswith(mark)]
         if not lines:
             return "", f"the probe did not finish (exit code {run.exit_code}): {run.output[-300:]}"
-        outputs = json.loads(lines[-1][len(_MARK):])
+        outputs = json.loads(lines[-1][len(mark):])
         return hashlib.sha256(json.dumps(outputs).encode()).hexdigest(), None
     except (ValueError, OSError) as exc:
         return "", f"the probe could not run: {type(exc).__name__}: {exc}"
     finally:
         copy.close()
         shutil.rmtree(probe, ignore_errors=True)
-
-
-def _python(task: Task) -> str:
-    """The interpreter the task's tests use (the first word of `python -m pytest`), else python3."""
-    first = task.test_command.split()[0] if task.test_command.split() else ""
-    return first if "python" in Path(first).name else "python3"

@@ -11,6 +11,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from code_gym.languages import NAMES as LANGUAGES
+
 MANIFEST = "task.toml"
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -75,6 +77,7 @@ class Task:
     pass_to_pass: tuple[str, ...] = ()
     image: str | None = None  # container image for the Docker backend (None: the default image)
     environment: EnvSpec | None = None  # the virtualenv tests and commands run with (None: code-gym's own Python)
+    language: str = "python"  # its adapter in code_gym.languages: how tests run, what the grader owns, the audit
 
     def is_protected(self, path: str) -> bool:
         """True when `path` (relative to the repo root) lies under a protected prefix or is a test file."""
@@ -208,6 +211,9 @@ def load_task(folder: str | Path) -> Task:
             raise TaskError(f"{manifest}: [timeouts] {key} must be a positive number of seconds, got {value!r}")
     f2p = tuple(_node_ids(data, "fail_to_pass", manifest))
     p2p = tuple(_node_ids(data, "pass_to_pass", manifest))
+    language = data.get("language", "python")
+    if language not in LANGUAGES:
+        raise TaskError(f"{manifest}: field 'language' must be one of {', '.join(LANGUAGES)}, got {language!r}")
     image = data.get("image")
     if image is not None and (not isinstance(image, str) or not image):
         raise TaskError(f"{manifest}: field 'image' must be a non-empty string (a container image name)")
@@ -228,6 +234,7 @@ def load_task(folder: str | Path) -> Task:
         fail_to_pass=f2p,
         pass_to_pass=p2p,
         image=image,
+        language=language,
     )
 
 

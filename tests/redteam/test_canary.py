@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from code_gym.grading import canary as canary_tests
-from code_gym.grading import grade as grading
+from code_gym.languages.python import canary as python_canary
 from code_gym.grading.grade import grade
 from code_gym.grading.reference import reference_changes
 from code_gym.rewards import Submission, make_reward
@@ -32,13 +32,13 @@ def _reward(task, changes, result, integrity):
 @pytest.fixture
 def drawn(monkeypatch):
     """The canaries each grade() draws, in order."""
-    made, original = [], canary_tests.make
+    made, original = [], python_canary.make
 
     def make(*args, **kwargs):
         made.append(original(*args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(grading.canary_tests, "make", make)
+    monkeypatch.setattr(python_canary, "make", make)
     return made
 
 
@@ -113,14 +113,14 @@ def test_canary_file_is_new_each_run_and_never_in_the_workspace(drawn):
 
 
 def test_drawn_names_do_not_repeat():
-    paths = {canary_tests.make(("tests/test_a.py",), lambda p: False).path for _ in range(200)}
+    paths = {python_canary.make(("tests/test_a.py",), lambda p: False).path for _ in range(200)}
     assert len(paths) == 200
     assert all(p.startswith("tests/test_") and p.endswith(".py") for p in paths)
-    assert canary_tests.make(("pkg/a_test.py",), lambda p: False).path.endswith("_test.py")
+    assert python_canary.make(("pkg/a_test.py",), lambda p: False).path.endswith("_test.py")
 
 
 def test_the_cross_checks():
-    c = canary_tests.make(("tests/test_a.py",), lambda p: False)
+    c = python_canary.make(("tests/test_a.py",), lambda p: False)
     honest = {**c.expected, "tests/test_a.py::test_x": "passed"}
     assert canary_tests.check(c, honest, 1) == []
     assert canary_tests.check(c, honest, 0)  # a must-fail canary makes exit code 0 impossible
@@ -137,11 +137,11 @@ def test_canary_source_is_ordinary_python_whose_outcomes_are_as_declared(tmp_pat
     """Run the canary file with plain pytest: each test comes out as `expected` says."""
     import subprocess
     import sys
-    c = canary_tests.make(("tests/test_a.py",), lambda p: False)
+    c = python_canary.make(("tests/test_a.py",), lambda p: False)
     (tmp_path / "tests").mkdir()
     (tmp_path / c.path).write_text(c.source)
     junit = tmp_path / "junit.xml"
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
                           f"--junitxml={junit}", c.path], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 1, run.stdout
-    assert grading.parse_junit(junit, tuple(c.expected)) == c.expected
+    assert parse_junit(junit, tuple(c.expected)) == c.expected

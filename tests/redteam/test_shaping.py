@@ -11,7 +11,7 @@ import pytest
 
 from code_gym.actions.parse import ToolCall
 from code_gym.grading.file_policy import apply_changes
-from code_gym.grading.grade import parse_junit
+from code_gym.languages.python.junit import parse_junit
 from code_gym.grading.audit import audit
 from code_gym.rewards.shaping import passed_count
 from code_gym.sandbox import Limits, make_sandbox

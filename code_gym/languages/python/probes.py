@@ -44,7 +44,7 @@ from code_gym.languages.python import probe_child
 from code_gym.languages.python import probe_replay
 
 from code_gym.languages.python import source as pysource
-from code_gym.grading.canary import canary_path
+from code_gym.languages.python.canary import canary_path
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
 from code_gym.util.hostfs import cache_root, owned_prefix
 from code_gym.grading.reference import reference_changes, store_atomically, task_digest
@@ -595,6 +595,11 @@ class Planted:
 
     def is_probe(self, node_id: str) -> bool:
         return self.path is not None and (node_id == self.path or node_id.startswith(self.path + "::"))
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The test ids the probe file gives a run (none without probes)."""
+        return (f"{self.path}::test_probe_replay",) if self.path else ()
 
 
 def lay(root: Path, spec: dict, results: Path, inside: str, test_files: tuple[str, ...]) -> str:

@@ -19,7 +19,7 @@ from code_gym.tasks.task import MANIFEST, Task, load_task
 
 PATCH_NAME = "solution.patch"
 # task.toml keys in the order they are written; tables ([timeouts], [source]) go last
-_KEY_ORDER = ("id", "kind", "statement", "visible_tests", "hidden_tests", "protected_paths", "reference_patch",
+_KEY_ORDER = ("id", "kind", "language", "statement", "visible_tests", "hidden_tests", "protected_paths", "reference_patch",
               "test_command", "fail_to_pass", "pass_to_pass", "image")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from code_gym.languages.python.environments import EnvironmentBuildError, project_environment
+from code_gym import languages
 from code_gym.util.hostfs import cache_root, make_dirs_beneath, open_beneath, owned_prefix, write_beneath
 from code_gym.tasks.loaders.folder import task_id, write_task
 from code_gym.tasks.task import MANIFEST, Task, TaskError, Timeouts, load_task
@@ -41,6 +41,7 @@ REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "proble
 IMAGE_FIELDS = ("image_name", "docker_image", "image")
 # a collection error in one test file (a test importing a name the fix adds) must not hide the
 # results of every other file, so the default test command keeps collecting past it
+LANGUAGE = "python"  # SWE-bench and its family are Python repositories graded by pytest
 TEST_COMMAND = "python -m pytest --continue-on-collection-errors"
 # GitHub's "owner/name": letters, digits, '-', '_', '.', exactly one '/' (and no '..', checked apart)
 REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -283,14 +284,15 @@ def instance_environment(instance: Instance, clone: Path, exported: Path, python
     requirements from the repository at `environment_setup_commit` (else the exported base commit)
     plus the instance's own."""
     where = f"instance {instance.instance_id}"
+    environments = languages.get(LANGUAGE).environments
     setup = instance.environment_setup_commit
     folder = exported if setup in (None, instance.base_commit) else Path(tempfile.mkdtemp(prefix=owned_prefix("envsetup")))
     try:
         if folder != exported:
             export_commit(clone, setup, folder)
-        _, environment = project_environment(folder, python, installer, instance.requirements, sdists)
-    except EnvironmentBuildError as exc:
-        raise EnvironmentBuildError(f"{where}: {exc}", exc.requirement, exc.error) from None
+        _, environment = environments.project_environment(folder, python, installer, instance.requirements, sdists)
+    except environments.EnvironmentBuildError as exc:
+        raise environments.EnvironmentBuildError(f"{where}: {exc}", exc.requirement, exc.error) from None
     finally:
         if folder != exported:
             shutil.rmtree(folder, ignore_errors=True)

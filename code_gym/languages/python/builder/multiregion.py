@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from code_gym.tasks.builder.mutations import Change
+from code_gym.languages.python.builder.mutations import Change
 
 MAX_REGIONS = 3
 MAX_USES = 2  # combinations one validated change may take part in

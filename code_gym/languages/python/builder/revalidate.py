@@ -15,8 +15,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from code_gym.tasks.builder.pipeline import GATES
-from code_gym.tasks.builder.statement import MIN_LEAK_CHARS
+from code_gym.languages.python.builder.pipeline import GATES
+from code_gym.languages.python.builder.statement import MIN_LEAK_CHARS
 from code_gym.grading.grade import grade
 from code_gym.grading.reference import patch_changes, reference_changes
 from code_gym.grading.gates import check_runs

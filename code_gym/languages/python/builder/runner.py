@@ -11,7 +11,8 @@ from pathlib import Path
 
 from code_gym.grading import records as run_records
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
-from code_gym.grading.grade import RESULTS_DIR, parse_junit
+from code_gym.grading.grade import RESULTS_DIR
+from code_gym.languages.python.junit import parse_junit
 from code_gym.languages.python.environments import task_runtime
 from code_gym.sandbox import Limits, PythonEnv, make_sandbox
 from code_gym.sandbox.records import new_nonce

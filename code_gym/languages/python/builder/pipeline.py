@@ -28,14 +28,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from code_gym.tasks.builder import bytecode
-from code_gym.tasks.builder.multiregion import Component, plan, state, unneeded_regions
-from code_gym.tasks.builder.multiregion import apply_changes as apply_region_changes
-from code_gym.tasks.builder.mutations import Change, Function, functions, pick_mutations, remove_body
-from code_gym.tasks.builder.mutations import checker as mutation_checker
-from code_gym.tasks.builder.project import BuildError, EnvOptions, Project, open_project, test_folders
-from code_gym.tasks.builder.runner import SuiteRun, run_tests
-from code_gym.tasks.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
+from code_gym.languages.python.builder import bytecode
+from code_gym.languages.python.builder.multiregion import Component, plan, state, unneeded_regions
+from code_gym.languages.python.builder.multiregion import apply_changes as apply_region_changes
+from code_gym.languages.python.builder.mutations import Change, Function, functions, pick_mutations, remove_body
+from code_gym.languages.python.builder.mutations import checker as mutation_checker
+from code_gym.languages.python.builder.project import BuildError, EnvOptions, Project, open_project, test_folders
+from code_gym.languages.python.builder.runner import SuiteRun, run_tests
+from code_gym.languages.python.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
 from code_gym.languages.python.environments import task_runtime
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
 from code_gym.grading.grade import grade

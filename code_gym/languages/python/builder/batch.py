@@ -31,8 +31,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from code_gym.tasks.builder.pipeline import GATES, MANIFEST_NAME, BuildOptions, build_tasks
-from code_gym.tasks.builder.project import SDIST_SUFFIXES, BuildError
+from code_gym.languages.python.builder.pipeline import GATES, MANIFEST_NAME, BuildOptions, build_tasks
+from code_gym.languages.python.builder.project import SDIST_SUFFIXES, BuildError
 from code_gym.util.hostfs import owned_prefix
 from code_gym.tasks.loaders.folder import task_id
 from code_gym.util.table import format_table

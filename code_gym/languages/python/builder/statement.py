@@ -16,7 +16,7 @@ import textwrap
 from dataclasses import dataclass
 
 from code_gym.languages.python import source as pysource
-from code_gym.tasks.builder.mutations import Change
+from code_gym.languages.python.builder.mutations import Change
 
 # code fragments shorter than this (spaces ignored) are too generic to count as a leak ("return x")
 MIN_LEAK_CHARS = 10
