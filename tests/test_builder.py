@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from code_gym.tasks.builder import BuildError, BuildOptions, build_tasks
+from code_gym.languages.python.builder import BuildError, BuildOptions, build_tasks
 from code_gym.apps.cli import main
 from code_gym.env.environment import CodeRepoEnv
 from code_gym.actions.replay import hermes, patch_to_calls
@@ -229,11 +229,11 @@ def test_built_reference_solutions_pass_the_audit(built):
 
 def test_cli_environment_options_reach_the_builder(tmp_path, monkeypatch):
     # only the CLI's wiring is under test here: the builder itself is replaced by a recorder
-    import code_gym.tasks.builder as builder
+    import code_gym.languages.python.builder as builder
 
     seen = []
 
-    import code_gym.tasks.builder.batch as batch
+    import code_gym.languages.python.builder.batch as batch
 
     def record(source, out, options, **kwargs):
         seen.append(options.environment)
@@ -265,7 +265,7 @@ def op{i}(a, b):
 
 
 def test_a_project_whose_candidates_all_fail_the_gates_is_given_up(tmp_path):
-    from code_gym.tasks.builder.batch import build_many
+    from code_gym.languages.python.builder.batch import build_many
 
     project = tmp_path / "calc"
     for rel, text in UNCHECKED.items():
@@ -336,7 +336,7 @@ def test_tests_inherited_from_another_files_class_keep_their_node_ids(tmp_path):
     """The itsdangerous defect of the task-supply run: the build read node ids back from junit XML,
     which names an inherited test after the file its code is in (tests/test_core.py::test_slug), an
     id pytest does not have; the grader, reading pytest's own ids, then failed the reference."""
-    from code_gym.tasks.builder.revalidate import revalidate_task
+    from code_gym.languages.python.builder.revalidate import revalidate_task
 
     project = tmp_path / "words"
     write_files(project, INHERITED)
@@ -356,8 +356,8 @@ def test_a_whole_test_set_over_half_the_timeout_is_refused_by_the_grader_check(t
     A slow test elsewhere in the suite (4 s here, against a 6 s test timeout) passes every
     candidate check, and every task it makes then fails `tasks revalidate` (the mako task of the
     supply run). The build's grader check runs the whole set once per project and refuses them."""
-    import code_gym.tasks.builder.pipeline as pipeline
-    from code_gym.tasks.builder.revalidate import revalidate_task
+    import code_gym.languages.python.builder.pipeline as pipeline
+    from code_gym.languages.python.builder.revalidate import revalidate_task
 
     project = tmp_path / "words"
     files = {k: v for k, v in INHERITED.items() if k != "tests/test_more.py"}
@@ -378,8 +378,8 @@ def test_tests_that_write_into_their_own_folder_are_refused_by_the_grader_check(
     """mako's cache tests write .dbm files under test/templates/ while they run; the grader counts
     any change to protected test paths during the run as tampering and scores nothing, so every
     such task failed re-validation (`original`) after passing the build's own checks."""
-    import code_gym.tasks.builder.pipeline as pipeline
-    from code_gym.tasks.builder.revalidate import revalidate_task
+    import code_gym.languages.python.builder.pipeline as pipeline
+    from code_gym.languages.python.builder.revalidate import revalidate_task
 
     project = tmp_path / "words"
     files = {k: v for k, v in INHERITED.items() if k != "tests/test_more.py"}
@@ -414,7 +414,7 @@ def test_a_void_of_the_untouched_run_must_repeat_before_a_project_is_refused(tmp
     grader: the first untouched grade (or every one) comes back with a canary finding."""
     import dataclasses
 
-    import code_gym.tasks.builder.pipeline as pipeline
+    import code_gym.languages.python.builder.pipeline as pipeline
     from code_gym.grading.audit import Finding
 
     project = tmp_path / "words"

@@ -1,4 +1,4 @@
-"""The builder's bytecode made once per project (code_gym.tasks.builder.bytecode): a changed module is
+"""The builder's bytecode made once per project (code_gym.languages.python.builder.bytecode): a changed module is
 never run from the original's pyc, a run's folder cannot hand the host a file through a pyc link,
 and task folders hold no bytecode."""
 import importlib.util
@@ -6,8 +6,8 @@ import os
 import py_compile
 import sys
 
-from code_gym.tasks.builder import BuildOptions, build_tasks
-from code_gym.tasks.builder.bytecode import CACHE, compile_sources, harvest
+from code_gym.languages.python.builder import BuildOptions, build_tasks
+from code_gym.languages.python.builder.bytecode import CACHE, compile_sources, harvest
 from code_gym.sandbox import Limits, make_sandbox
 from test_builder import write_project
 

@@ -4,10 +4,10 @@ import textwrap
 
 import pytest
 
-from code_gym.tasks.builder.mutations import OPERATORS, functions, mutation_sites, pick_mutations, remove_body
-from code_gym.tasks.builder.pipeline import check_reference_runs
-from code_gym.tasks.builder.runner import SuiteRun
-from code_gym.tasks.builder.statement import leak, write_statement
+from code_gym.languages.python.builder.mutations import OPERATORS, functions, mutation_sites, pick_mutations, remove_body
+from code_gym.languages.python.builder.pipeline import check_reference_runs
+from code_gym.languages.python.builder.runner import SuiteRun
+from code_gym.languages.python.builder.statement import leak, write_statement
 
 SOURCE = textwrap.dedent('''\
     """Ranges of numbers."""

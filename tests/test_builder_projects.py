@@ -5,8 +5,8 @@ replaced it, and its conftest could not import its helper module)."""
 import shlex
 import textwrap
 
-from code_gym.tasks.builder import BuildOptions, build_tasks
-from code_gym.tasks.builder.project import make_test_command
+from code_gym.languages.python.builder import BuildOptions, build_tasks
+from code_gym.languages.python.builder.project import make_test_command
 from code_gym.grading.grade import grade
 from code_gym.grading.reference import reference_changes
 from code_gym.grading.gates import validate_task

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from code_gym.apps.cli import main
-from code_gym.tasks.builder import BuildOptions, build_tasks
-from code_gym.tasks.builder.batch import STATE_NAME, build_many
-from code_gym.tasks.builder.multiregion import apply_changes
-from code_gym.tasks.builder.mutations import functions, mutation_sites
-from code_gym.tasks.builder.pipeline import _baseline, _Candidate, _evaluate, _Runs
-from code_gym.tasks.builder.project import open_project
-from code_gym.tasks.builder.revalidate import revalidate, revalidate_task
-from code_gym.tasks.builder.runner import run_tests
-from code_gym.tasks.builder.statement import REPORT_FLAGS, leak, parse_failures, write_statement
+from code_gym.languages.python.builder import BuildOptions, build_tasks
+from code_gym.languages.python.builder.batch import STATE_NAME, build_many
+from code_gym.languages.python.builder.multiregion import apply_changes
+from code_gym.languages.python.builder.mutations import functions, mutation_sites
+from code_gym.languages.python.builder.pipeline import _baseline, _Candidate, _evaluate, _Runs
+from code_gym.languages.python.builder.project import open_project
+from code_gym.languages.python.builder.revalidate import revalidate, revalidate_task
+from code_gym.languages.python.builder.runner import run_tests
+from code_gym.languages.python.builder.statement import REPORT_FLAGS, leak, parse_failures, write_statement
 from code_gym.tasks.task import load_task_dir
 from code_gym.grading.gates import validate_task
 from test_builder import write_project
@@ -125,7 +125,7 @@ def test_statement_tells_the_symptom_not_the_function(tmp_path, shop):
 
 
 def test_symptoms_show_printed_values_where_the_test_names_a_variable():
-    from code_gym.tasks.builder.statement import Symptom, describe
+    from code_gym.languages.python.builder.statement import Symptom, describe
     assert describe(Symptom("t", "assert triplet == result", ("assert (1, 2) == (3, 4)",))) == \
         "`triplet` gives `(1, 2)` instead of `(3, 4)`"
     assert describe(Symptom("t", "assert f(2) == [1]", ("assert [] == [1]", " +  where [] = f(2)"))) == \
@@ -134,7 +134,7 @@ def test_symptoms_show_printed_values_where_the_test_names_a_variable():
 
 
 def test_a_symptom_seen_the_same_way_in_several_classes_is_told_once():
-    from code_gym.tasks.builder.statement import Symptom, pick_symptoms
+    from code_gym.languages.python.builder.statement import Symptom, pick_symptoms
 
     text = "def h(x):\n    return x > 1\n"
     fn = next(iter(mutation_sites(next(iter(functions("m.py", text))), text)))  # a change of h, named by no symptom

@@ -10,7 +10,7 @@ import pytest
 import credit
 from code_gym.apps import train
 from code_gym.apps.cli import build_parser, main
-from code_gym.tasks.builder import batch
+from code_gym.languages.python.builder import batch
 from code_gym.env.environment import CodeRepoEnv
 from code_gym.rewards import make_reward
 from code_gym.sandbox import ISOLATION_KINDS
@@ -179,7 +179,7 @@ def test_docs_state_the_real_default_reward():
 
 
 @pytest.mark.parametrize("doc, name, module", [
-    ("tasks.md", "EnvOptions", "code_gym.tasks.builder.project"),
+    ("tasks.md", "EnvOptions", "code_gym.languages.python.builder.project"),
     ("rewards.md", "ClientConfig", "code_gym.apps.client"),
 ])
 def test_docs_name_the_module_of_a_class_they_show(doc, name, module):

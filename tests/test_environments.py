@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from code_gym.tasks.builder import BuildError, BuildOptions, build_tasks
-from code_gym.tasks.builder.project import EnvOptions
+from code_gym.languages.python.builder import BuildError, BuildOptions, build_tasks
+from code_gym.languages.python.builder.project import EnvOptions
 from code_gym.env.environment import CodeRepoEnv
 from code_gym.languages.python.environments import (BASE_REQUIREMENTS, EnvironmentBuildError, build_environment, default_python,
                                    environment_spec, project_environment, project_requirements)

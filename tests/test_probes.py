@@ -59,7 +59,7 @@ def test_humaneval_references_pass_their_probes():
 
 
 def test_built_task_references_pass_their_probes(tmp_path):
-    from code_gym.tasks.builder import BuildOptions, build_tasks
+    from code_gym.languages.python.builder import BuildOptions, build_tasks
     from test_builder import write_project
 
     report = build_tasks(write_project(tmp_path / "shop"), tmp_path / "built",

@@ -52,7 +52,7 @@ def test_every_bundled_task_declares_its_lists():
 
 def test_runs_below_one_are_refused(tiny_task):
     """With runs=0 every reference gate passed with nothing run ("reference passes 0/0 ... ok")."""
-    from code_gym.tasks.builder.revalidate import revalidate_task
+    from code_gym.languages.python.builder.revalidate import revalidate_task
 
     for runs in (0, -2, 1.5, True):
         with pytest.raises(ValueError, match="runs must be an integer >= 1"):
