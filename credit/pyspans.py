@@ -1,12 +1,11 @@
 """Python block spans of many hunk sides at once, for sides whose structure indentation decides.
 
-`credit.split` gives a Python hunk side's syntax units from tree-sitter-python's compound-statement
-nodes (function, class, decorated definition, if, for, while, try, with, match). Parsing costs
-about as much as everything else in DiDPO together, so `python_spans` first reads the sides in a
-few vectorized passes over their bytes and answers for the sides in a subset where the nodes follow
-from the lines alone; tree-sitter parses the rest (`answered` is False for them). credit/_pyspans.c
-reads them the same way a row at a time, about ten times faster, where it is built; the numpy
-passes stay as the fallback and as the oracle its tests hold it to.
+The Python grammar's fast reader (`credit.syntax.GRAMMARS["python"].reader`): `credit.split` gives
+a hunk side's syntax units from its grammar's block nodes, and parsing costs as much as the rest of
+DiDPO together (docs/benchmarks.md, "credit": tree-sitter alone put the refbench batches over
+credit's budget). So `python_spans` first reads the Python sides in a few vectorized passes over
+their bytes and answers for the sides in a subset where the nodes follow from the lines alone;
+tree-sitter-python parses the rest (`answered` is False for them).
 
 The subset: string literals end on their line (no triple-quoted text across lines, no f-string
 replacement fields) and no backslash stands outside them, so a logical line ends where its brackets
@@ -90,7 +89,6 @@ def python_spans(data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     Returns:
       (answered (n_groups,) bool, first (k,), last (k,)): inclusive row spans (indices into the
       rows) of the answered groups' nodes, sorted by group, first and last row.
-
     """
     if starts.shape[0] == 0:
         return np.ones(n_groups, bool), np.zeros(0, np.int64), np.zeros(0, np.int64)

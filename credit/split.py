@@ -4,10 +4,11 @@ A sub-diff (unit) is a set of changed lines of one edit type (added or deleted) 
 
   file    all added (or deleted) lines of one file
   hunk    all added (or deleted) lines of one hunk
-  syntax  the changed lines inside one function / class / compound statement: tree-sitter-python
-          parses the hunk side (its changed lines and the context between them) for Python files;
-          other files, and Python that does not parse, use indentation blocks (a line and the more
-          indented lines below it, a closing bracket at the same indent included)
+  syntax  the changed lines inside one function / class / compound statement: the file's
+          tree-sitter grammar (`credit.syntax`) parses the hunk side (its changed lines and the
+          context between them); files no grammar reads, and sides that do not parse, use
+          indentation blocks (a line and the more indented lines below it, a closing bracket at
+          the same indent included)
   block   a maximal run of consecutive changed lines of one edit type
 
 Units with the same line set are kept once (the coarsest level wins). Binary files and pure
@@ -35,18 +36,13 @@ import numpy as np
 import unidiff
 
 from credit._util import csr_pointers, lexsort_ints, ranges, segment_starts
-from credit.pyspans import python_spans
-from credit.text import WHITESPACE, skip_spaces
+from credit.syntax import Grammar, block_spans, grammar_for
+from credit.text import skip_spaces
 
 LEVELS = ("file", "hunk", "syntax", "block")
 SYNTAX_MODES = ("tree-sitter", "indent")
 ADDED, DELETED = 1, -1
 
-_PYTHON_BLOCKS = (
-    "function_definition", "class_definition", "decorated_definition", "if_statement",
-    "for_statement", "while_statement", "try_statement", "with_statement", "match_statement",
-)
-_CLOSERS = ("}", ")", "]", "end")
 # diffs split together: a batch's scans and unit passes are vectorized over all its diffs at once,
 # and past a few thousand diffs their arrays outgrow the cache (the refbench large batch, 13.8k
 # diffs: 660 ms in one piece, ~500 in pieces of 2,048; docs/benchmarks.md)
@@ -169,8 +165,9 @@ def split_diff(
     Args:
       diff: the diff text; "" gives no units.
       levels: any of "file", "hunk", "syntax", "block".
-      syntax: "tree-sitter" (Python files parsed by tree-sitter-python, indentation blocks for the
-        rest) or "indent" (indentation blocks everywhere, faster).
+      syntax: "tree-sitter" (each file parsed by its grammar in `credit.syntax.GRAMMARS`,
+        indentation blocks for files no grammar reads) or "indent" (indentation blocks everywhere,
+        faster).
       min_syntax_lines: hunk sides with fewer changed lines get no syntax units (a block of one
         or two lines is the same as its line block).
 
@@ -460,8 +457,8 @@ def _first_appearance(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _units(body: _Body, n_diffs: int, want: tuple[bool, ...], tree_sitter: bool, min_syntax_lines: int) -> DiffBatch:
-    """Units of every diff from its hunk bodies (vectorized, apart from one memoised block
-    search per Python hunk side)."""
+    """Units of every diff from its hunk bodies (vectorized, apart from one parse per distinct hunk
+    side that a grammar reads)."""
     changed = np.flatnonzero(body.type != 0)
     n_lines = changed.shape[0]
     cid = np.full(body.type.shape[0], -1, np.int64)
@@ -515,16 +512,19 @@ def _syntax_units(body: _Body, cid: np.ndarray, side: np.ndarray, tree_sitter: b
     rows, row_side = rows[keep], row_side[keep]
     n_rows = np.bincount(row_side, minlength=sides.shape[0])
     base = segment_starts(n_rows)
-    python = np.zeros(sides.shape[0], bool)
-    if tree_sitter:
-        is_py = np.fromiter((p.endswith((".py", ".pyi")) for p in body.file_paths), bool, len(body.file_paths))
-        python = is_py[body.file[lo[sides]]]
-    # Python sides: read in vectorized passes where indentation decides (`credit.pyspans`), else
-    # parsed by tree-sitter (memoised per text); the rest, and Python that does not parse, by
+    # sides a grammar reads: parsed (`credit.syntax`); the rest, and sides that do not parse, by
     # indentation in one vectorized pass
-    by_indent = ~python
-    lo_arr, hi_arr, span_side, parsed = _python_side_spans(body, rows, row_side, base, n_rows, np.flatnonzero(python))
-    by_indent[np.flatnonzero(python)[~parsed]] = True
+    by_indent = np.ones(sides.shape[0], bool)
+    parts = []
+    if tree_sitter:
+        grammars = [grammar_for(p) for p in body.file_paths]
+        side_file = body.file[lo[sides]]
+        for grammar in dict.fromkeys(g for g in grammars if g is not None):
+            read = np.fromiter((g is grammar for g in grammars), bool, len(grammars))
+            chosen = np.flatnonzero(read[side_file])
+            parts.append(_parsed_side_spans(grammar, body, rows, base, n_rows, chosen))
+            by_indent[chosen[parts[-1][3]]] = False
+    lo_arr, hi_arr, span_side = (_cat([p[k] for p in parts]) for k in range(3))
     if by_indent.any():
         at = np.flatnonzero(by_indent[row_side])
         first, last = _indent_blocks(*body.shapes(rows[at]), row_side[at])
@@ -541,53 +541,51 @@ def _syntax_units(body: _Body, cid: np.ndarray, side: np.ndarray, tree_sitter: b
     return 2, body.file[lo[sides[span_side]]], owner[keep], members[keep]
 
 
-def _python_side_spans(body: _Body, rows: np.ndarray, row_side: np.ndarray, base: np.ndarray, n_rows: np.ndarray,
-                       py_sides: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Block spans of the Python sides, each distinct side text read once: by `credit.pyspans`
-    where it answers, else by tree-sitter (memoised per text).
+def _parsed_side_spans(grammar: Grammar, body: _Body, rows: np.ndarray, base: np.ndarray, n_rows: np.ndarray,
+                       chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Block spans of the `chosen` sides, each distinct side text read once: by the grammar's reader
+    where it answers, else parsed (`credit.syntax`).
 
     Returns:
-      (lo, hi) row spans (hi exclusive) and their side, and per Python side whether it parsed
-      (False: tree-sitter reported an error, indentation blocks apply).
+      (lo, hi) row spans (hi exclusive) and their side, and per chosen side whether it parsed
+      (False: the grammar found an error, indentation blocks apply).
     """
-    empty = np.zeros(0, np.int64)
-    if py_sides.shape[0] == 0:
-        return empty, empty, empty, np.zeros(0, bool)
-    sizes = n_rows[py_sides]
-    uid = sequence_ids(body.source, body.at[rows[ranges(base[py_sides], base[py_sides] + sizes)]], sizes)
+    sizes = n_rows[chosen]
+    uid = sequence_ids(body.source, body.at[rows[ranges(base[chosen], base[chosen] + sizes)]], sizes)
     _, first_of = np.unique(uid, return_index=True)
-    rep = py_sides[first_of]  # one side per distinct text, in id order
-    rep_rows = ranges(base[rep], base[rep] + n_rows[rep])
+    rep = chosen[first_of]  # one side per distinct text, in id order
+    n_rep = rep.shape[0]
     rep_base = segment_starts(n_rows[rep])
-    answered, first, last = python_spans(body.data, body.start[rows[rep_rows]], body.end[rows[rep_rows]],
-                                         np.repeat(np.arange(rep.shape[0]), n_rows[rep]), rep.shape[0])
-    span_u = np.searchsorted(rep_base, first, side="right") - 1
-    rel_lo, rel_hi = [first - rep_base[span_u]], [last + 1 - rep_base[span_u]]
-    owners = [span_u]
-    parsed = np.ones(rep.shape[0], bool)
-    unanswered = np.flatnonzero(~answered)
-    texts = body.texts(rows[ranges(base[rep[unanswered]], base[rep[unanswered]] + n_rows[rep[unanswered]])])
-    at = 0
-    found_u, found_lo, found_hi = [], [], []
-    for u, m in zip(unanswered.tolist(), n_rows[rep[unanswered]].tolist()):
-        spans = _python_block_spans(tuple(texts[at:at + m]))
-        at += m
-        if spans is None:
-            parsed[u] = False
-            continue
-        found_u.extend([u] * len(spans))
-        found_lo.extend(f for f, _ in spans)
-        found_hi.extend(l + 1 for _, l in spans)
-    owners.append(np.asarray(found_u, np.int64))
-    rel_lo.append(np.asarray(found_lo, np.int64))
-    rel_hi.append(np.asarray(found_hi, np.int64))
-    owner, rel_lo, rel_hi = np.concatenate(owners), np.concatenate(rel_lo), np.concatenate(rel_hi)
+    owner, rel_lo, rel_hi = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    answered = np.zeros(n_rep, bool)
+    if grammar.reader is not None:
+        rep_rows = rows[ranges(base[rep], base[rep] + n_rows[rep])]
+        answered, first, last = grammar.reader(body.data, body.start[rep_rows], body.end[rep_rows],
+                                               np.repeat(np.arange(n_rep), n_rows[rep]), n_rep)
+        span_rep = np.searchsorted(rep_base, first, side="right") - 1
+        owner.append(span_rep)
+        rel_lo.append(first - rep_base[span_rep])
+        rel_hi.append(last + 1 - rep_base[span_rep])
+    left = np.flatnonzero(~answered)
+    texts = body.texts(rows[ranges(base[rep[left]], base[rep[left]] + n_rows[rep[left]])])
+    bounds = segment_starts(n_rows[rep[left]]).tolist() + [len(texts)]
+    sides = [tuple(texts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    # texts equal but for their +/- markers (a line added in one side, context in another) parse once
+    spans_of = dict(zip(dict.fromkeys(sides), block_spans(grammar, list(dict.fromkeys(sides)))))
+    found = [spans_of[side] for side in sides]
+    parsed = np.ones(n_rep, bool)
+    parsed[left] = np.fromiter((spans is not None for spans in found), bool, len(found))
+    count = np.fromiter((len(spans or ()) for spans in found), np.int64, len(found))
+    owner.append(np.repeat(left, count))
+    rel_lo.append(np.fromiter((f for spans in found if spans for f, _ in spans), np.int64, int(count.sum())))
+    rel_hi.append(np.fromiter((last + 1 for spans in found if spans for _, last in spans), np.int64, int(count.sum())))
+    owner, rel_lo, rel_hi = np.concatenate(owner), np.concatenate(rel_lo), np.concatenate(rel_hi)
     order = lexsort_ints((owner,))
     owner, rel_lo, rel_hi = owner[order], rel_lo[order], rel_hi[order]
-    ptr = np.searchsorted(owner, np.arange(rep.shape[0] + 1))
+    ptr = np.searchsorted(owner, np.arange(n_rep + 1))
     # every side gets the spans of its text, moved to its rows
     take = ranges(ptr[uid], ptr[uid + 1])
-    side_of = np.repeat(py_sides, ptr[uid + 1] - ptr[uid])
+    side_of = np.repeat(chosen, ptr[uid + 1] - ptr[uid])
     return base[side_of] + rel_lo[take], base[side_of] + rel_hi[take], side_of, parsed[uid]
 
 
@@ -714,90 +712,6 @@ def _assemble(pieces: list, body: _Body, changed: np.ndarray, n_diffs: int, file
 
 def _cat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
-
-
-def _block_spans(rows: tuple[str, ...], python: bool) -> tuple[tuple[int, int], ...]:
-    """Inclusive (first, last) row spans of the blocks in `rows`; memoised on the text."""
-    if python:
-        spans = _python_block_spans(rows)
-        if spans is not None:
-            return spans
-    return _indent_spans(rows, row_indents(rows))
-
-
-def row_indents(rows: Sequence[str]) -> list[int]:
-    """Leading (ASCII) whitespace of each row, -1 for a blank row."""
-    return [len(r) - len(r.lstrip(WHITESPACE)) if r.strip(WHITESPACE) else -1 for r in rows]
-
-
-@functools.lru_cache(maxsize=8192)
-def _python_block_spans(rows: tuple[str, ...]) -> Optional[tuple[tuple[int, int], ...]]:
-    """Tree-sitter's block spans of Python rows, memoised on the text; None when they do not parse."""
-    if not any(":" in r for r in rows):
-        return ()  # every Python block header has a colon
-    return _python_spans(rows, row_indents(rows))
-
-
-def _python_spans(rows: tuple[str, ...], indents: list[int]) -> Optional[tuple[tuple[int, int], ...]]:
-    """Block spans from tree-sitter-python, or None when the snippet does not parse cleanly."""
-    parser, query = _tree_sitter()
-    base = min((d for d in indents if d >= 0), default=0)
-    source = "\n".join(r[base:] if d >= 0 else "" for r, d in zip(rows, indents)).encode("utf-8")
-    root = parser.parse(source).root_node
-    if root.has_error:
-        return None
-    from tree_sitter import QueryCursor
-
-    spans = []
-    for node in QueryCursor(query).captures(root).get("block", ()):
-        (first, _), (last, col) = node.start_point, node.end_point
-        spans.append((first, last - 1 if col == 0 and last > first else last))
-    return tuple(sorted(set(spans)))
-
-
-def _indent_spans(rows: tuple[str, ...], indents: list[int]) -> tuple[tuple[int, int], ...]:
-    """Language-agnostic blocks: a line plus the following more-indented lines.
-
-    A line at the block's own indent that starts with a closing bracket (or `end`) closes it.
-    """
-    spans = []
-    stack: list[list[int]] = []  # [indent, first row, last row]
-    for r, d in enumerate(indents):
-        if d < 0:
-            continue
-        closes = rows[r].lstrip().startswith(_CLOSERS)
-        while stack and stack[-1][0] >= d:
-            indent, first, last = stack.pop()
-            if closes and indent == d:
-                last, closes = r, False
-                d = -1  # consumed: this row is part of the popped block, not a new one
-            if last > first:
-                spans.append((first, last))
-            if stack:
-                stack[-1][2] = max(stack[-1][2], last)
-            if d < 0:
-                break
-        if d >= 0:
-            if stack:
-                stack[-1][2] = r
-            stack.append([d, r, r])
-    while stack:
-        indent, first, last = stack.pop()
-        if last > first:
-            spans.append((first, last))
-        if stack:
-            stack[-1][2] = max(stack[-1][2], last)
-    return tuple(sorted(spans))
-
-
-@functools.lru_cache(maxsize=1)
-def _tree_sitter():
-    import tree_sitter
-    import tree_sitter_python
-
-    language = tree_sitter.Language(tree_sitter_python.language())
-    query = tree_sitter.Query(language, "[" + " ".join(f"({t})" for t in _PYTHON_BLOCKS) + "] @block")
-    return tree_sitter.Parser(language), query
 
 
 _EMPTY = SubDiffs(

@@ -257,7 +257,42 @@ def test_vectorized_indentation_blocks_match_the_stack_scan():
         g = int(np.searchsorted(base, f, side="right") - 1)
         got[g].append((f - base[g], l - base[g]))
     for group, spans in zip(groups, got):
-        assert tuple(spans) == split_module._indent_spans(tuple(group), split_module.row_indents(group)), group
+        assert tuple(spans) == _stack_indent_spans(group), group
+
+
+def _stack_indent_spans(rows: list[str]) -> tuple[tuple[int, int], ...]:
+    """Indentation blocks by a stack scan (the oracle): a line plus the following more-indented
+    lines; a line at the block's own indent that starts with a closing bracket (or `end`) closes it."""
+    spaces = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+    indents = [len(r) - len(r.lstrip(spaces)) if r.strip(spaces) else -1 for r in rows]
+    spans = []
+    stack: list[list[int]] = []  # [indent, first row, last row]
+    for r, d in enumerate(indents):
+        if d < 0:
+            continue
+        closes = rows[r].lstrip().startswith(("}", ")", "]", "end"))
+        while stack and stack[-1][0] >= d:
+            indent, first, last = stack.pop()
+            if closes and indent == d:
+                last, closes = r, False
+                d = -1  # consumed: this row is part of the popped block, not a new one
+            if last > first:
+                spans.append((first, last))
+            if stack:
+                stack[-1][2] = max(stack[-1][2], last)
+            if d < 0:
+                break
+        if d >= 0:
+            if stack:
+                stack[-1][2] = r
+            stack.append([d, r, r])
+    while stack:
+        indent, first, last = stack.pop()
+        if last > first:
+            spans.append((first, last))
+        if stack:
+            stack[-1][2] = max(stack[-1][2], last)
+    return tuple(sorted(spans))
 
 
 @pytest.mark.parametrize("chunk", [7, 64])
