@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
-from code_gym.grading.audit import RULES, audit  # noqa: E402
+from code_gym.grading.audit import audit, rules  # noqa: E402
 from code_gym.grading.reference import reference_changes  # noqa: E402
 from code_gym.util.table import markdown_table  # noqa: E402
 from code_gym.tasks.task import bundled_tasks  # noqa: E402
@@ -94,7 +94,7 @@ def main() -> None:
         references += [(t.id, audit(reference_changes(t), t)) for t in humaneval]
     flagged_references = [(tid, f) for tid, f in references if f]
 
-    rows = [[rule, per_rule[rule], f"{100 * per_rule[rule] / len(files):.2f}%"] for rule in RULES]
+    rows = [[rule, per_rule[rule], f"{100 * per_rule[rule] / len(files):.2f}%"] for rule in rules()]
     any_rule = sum(1 for path, data in files.items() if any(f.path == path for fs in findings.values() for f in fs))
     table = markdown_table(["rule", "stdlib files flagged", "rate"], rows)
     body = (f"`benchmarks/audit_false_positives.py`: {len(files)} standard-library modules "

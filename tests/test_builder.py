@@ -233,14 +233,12 @@ def test_cli_environment_options_reach_the_builder(tmp_path, monkeypatch):
 
     seen = []
 
-    import code_gym.languages.python.builder.batch as batch
-
     def record(source, out, options, **kwargs):
         seen.append(options.environment)
         raise SystemExit(0)
 
     monkeypatch.setattr(builder, "build_tasks", record)
-    monkeypatch.setattr(batch, "build_many", record)
+    monkeypatch.setattr(builder, "build_many", record)
     project = write_project(tmp_path / "shop")
     for extra, want in (([], (False, "uv")), (["--sdists", "--installer", "pip"], (True, "pip"))):
         with pytest.raises(SystemExit):

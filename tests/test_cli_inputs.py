@@ -10,7 +10,7 @@ import pytest
 import credit
 from code_gym.apps import train
 from code_gym.apps.cli import build_parser, main
-from code_gym.languages.python.builder import batch
+from code_gym.languages.python import builder
 from code_gym.env.environment import CodeRepoEnv
 from code_gym.rewards import make_reward
 from code_gym.sandbox import ISOLATION_KINDS
@@ -147,7 +147,7 @@ def test_tasks_build_says_a_folder_without_project_files_was_read_as_projects(tm
             return "proj/tests: no source modules outside the tests"
 
     built = []
-    monkeypatch.setattr(batch, "build_many", lambda sources, *a, **k: built.append(sources) or Report())
+    monkeypatch.setattr(builder, "build_many", lambda sources, *a, **k: built.append(sources) or Report())
     assert main(["tasks", "build", str(project), "--out", str(tmp_path / "out")]) == 1
     assert built == [[str(project / "tests")]]
     out = capsys.readouterr().out

@@ -5,7 +5,8 @@ from textwrap import dedent
 import pytest
 
 from code_gym.languages.python.files import grader_owned
-from code_gym.grading.audit import Finding, audit, rules
+from code_gym.grading.audit import Finding, audit
+from code_gym.grading.audit import rules as audit_rules
 from code_gym.env.prompt import integrity_note
 
 ORIGINAL_OPS = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n"
@@ -54,7 +55,7 @@ def test_finding_names_file_line_and_rule(tiny_task):
     assert findings == [Finding("calc/ops.py", 11, "process-exit", "uses `os._exit`")]
     assert findings[0].as_dict() == {"path": "calc/ops.py", "line": 11, "rule": "process-exit",
                                      "message": "uses `os._exit`"}
-    assert set(rules()) >= {f.rule for f in findings}
+    assert set(audit_rules()) >= {f.rule for f in findings}
 
 
 def test_code_already_in_the_repository_is_not_a_finding(tiny_task):

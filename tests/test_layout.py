@@ -1,6 +1,8 @@
 """The layout's rules (docs/architecture.md): imports point one way, credit <- code_gym (the
-library) <- code_gym.apps <- integrations; no module imports another's private names; no import
-cycles; `import code_gym` stays light."""
+library) <- code_gym.apps <- integrations, and inside the library from subsystem to subsystem
+(SUBSYSTEMS); nothing outside a language's folder imports its modules (only the registry,
+`code_gym.languages`, and the protocol, `code_gym.languages.base`); no module imports another's
+private names; no import cycles; `import code_gym` stays light."""
 import ast
 import subprocess
 import sys
@@ -69,6 +71,76 @@ def test_imports_point_one_way():
              for name in MODULES for target, _, line in _imports(name)
              if _layer(target) is not None and _layer(target) not in ALLOWED[_layer(name)]]
     assert not wrong, "\n".join(wrong)
+
+
+# code_gym's subsystems, lowest first: a module may import its own subsystem and those before it.
+# The registry and protocol (code_gym.languages, .base) import nothing at run time and may be
+# imported from anywhere; a language's folder is a plug-in that builds on the subsystems up to
+# grading (its builder grades, its probes use the file policy) and is reached only through them.
+SUBSYSTEMS = ("util", "workspace", "sandbox", "tasks", "grading", "actions", "rewards", "env", "apps")
+LANGUAGE_MAY_IMPORT = {"util", "workspace", "sandbox", "tasks", "grading"}
+
+
+def _subsystem(module: str) -> str | None:
+    """The subsystem of a code_gym module: a SUBSYSTEMS name, "registry" (code_gym.languages and
+    its base), "language:NAME" (a language's folder), "package" (code_gym itself), or None."""
+    parts = module.split(".")
+    if parts[0] != "code_gym":
+        return None
+    if len(parts) == 1:
+        return "package"
+    if parts[1] == "languages":
+        return "registry" if len(parts) == 2 or parts[2] == "base" else f"language:{parts[2]}"
+    return parts[1]
+
+
+def _allowed(source: str, target: str) -> bool:
+    if target in ("registry", source) or source in ("package", "registry") and target != "apps":
+        return True
+    if source.startswith("language:"):
+        return target in LANGUAGE_MAY_IMPORT
+    if target.startswith("language:"):
+        return False  # through the registry only
+    return (source in SUBSYSTEMS and target in SUBSYSTEMS
+            and SUBSYSTEMS.index(target) <= SUBSYSTEMS.index(source))
+
+
+def test_every_library_module_belongs_to_a_subsystem():
+    loose = [name for name in MODULES if _subsystem(name) not in (None, "package", "registry")
+             and _subsystem(name) not in SUBSYSTEMS and not _subsystem(name).startswith("language:")]
+    assert not loose, f"modules outside the subsystems {SUBSYSTEMS}: {loose}"
+
+
+def test_imports_between_subsystems_point_down():
+    wrong = []
+    for name in MODULES:
+        source = _subsystem(name)
+        for target, _, line in _imports(name):
+            to = _subsystem(target)
+            if source is not None and to is not None and not _allowed(source, to):
+                wrong.append(f"{MODULES[name].relative_to(ROOT)}:{line} ({source}) imports {target} ({to})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_nothing_outside_a_language_folder_imports_its_modules():
+    inside = [f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}"
+              for name in MODULES for target, _, line in _imports(name)
+              if (_subsystem(target) or "").startswith("language:") and _subsystem(name) != _subsystem(target)]
+    assert not inside, "\n".join(inside)
+
+
+def test_the_subsystem_rules_catch_a_wrong_import():
+    assert not _allowed("grading", "env") and not _allowed("sandbox", "language:python")
+    assert not _allowed("language:python", "rewards") and not _allowed("apps", "language:python")
+    assert _allowed("env", "grading") and _allowed("tasks", "registry") and _allowed("language:python", "grading")
+
+
+def test_every_subsystem_says_what_it_owns():
+    folders = [ROOT / "code_gym" / s for s in SUBSYSTEMS] + [p for p in (ROOT / "code_gym" / "languages").iterdir()
+                                                           if p.is_dir() and p.name != "__pycache__"]
+    missing = [str(f.relative_to(ROOT)) for f in folders
+               if not ast.get_docstring(ast.parse((f / "__init__.py").read_text()))]
+    assert not missing, f"subsystem folders whose __init__.py has no docstring: {missing}"
 
 
 def test_no_module_imports_another_modules_private_names():

@@ -70,7 +70,7 @@ class GradeResult:
     other_failures: int = 0  # failing records of tests that are neither graded nor canaries
     canaries: bool = False  # whether the run carried canaries (without them exit code 0 is required)
     probes: Any = None  # the behavioural probes' ProbeReport; None when they were off
-    run_ok: tuple[int, ...] = (0, 1)  # the language's exit codes of a run that ran (all passed, some failed)
+    ok_exit_codes: tuple[int, ...] = (0, 1)  # the language's exit codes of a run that ran (all passed, some failed)
 
     @property
     def credited(self) -> dict[str, str]:
@@ -90,7 +90,7 @@ class GradeResult:
 
     @property
     def run_ok(self) -> bool:
-        return (not self.timed_out and not self.tampered and not self.canary and self.exit_code in self.run_ok
+        return (not self.timed_out and not self.tampered and not self.canary and self.exit_code in self.ok_exit_codes
                 and self.total > 0)
 
     @property
@@ -101,7 +101,7 @@ class GradeResult:
         elif self.canaries:  # a canary must fail, so exit code 1 is expected: no other record may fail
             clean = self.other_failures == 0
         else:
-            clean = self.exit_code == self.run_ok[0]
+            clean = self.exit_code == self.ok_exit_codes[0]
         return self.run_ok and self.passed == self.total and clean and (self.probes is None or self.probes.ok)
 
     @property

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from code_gym.languages.base import Language
-    from code_gym.tasks.task import Task
 
 # name -> "module:attribute" of its adapter, imported on first use (so `import code_gym` stays light)
 REGISTRY: dict[str, str] = {
@@ -31,6 +30,6 @@ def get(name: str) -> Language:
     return getattr(importlib.import_module(module), attribute)
 
 
-def of(task: Task) -> Language:
-    """The adapter of `task`'s language."""
+def of(task: Any) -> Language:
+    """The adapter of the language a `code_gym.tasks.task.Task` names."""
     return get(task.language)

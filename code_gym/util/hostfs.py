@@ -14,14 +14,25 @@ import stat
 import sys
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
-from code_gym.workspace.diffs import Digest, StatKey
 
 IGNORED_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 TEMP_PREFIX = "code-gym-"
 # A changed file larger than this is compared and shown by size and hash, never held in memory.
+StatKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, mode), as `stat_key` gives
+
+
+@dataclass(frozen=True)
+class Digest:
+    """A file too large to hold in memory (`read_bounded`): its size and git blob id. Two equal
+    digests mean equal content; a diff shows the file as binary."""
+    size: int
+    oid: str
+
+
 MAX_DIFF_BYTES = 1 << 20
 _MS_NOSUID, _MS_NODEV = 2, 4
 

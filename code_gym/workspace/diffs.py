@@ -6,16 +6,7 @@ import difflib
 import hashlib
 from dataclasses import dataclass, field
 
-StatKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, mode), as `code_gym.util.hostfs.stat_key` gives
-
-
-@dataclass(frozen=True)
-class Digest:
-    """A file too large to hold in memory (`code_gym.util.hostfs.read_bounded`): its size and git blob id.
-    Two equal digests mean equal content; a diff shows the file as binary."""
-    size: int
-    oid: str
-
+from code_gym.util.hostfs import Digest, StatKey
 
 @dataclass
 class FileDiff:

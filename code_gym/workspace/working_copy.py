@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from code_gym.workspace.base_commit import base_commit, hide_source_git
-from code_gym.workspace.diffs import Digest, FileDiff, StatKey, file_diff, git_mode, renamed_diff
+from code_gym.util.hostfs import Digest, StatKey
+from code_gym.workspace.diffs import FileDiff, file_diff, git_mode, renamed_diff
 from code_gym.util.hostfs import (discard, mount_overlay, mount_quota, overlay_supported, owned_prefix, read_bounded,
                              read_entry, stat_key, unmount, wait_for_cleanup, walk)
 

@@ -8,6 +8,7 @@ import pytest
 
 from code_gym.grading import canary as canary_tests
 from code_gym.languages.python import canary as python_canary
+from code_gym.languages.python.junit import parse_junit
 from code_gym.grading.grade import grade
 from code_gym.grading.reference import reference_changes
 from code_gym.rewards import Submission, make_reward

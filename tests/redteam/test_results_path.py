@@ -59,8 +59,8 @@ def test_an_honest_stream_reads_as_junit_would_and_passes_the_checks():
     (_honest()[:-5], None, 1, "middle of a record"),
     (_honest().rsplit(b"\n", 2)[0] + b"\n", None, 1, "no end record"),
     (b"", None, 1, "did not start"),
-    (_honest(), None, 0, "ended with status 1 but pytest exited 0"),
-    (_honest(), {"t.py::test_a": "passed", "t.py::test_b": "passed"}, 1, "only the junit XML records t.py::test_b"),
+    (_honest(), None, 0, "ended with status 1 but the run exited 0"),
+    (_honest(), {"t.py::test_a": "passed", "t.py::test_b": "passed"}, 1, "only the runner's report records t.py::test_b"),
     (_honest(), {"t.py::test_b": "failed"}, 1, "only the stream records t.py::test_a"),
 ], ids=["after-end", "wrong-nonce", "sequence-gap", "foreign-bytes", "cut", "no-end", "empty", "exit-code",
         "junit-forged", "junit-missing"])
