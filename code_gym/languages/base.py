@@ -87,6 +87,8 @@ class Language(Protocol):
     grammar: str  # credit's tree-sitter grammar for sub-diff syntax units (`credit.syntax`)
     rules: dict[str, str]  # the audit rules it adds: name -> what a finding of it means
     run_ok: tuple[int, ...]  # exit codes of a test run that ran to its end (tests may have failed)
+    default_test_command: str  # task.toml's test_command when it names none
+    grading_rules: str  # for the agent's prompt: the files and tricks the audit fails, in a phrase
 
     # -- environment
     def runtime(self, task: Task) -> Runtime:

@@ -20,21 +20,20 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
+from code_gym import languages
 from code_gym.actions.parse import ToolCall
 from code_gym.grading.audit import audit
 from code_gym.tasks.task import Task
 from code_gym.actions.tools import RunRecords, ToolResult
 
-_RUN_OK = (0, 1)  # pytest: all passed, some failed; anything else means the run itself failed
-
-
-def passed_count(records: RunRecords | None, visible: tuple[str, ...]) -> int | None:
+def passed_count(records: RunRecords | None, visible: tuple[str, ...], run_ok: tuple[int, ...] = (0, 1)) -> int | None:
     """Visible tests recorded as passed in a `run_tests` call's records (test ids in the files
-    `visible`), or None when the run gives no count to trust."""
-    if records is None or records.timed_out or records.exit_code not in _RUN_OK or not records.tests:
+    `visible`), or None when the run gives no count to trust. `run_ok`: the task's language's exit
+    codes of a run that ran, all passed first (`Language.run_ok`; pytest's by default)."""
+    if records is None or records.timed_out or records.exit_code not in run_ok or not records.tests:
         return None
     failing = any(outcome in ("failed", "error") for outcome in records.tests.values())
-    if failing == (records.exit_code == 0):
+    if failing == (records.exit_code == run_ok[0]):
         return None  # exit code and records disagree: something rewrote one of them
     return sum(1 for test, outcome in records.tests.items() if outcome == "passed" and test.split("::")[0] in visible)
 
@@ -100,7 +99,7 @@ class ShapingState:
         entries: dict[str, dict] = {}
         if invalid and self.shaping.invalid:
             entries["invalid_action"] = {"value": 1.0, "weight": -self.shaping.invalid, "reward": -self.shaping.invalid}
-        counts = [passed_count(r.records, self.task.visible_tests) for c, r in pairs
+        counts = [passed_count(r.records, self.task.visible_tests, languages.of(self.task).run_ok) for c, r in pairs
                   if c is not None and c.name == "run_tests" and not r.error and self._covers_visible(c)]
         counts = [n for n in counts if n is not None]
         if counts and self.shaping.progress and not (self.gated and audit(self.changes(), self.task)):

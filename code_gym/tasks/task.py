@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_gym.languages import NAMES as LANGUAGES
+from code_gym.languages import get as get_language
 
 MANIFEST = "task.toml"
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -118,7 +119,7 @@ def _str_list(data: dict, key: str, where: Path) -> tuple[str, ...]:
 def _node_ids(data: dict, key: str, where: Path) -> list[str]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise TaskError(f"{where}: field '{key}' must be a list of pytest node ids (\"tests/test_x.py::test_y\")")
+        raise TaskError(f"{where}: field '{key}' must be a list of test ids (\"tests/test_x.py::test_y\")")
     return value
 
 
@@ -198,7 +199,10 @@ def load_task(folder: str | Path) -> Task:
     patch_file = folder / patch_name
     if not _inside(folder, patch_name) or not patch_file.is_file():
         raise TaskError(f"{manifest}: field 'reference_patch' names {patch_name!r}, which is not a file")
-    test_command = data.get("test_command", "python -m pytest")
+    language = data.get("language", "python")
+    if language not in LANGUAGES:
+        raise TaskError(f"{manifest}: field 'language' must be one of {', '.join(LANGUAGES)}, got {language!r}")
+    test_command = data.get("test_command", get_language(language).default_test_command)
     if not isinstance(test_command, str) or not test_command.strip():
         raise TaskError(f"{manifest}: field 'test_command' must be a non-empty string")
     raw_timeouts = data.get("timeouts", {})
@@ -211,9 +215,6 @@ def load_task(folder: str | Path) -> Task:
             raise TaskError(f"{manifest}: [timeouts] {key} must be a positive number of seconds, got {value!r}")
     f2p = tuple(_node_ids(data, "fail_to_pass", manifest))
     p2p = tuple(_node_ids(data, "pass_to_pass", manifest))
-    language = data.get("language", "python")
-    if language not in LANGUAGES:
-        raise TaskError(f"{manifest}: field 'language' must be one of {', '.join(LANGUAGES)}, got {language!r}")
     image = data.get("image")
     if image is not None and (not isinstance(image, str) or not image):
         raise TaskError(f"{manifest}: field 'image' must be a non-empty string (a container image name)")
