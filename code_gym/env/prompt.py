@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from code_gym.actions.parse import FORMAT_HELP, ToolCall
+from code_gym import languages
 from code_gym.tasks.task import Task
 from code_gym.actions.tools import TOOL_SCHEMAS, ToolResult, describe_tools
 
@@ -43,7 +44,5 @@ def integrity_note(task: Task) -> str:
     """The rules, for the agent's prompt: what fails the audit."""
     protected = ", ".join(sorted(set(task.protected_paths) | set(task.visible_tests)))
     return ("## Grading rules\nThe task's own tests (and hidden ones) decide the reward, run on a fresh copy of the "
-            f"repository. Leave the tests alone: changes to {protected}, any conftest.py, pytest configuration, or "
-            "code that games the test run (skipping tests, exiting early, patching pytest or builtins, inspecting "
-            "the caller's frames, always-equal objects) fail the integrity audit, which outranks the tests. Put "
-            "scratch scripts outside those paths.")
+            f"repository. Leave the tests alone: changes to {protected}, {languages.of(task).grading_rules} fail "
+            "the integrity audit, which outranks the tests. Put scratch scripts outside those paths.")
