@@ -486,7 +486,7 @@ def test_a_tasks_environment_cannot_make_the_host_run_what_it_names(tmp_path, mo
     `python` (the host ran it as `python -m venv`) and wrote a requirement as an installer option
     (`--editable=DIR`: uv ran the project's in-tree build backend on the host)."""
     from code_gym.languages.python.environments import build
-    from code_gym.tasks.task import EnvSpec
+    from code_gym.languages.python.environments import EnvSpec
 
     marker = tmp_path / "ran-on-the-host"
     script = tmp_path / "python3.11"

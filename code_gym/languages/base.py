@@ -96,6 +96,11 @@ class Language(Protocol):
         dependency set, cached, bound read-only), the results reporter and a warm runner if any."""
         ...
 
+    def read_environment(self, table: object, where: Path) -> Any:
+        """task.toml's [environment] table as the language's environment spec (None: the task has
+        none, and runs with the language's default); TaskError naming `where` when malformed."""
+        ...
+
     # -- file policy and audit
     def grader_owned(self, path: str, old: bytes | None, new: bytes | None) -> str | None:
         """The rule that makes the grader keep the task's version of `path` (runner configuration,

@@ -2,14 +2,13 @@
 reference patch. See docs/tasks.md for the format."""
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import posixpath
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from code_gym.languages import NAMES as LANGUAGES
 from code_gym.languages import get as get_language
@@ -26,37 +25,6 @@ class TaskError(ValueError):
 class Timeouts:
     command: float = 30.0
     tests: float = 60.0
-
-
-# what every environment holds besides a project's requirements: the grader and the builder run pytest
-# (its junit XML) and the builder's baseline runs coverage
-BASE_REQUIREMENTS = ("pytest>=8,<10", "coverage>=7")
-ENV_FORMAT = "1"  # bump when the way environments are built changes: every key changes with it
-
-
-@dataclass(frozen=True)
-class EnvSpec:
-    """The environment a task's commands run with (task.toml [environment]): the project's
-    requirements on one interpreter. Its key (a hash of both) names the cached build."""
-    requirements: tuple[str, ...]  # PEP 508 strings, sorted; BASE_REQUIREMENTS are added at build
-    python: str  # the interpreter the virtualenv is made from
-    python_version: str
-    # requirements without a wheel may be built from sdists, in a sandbox with the network (how the
-    # environment is built, not what it holds: not part of the key)
-    sdists: bool = False
-
-    @property
-    def install_set(self) -> tuple[str, ...]:
-        return tuple(sorted(set(self.requirements) | set(BASE_REQUIREMENTS)))
-
-    @property
-    def key(self) -> str:
-        text = json.dumps([ENV_FORMAT, self.python, self.python_version, self.install_set])
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def as_manifest(self) -> dict:
-        return {"key": self.key, "python": self.python, "python_version": self.python_version,
-                "requirements": list(self.requirements), **({"sdists": True} if self.sdists else {})}
 
 
 @dataclass(frozen=True)
@@ -77,7 +45,7 @@ class Task:
     fail_to_pass: tuple[str, ...] = ()
     pass_to_pass: tuple[str, ...] = ()
     image: str | None = None  # container image for the Docker backend (None: the default image)
-    environment: EnvSpec | None = None  # the virtualenv tests and commands run with (None: code-gym's own Python)
+    environment: Any = None  # task.toml's [environment], as its language reads it (None: the language's default)
     language: str = "python"  # its adapter in code_gym.languages: how tests run, what the grader owns, the audit
 
     def is_protected(self, path: str) -> bool:
@@ -121,31 +89,6 @@ def _node_ids(data: dict, key: str, where: Path) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise TaskError(f"{where}: field '{key}' must be a list of test ids (\"tests/test_x.py::test_y\")")
     return value
-
-
-def _environment(data: dict, where: Path) -> EnvSpec | None:
-    table = data.get("environment")
-    if table is None:
-        return None
-    if not isinstance(table, dict):
-        raise TaskError(f"{where}: [environment] must be a table (python, python_version, requirements)")
-    python, version = table.get("python"), table.get("python_version")
-    requirements = table.get("requirements", [])
-    if not isinstance(python, str) or not python or not isinstance(version, str) or not version:
-        raise TaskError(f"{where}: [environment] needs 'python' (an interpreter path) and 'python_version'")
-    if not isinstance(requirements, list) or not all(isinstance(r, str) and r for r in requirements):
-        raise TaskError(f"{where}: [environment] 'requirements' must be a list of PEP 508 strings")
-    bad = next((r for r in requirements if r.lstrip().startswith("-")), None)
-    if bad is not None:  # handed to the installer on the host: an option there runs what it names
-        raise TaskError(f"{where}: [environment] requirement {bad!r} is an installer option, not a PEP 508 "
-                        "requirement: list distributions (name, version specifiers) only")
-    if not isinstance(table.get("sdists", False), bool):
-        raise TaskError(f"{where}: [environment] 'sdists' must be true or false")
-    spec = EnvSpec(tuple(sorted(set(requirements))), python, version, table.get("sdists", False))
-    if "key" in table and table["key"] != spec.key:
-        raise TaskError(f"{where}: [environment] key {table['key']!r} does not match its requirements and python "
-                        f"({spec.key}): the table was edited; remove 'key' or restore the requirements")
-    return spec
 
 
 def _inside(folder: Path, rel: str) -> bool:
@@ -219,7 +162,7 @@ def load_task(folder: str | Path) -> Task:
     if image is not None and (not isinstance(image, str) or not image):
         raise TaskError(f"{manifest}: field 'image' must be a non-empty string (a container image name)")
     return Task(
-        environment=_environment(data, manifest),
+        environment=get_language(language).read_environment(data.get("environment"), manifest),
         id=task_id,
         statement=statement,
         repo=repo,

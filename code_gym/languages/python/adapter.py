@@ -11,7 +11,7 @@ from typing import Any
 
 from code_gym.languages.base import Canaries, Finding, TestRun
 from code_gym.languages.python import audit, canary, files, junit, source, static
-from code_gym.languages.python.environments import task_runtime
+from code_gym.languages.python.environments import read_environment, task_runtime
 from code_gym.tasks.task import Task
 
 JUNIT = "junit.xml"
@@ -30,6 +30,11 @@ class Python:
 
     def runtime(self, task: Task):
         return task_runtime(task)
+
+    def read_environment(self, table: object, where: Path):
+        """task.toml's [environment] table (the project's requirements on one interpreter) as an
+        `EnvSpec`, None when there is none; TaskError naming `where` when it is malformed."""
+        return read_environment(table, where)
 
     # -- file policy and audit
     def grader_owned(self, path: str, old: bytes | None, new: bytes | None) -> str | None:

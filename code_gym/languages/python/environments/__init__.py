@@ -4,8 +4,8 @@ from code_gym.languages.python.environments.build import (Environment, Environme
                                          environment_spec, environments_dir, explain_failure, project_environment,
                                          task_runtime)
 from code_gym.languages.python.environments.requirements import Requirements, project_requirements, pytest_config
-from code_gym.tasks.task import BASE_REQUIREMENTS, EnvSpec
+from code_gym.languages.python.environments.spec import BASE_REQUIREMENTS, EnvSpec, read_environment
 
-__all__ = ["BASE_REQUIREMENTS", "EnvSpec", "Environment", "EnvironmentBuildError", "Requirements",
+__all__ = ["BASE_REQUIREMENTS", "EnvSpec", "read_environment", "Environment", "EnvironmentBuildError", "Requirements",
            "build_environment", "default_python", "environment_spec", "environments_dir", "explain_failure",
            "project_environment", "project_requirements", "pytest_config", "task_runtime"]

@@ -20,7 +20,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from code_gym.languages.python import source as pysource
-from code_gym.tasks.task import BASE_REQUIREMENTS, TaskError
+from code_gym.languages.python.environments.spec import BASE_REQUIREMENTS
+from code_gym.tasks.task import TaskError
 
 # the distributions the grader itself runs inside every environment (BASE_REQUIREMENTS): a project's
 # own requirement on one (wcwidth pins pytest==7.4.2 in its tox deps) is replaced by the grader's
