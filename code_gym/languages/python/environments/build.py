@@ -34,7 +34,8 @@ from packaging.utils import canonicalize_name
 from code_gym.languages.python.environments.requirements import Requirements, project_requirements
 from code_gym.util.hostfs import cache_root, owned_prefix
 from code_gym.sandbox.base import PythonEnv
-from code_gym.tasks.task import BASE_REQUIREMENTS, EnvSpec, Task, TaskError
+from code_gym.languages.python.environments.spec import BASE_REQUIREMENTS, EnvSpec
+from code_gym.tasks.task import Task, TaskError
 
 RECORD = "code-gym-environment.json"  # written last: an environment folder without it is unfinished
 INSTALLERS = ("uv", "pip")
