@@ -187,19 +187,19 @@ def _oversized(path: str, old: bytes | None, new: bytes) -> list[Finding]:
 
 
 def _code_findings(path: str, old: bytes | None, new: bytes, task: Task) -> list[Finding]:
-    """Findings in `new` that `old` (the starting version) did not already have."""
-    try:
-        found = _scan(new, path, task)
-    except (SyntaxError, ValueError):
-        return []  # Python cannot import it either; the tests (and the static reward) see that
-    except (RecursionError, MemoryError):
-        return [Finding(path, 0, "unauditable", "too deeply nested to parse")]
+    """Findings in `new` that `old` (the starting version) did not already have. A file the audit
+    cannot read is a finding ("unauditable") unless the task's interpreter cannot compile it either
+    (then no import of it runs, and the tests see that)."""
+    found = _read(new, path, task)
+    if found is None or any(f.rule == "unauditable" for f in found):
+        return found or []
     before: Counter = Counter()
     if old is not None:
-        try:
-            before = Counter((f.rule, f.message) for f in _scan(old, path, task))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            pass
+        # the starting version's findings, when it can be read (an unauditable one hides nothing
+        # the patch could add: what is left of `new` is all fresh)
+        earlier = _read(old, path, task)
+        if earlier and not any(f.rule == "unauditable" for f in earlier):
+            before = Counter((f.rule, f.message) for f in earlier)
     fresh = []
     for finding in found:
         key = (finding.rule, finding.message)
@@ -210,8 +210,75 @@ def _code_findings(path: str, old: bytes | None, new: bytes, task: Task) -> list
     return fresh
 
 
-def _scan(source: bytes, path: str, task: Task) -> list[Finding]:
-    tree = pysource.parse(source, filename=path)
+def _read(source: bytes, path: str, task: Task) -> list[Finding] | None:
+    """Every finding in `source`, an "unauditable" finding when it cannot be read, or None when the
+    task's interpreter cannot compile it (no import of it can run)."""
+    if b"\0" in source:
+        return [_unauditable(path, 0, "contains NUL bytes, which Python's parser refuses but Python 3.10 and "
+                                      "older run past when the file is run as a script; remove them (write "
+                                      "binary data as escapes or keep it in a data file)")]
+    try:
+        tree = pysource.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    foreign = tree is None
+    if foreign:
+        parsed = _parse_as_task(source, task)
+        if parsed.verdict == "syntax":
+            return None
+        if parsed.verdict != "tree":
+            return [_unauditable(path, parsed.line, _UNREADABLE[parsed.verdict].format(
+                message=parsed.message, host=_HOST_PYTHON))]
+        tree = parsed.tree
+    try:
+        return _scan(tree, path, task)
+    except (RecursionError, MemoryError):
+        return [_unauditable(path, 0, _UNREADABLE["deep"].format(message="", host=_HOST_PYTHON))]
+    except Exception as exc:
+        if not foreign:
+            raise
+        # a tree of another interpreter's grammar that the rules cannot walk
+        return [_unauditable(path, 0, _UNREADABLE["failed"].format(message=f"{type(exc).__name__}: {exc}",
+                                                                     host=_HOST_PYTHON))]
+
+
+def _unauditable(path: str, line: int, message: str) -> Finding:
+    return Finding(path, line, "unauditable", message)
+
+
+_HOST_PYTHON = ".".join(map(str, sys.version_info[:2]))
+# what an "unauditable" finding says, per verdict of the task's interpreter (source.Parsed)
+_UNREADABLE = {
+    "deep": "too deeply nested for the audit to parse (and the compiler's limit on nesting moves with "
+            "sys.setrecursionlimit, so it may still be imported): flatten the nested expression or split it "
+            "into statements",
+    "encoding": "its coding cookie names an encoding the task's interpreter does not know ({message}): code "
+                "could register one at run time that makes the file say anything; save it as UTF-8 and drop "
+                "the cookie",
+    "failed": "the audit's Python {host} cannot parse it, and asking the task's interpreter failed ({message}): "
+              "write it in syntax Python {host} parses, or grade where the task's sandbox runs",
+}
+
+
+def _parse_as_task(source: bytes, task: Task) -> pysource.Parsed:
+    """How the interpreter the task's tests run parses `source`, asked inside the task's sandbox."""
+    from code_gym.languages.python.environments import task_runtime
+    from code_gym.sandbox import Limits, make_sandbox
+
+    try:
+        runtime = task_runtime(task)
+    except Exception as exc:  # no environment, no interpreter to ask: the audit fails closed
+        return pysource.Parsed("failed", f"the task's environment is not available: {exc}")
+
+    def sandbox(folder):
+        return make_sandbox("docker" if task.image else "auto", folder, Limits(timeout=pysource.SANDBOX_TIMEOUT),
+                            mask=(task.root,) if task.root else (), image=task.image, runtime=runtime)
+
+    interpreter = f"{task.image or ''}:{runtime.prefix if runtime else sys.executable}"
+    return pysource.parse_in_sandbox([source], sandbox, interpreter)[0]
+
+
+def _scan(tree: ast.AST, path: str, task: Task) -> list[Finding]:
     visitor = _Visitor(path, _test_words(task))
     visitor.visit(tree)
     visitor.finish()
