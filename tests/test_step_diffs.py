@@ -58,10 +58,11 @@ def test_new_deleted_renamed_binary_and_mode_changes(env):
     assert "new file mode 100644\n--- /dev/null\n+++ b/NEW.txt\n@@ -0,0 +1 @@\n+hi\n" in diff
     assert "deleted file mode 100644\n--- a/calc/__init__.py\n+++ /dev/null" in diff
     assert "rename from calc/ops.py\nrename to calc/ops2.py" in diff
-    assert "Binary files a/data.bin and b/data.bin differ" in diff
+    assert "diff --git a/data.bin b/data.bin\nindex " in diff and "100644\nGIT binary patch\nliteral 2\n" in diff
     assert "old mode 100644\nnew mode 100755" in diff
-    assert sorted(info["changed_files"]) == ["NEW.txt", "calc/__init__.py", "calc/ops2.py", "data.bin",
-                                             "tests/test_calc.py"]
+    # a rename lists both paths, the old one as gone (the diff's "rename from")
+    assert info["changed_files"] == ["NEW.txt", "calc/__init__.py", "calc/ops.py", "calc/ops2.py", "data.bin",
+                                     "tests/test_calc.py"]
 
 
 def test_provenance_points_at_the_written_substring(env):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from code_gym.actions.parse import ToolCall
-from code_gym.workspace.diffs import FileDiff
+from code_gym.workspace.diffs import FileDiff, text_lines
 
 # tools that never change the workspace: no snapshot after them
 READ_ONLY_TOOLS = frozenset({"view", "search", "submit"})
@@ -216,7 +216,7 @@ def bash_bodies(command: str) -> list[Body]:
 def _lines(data: bytes | None) -> list[str]:
     if not data:
         return []
-    return data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    return text_lines(data.decode("utf-8", errors="replace"))
 
 
 def attribute(ws: Any, before: Any, transitions: list[Transition], diffs: list[FileDiff],

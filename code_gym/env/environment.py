@@ -192,7 +192,7 @@ class CodeRepoEnv(gym.Env):
                                                                "provenance": []}
         info: dict[str, Any] = {
             "diff": render(diffs),
-            "changed_files": [d.path for d in diffs],
+            "changed_files": sorted(p for d in diffs for p in d.paths),
             "action_text": parsed.text if parsed.text is not None else (action if isinstance(action, str) else None),
             **spans,
             "invalid_action": bool(parsed.errors) or not parsed.calls or any(r.error for _, r in pairs),

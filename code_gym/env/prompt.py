@@ -7,14 +7,17 @@ from code_gym.actions.parse import FORMAT_HELP, ToolCall
 from code_gym import languages
 from code_gym.tasks.task import Task
 from code_gym.actions.tools import TOOL_SCHEMAS, ToolResult, describe_tools
+from code_gym.workspace.diffs import quote_path
 
 MAX_TREE_ENTRIES = 200
 
 
 def repo_tree(files: list[str], limit: int = MAX_TREE_ENTRIES) -> str:
+    """The repository's files, one a line, each name quoted as git quotes it (a name holding a
+    newline would otherwise show as two files)."""
     shown = sorted(f for f in files if not any(part.startswith(".") for part in f.split("/")))
     more = f"\n... and {len(shown) - limit} more files" if len(shown) > limit else ""
-    return "\n".join(shown[:limit]) + more
+    return "\n".join(quote_path(f) for f in shown[:limit]) + more
 
 
 def initial_prompt(task: Task, files: list[str], workdir: str, tool_schemas: bool = True) -> str:

@@ -241,12 +241,17 @@ class GradeCache:
 
     @staticmethod
     def key(task: Task, changes: Mapping[str, bytes | None], isolation: Any, audit: bool) -> str:
+        """A hash of the grading's inputs. Every text is hashed as its UTF-8 with surrogates passed
+        through: a name that is not UTF-8 (surrogate escapes) must neither raise nor collide."""
+        def encoded(text: str) -> bytes:
+            return text.encode("utf-8", "surrogatepass")
+
         digest = hashlib.sha256()
         for part in (task.id, str(task.root), str(isolation), str(audit)):
-            digest.update(part.encode() + b"\0")
+            digest.update(encoded(part) + b"\0")
         for path in sorted(changes):
             data = changes[path]
-            digest.update(path.encode() + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
+            digest.update(encoded(path) + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
         return digest.hexdigest()
 
     def __call__(self, task: Task, changes: dict[str, bytes | None], *, isolation: Any = "auto",

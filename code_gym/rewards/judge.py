@@ -63,9 +63,10 @@ def parse_score(answer: str, scale: float = 10.0) -> float:
 
 
 def final_patch(sub: Submission) -> str:
-    """The submission's changes as a git-style patch against the task's starting files."""
-    return render([file_diff(path, sub.task.original_file(path), sub.changes[path]) for path in sorted(sub.changes)
-                   if sub.task.original_file(path) != sub.changes[path]])
+    """The submission's changes as a git-style patch against the task's starting files (names
+    quoted as git quotes them; binary files by name only)."""
+    return render([file_diff(path, sub.task.original_file(path), sub.changes[path], binary_patch=False)
+                   for path in sorted(sub.changes) if sub.task.original_file(path) != sub.changes[path]])
 
 
 class Judge:

@@ -21,8 +21,10 @@ from pathlib import Path
 IGNORED_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 TEMP_PREFIX = "code-gym-"
-# A changed file larger than this is compared and shown by size and hash, never held in memory.
-StatKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, mode), as `stat_key` gives
+# (mtime_ns, size, inode, mode, ctime_ns), as `stat_key` gives. ctime is the part a process
+# cannot forge: `touch -r` and os.utime set mtime back, and every write, utime or chmod stamps
+# ctime with the kernel's clock, which a sandbox cannot set.
+StatKey = tuple[int, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Digest:
     oid: str
 
 
+# A changed file larger than this is compared and shown by size and hash, never held in memory.
 MAX_DIFF_BYTES = 1 << 20
 _MS_NOSUID, _MS_NODEV = 2, 4
 
@@ -83,7 +86,17 @@ def walk(root: Path) -> dict[str, os.stat_result]:
 
 
 def stat_key(st: os.stat_result) -> StatKey:
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode, st.st_ctime_ns)
+
+
+def fs_bytes(path: str) -> bytes:
+    """The bytes of a path. A name read from disk that is not UTF-8 holds surrogate escapes and
+    gets its bytes back (os.fsencode); a lone surrogate no disk name holds (one from an action's
+    JSON) is written as its UTF-8 form rather than raise."""
+    try:
+        return os.fsencode(path)
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogatepass")
 
 
 def _regular(fd: int, where: object, mode: str):
@@ -180,10 +193,20 @@ def write_beneath(root: Path, rel: str, data: bytes, exclusive: bool = False) ->
         fh.write(data)
 
 
+def _link_target(path: Path) -> bytes | None:
+    """A symlink's target as bytes (as git stores it, whatever its encoding); None for anything
+    else, a link removed meanwhile included."""
+    try:
+        return os.fsencode(os.readlink(path))
+    except OSError:
+        return None
+
+
 def read_entry(path: Path) -> bytes:
     """File content, or for a symlink its target (as git stores it); b"" for anything else."""
-    if path.is_symlink():
-        return os.readlink(path).encode()
+    target = _link_target(path)
+    if target is not None:
+        return target
     try:
         with open_regular(path) as fh:
             return fh.read()
@@ -193,8 +216,9 @@ def read_entry(path: Path) -> bytes:
 
 def read_bounded(path: Path, limit: int = MAX_DIFF_BYTES) -> bytes | Digest:
     """`read_entry`, except that a file over `limit` bytes is streamed into its Digest."""
-    if path.is_symlink():
-        return os.readlink(path).encode()
+    target = _link_target(path)
+    if target is not None:
+        return target
     try:
         with open_regular(path) as fh:
             head = fh.read(limit + 1)

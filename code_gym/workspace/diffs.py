@@ -1,12 +1,21 @@
-"""Git-style unified diffs of file states, computed in-process (difflib): the diff of one path
-(`file_diff`), a rename (`renamed_diff`) and a patch of several (`render`)."""
+"""Git-style diffs of file states, computed in-process (difflib): the diff of one path
+(`file_diff`), a rename (`renamed_diff`) and a patch of several (`render`).
+
+What they write is what `git diff --binary` writes, so that `git apply` takes it: names quoted as
+git quotes them (`quote_path`), binary content as git's binary patch (base85 of zlib data), a
+change of file type (a file made a link) as a deletion and an addition. A name is never written
+raw: one holding a newline could otherwise start lines that read as another file's hunks."""
 from __future__ import annotations
 
+import base64
 import difflib
 import hashlib
+import re
+import zlib
 from dataclasses import dataclass, field
 
-from code_gym.util.hostfs import Digest, StatKey
+from code_gym.util.hostfs import Digest, StatKey, fs_bytes
+
 
 @dataclass
 class FileDiff:
@@ -19,11 +28,40 @@ class FileDiff:
     added: list[tuple[int, str]] = field(default_factory=list)
     removed: list[tuple[int, str]] = field(default_factory=list)
 
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The paths this change touches: a rename's old path (now gone) and its new one."""
+        return (self.old_path, self.path) if self.old_path else (self.path,)
+
+
+# git's quote_c_style with core.quotePath on: control bytes, '"', '\' and bytes >= 0x7f
+_MUST_QUOTE = re.compile(rb'[\x00-\x1f"\\\x7f-\xff]')
+_C_ESCAPES = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0a: b"\\n", 0x0b: b"\\v", 0x0c: b"\\f", 0x0d: b"\\r",
+              0x22: b'\\"', 0x5c: b"\\\\"}
+
+
+def quote_path(path: str, prefix: str = "") -> str:
+    """`prefix + path` as git writes a file name in diffs and listings (`core.quotePath`, the
+    default): unchanged when it holds only printable ASCII, else between double quotes with C
+    escapes (\\n, \\t, \\", \\\\ ...) and each other control or non-ASCII byte as a 3-digit octal
+    escape of its UTF-8 (or raw, for a name that is not UTF-8) bytes. Always printable ASCII."""
+    raw = fs_bytes(prefix + path)
+    if not _MUST_QUOTE.search(raw):
+        return prefix + path
+    body = _MUST_QUOTE.sub(lambda m: _C_ESCAPES.get(m[0][0]) or b"\\%03o" % m[0][0], raw)
+    return '"' + body.decode("ascii") + '"'
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of `text` as diffs count them: split after each "\\n" only (str.splitlines also
+    splits at \\r, \\f, \\x1c, \\u2028 ..., which would put line breaks into a patch that no file has)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
 
 def _is_binary(data: bytes | Digest) -> bool:
-    if isinstance(data, Digest):
-        return True
-    if b"\0" in data[:8192]:
+    if isinstance(data, Digest) or b"\0" in data:
         return True
     try:
         data.decode("utf-8")
@@ -43,7 +81,7 @@ def git_mode(key: StatKey | None) -> str:
 
 def _hunks(old: str, new: str) -> tuple[list[str], list[tuple[int, str]], list[tuple[int, str]]]:
     """Unified-diff hunk lines (without file headers), the added and the removed lines."""
-    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    old_lines, new_lines = text_lines(old), text_lines(new)
     out: list[str] = []
     added: list[tuple[int, str]] = []
     removed: list[tuple[int, str]] = []
@@ -76,33 +114,64 @@ def _line(tag: str, line: str) -> str:
     return f"{tag}{line}\n\\ No newline at end of file\n"
 
 
+def is_link(key: StatKey | None) -> bool:
+    return git_mode(key) == "120000"
+
+
 def file_diff(path: str, old: bytes | Digest | None, new: bytes | Digest | None, old_key: StatKey | None = None,
-              new_key: StatKey | None = None) -> FileDiff:
-    """A git-style diff of one path; `old` None means added, `new` None means deleted."""
-    header = [f"diff --git a/{path} b/{path}\n"]
+              new_key: StatKey | None = None, binary_patch: bool = True) -> FileDiff:
+    """A git-style diff of one path; `old` None means added, `new` None means deleted. Binary
+    content is written as git's binary patch, or with `binary_patch=False` (for a reader, not
+    `git apply`) as git's "Binary files ... differ" line."""
+    if old is not None and new is not None and old_key and new_key and is_link(old_key) != is_link(new_key):
+        gone = file_diff(path, old, None, old_key, binary_patch=binary_patch)
+        born = file_diff(path, None, new, None, new_key, binary_patch=binary_patch)
+        return FileDiff(path, "modified", gone.text + born.text, binary=gone.binary or born.binary,
+                        added=born.added, removed=gone.removed)
+    a_name, b_name = quote_path(path, "a/"), quote_path(path, "b/")
+    old_mode, new_mode = git_mode(old_key), git_mode(new_key)
+    header = [f"diff --git {a_name} {b_name}\n"]
+    mode_suffix = ""
     if old is None:
-        status, header = "added", header + [f"new file mode {git_mode(new_key)}\n"]
+        status, header = "added", header + [f"new file mode {new_mode}\n"]
     elif new is None:
-        status, header = "deleted", header + [f"deleted file mode {git_mode(old_key)}\n"]
+        status, header = "deleted", header + [f"deleted file mode {old_mode}\n"]
     else:
         status = "modified"
-        if git_mode(old_key) != git_mode(new_key) and old_key and new_key:
-            header += [f"old mode {git_mode(old_key)}\n", f"new mode {git_mode(new_key)}\n"]
+        if old_mode != new_mode and old_key and new_key:
+            header += [f"old mode {old_mode}\n", f"new mode {new_mode}\n"]
             if old == new:
                 return FileDiff(path, "mode", "".join(header))
+        else:
+            mode_suffix = f" {old_mode}"
+    a = "/dev/null" if old is None else a_name
+    b = "/dev/null" if new is None else b_name
     old_b, new_b = old or b"", new or b""
     if _is_binary(old_b) or _is_binary(new_b):
-        a = "/dev/null" if old is None else f"a/{path}"
-        b = "/dev/null" if new is None else f"b/{path}"
-        index = f"index {_blob_id(old)}..{_blob_id(new)}\n"
-        return FileDiff(path, status, "".join(header) + index + f"Binary files {a} and {b} differ\n", binary=True)
+        header.append(f"index {_blob_id(old)}..{_blob_id(new)}{mode_suffix}\n")
+        if not binary_patch or isinstance(old_b, Digest) or isinstance(new_b, Digest):
+            body = f"Binary files {a} and {b} differ\n"  # a Digest is too large to hold: no patch data
+        else:
+            body = "GIT binary patch\n" + _literal(new_b) + _literal(old_b)
+        return FileDiff(path, status, "".join(header) + body, binary=True)
     body, added, removed = _hunks(old_b.decode(), new_b.decode())
     if not body:
         return FileDiff(path, status, "".join(header))
-    a = "/dev/null" if old is None else f"a/{path}"
-    b = "/dev/null" if new is None else f"b/{path}"
-    text = "".join(header + [f"--- {a}\n", f"+++ {b}\n"] + body)
-    return FileDiff(path, status, text, added=added, removed=removed)
+    tab = "\t" if " " in path else ""  # git ends a name with a space with a tab on these lines
+    header += [f"--- {a}{tab if old is not None else ''}\n", f"+++ {b}{tab if new is not None else ''}\n"]
+    return FileDiff(path, status, "".join(header + body), added=added, removed=removed)
+
+
+def _literal(data: bytes) -> str:
+    """One hunk of git's binary patch: "literal SIZE", then zlib data (git's level, 1) in base85
+    lines of at most 52 bytes each, led by a length character (A-Z: 1-26, a-z: 27-52)."""
+    packed = zlib.compress(data, 1)
+    lines = [f"literal {len(data)}\n"]
+    for at in range(0, len(packed), 52):
+        chunk = packed[at:at + 52]
+        size = chr(ord("A") + len(chunk) - 1) if len(chunk) <= 26 else chr(ord("a") + len(chunk) - 27)
+        lines.append(size + base64.b85encode(chunk, pad=True).decode("ascii") + "\n")
+    return "".join(lines) + "\n"
 
 
 def _blob_id(data: bytes | Digest | None) -> str:
@@ -114,9 +183,14 @@ def _blob_id(data: bytes | Digest | None) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def renamed_diff(old_path: str, new_path: str) -> FileDiff:
-    text = (f"diff --git a/{old_path} b/{new_path}\nsimilarity index 100%\n"
-            f"rename from {old_path}\nrename to {new_path}\n")
+def renamed_diff(old_path: str, new_path: str, old_key: StatKey | None = None,
+                 new_key: StatKey | None = None) -> FileDiff:
+    """A file moved with its content unchanged (its mode may change)."""
+    modes = ""
+    if old_key and new_key and git_mode(old_key) != git_mode(new_key):
+        modes = f"old mode {git_mode(old_key)}\nnew mode {git_mode(new_key)}\n"
+    text = (f"diff --git {quote_path(old_path, 'a/')} {quote_path(new_path, 'b/')}\n{modes}similarity index 100%\n"
+            f"rename from {quote_path(old_path)}\nrename to {quote_path(new_path)}\n")
     return FileDiff(new_path, "renamed", text, old_path=old_path)
 
 

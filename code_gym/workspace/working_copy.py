@@ -1,7 +1,9 @@
 """Per-episode working copy of a repository, snapshots, and the diffs between them.
 
-A snapshot records each file's stat key; content is read only for files whose key changed (or
-whose mtime is too close to the previous scan to trust, as git does for "racily clean" entries),
+A snapshot records each file's stat key (mtime, size, inode, mode and ctime: `touch -r` sets
+mtime back, nothing but the kernel's clock sets ctime); content is read only for files whose key
+changed (or whose ctime is too close to the previous scan to trust, as git does for "racily clean"
+entries),
 and unchanged content is read lazily from the pristine source. So a step that edits one file of a
 500-file repo reads one file, and its diff is computed in-process, with no subprocess. A file over
 `hostfs.MAX_DIFF_BYTES` is kept as its size and hash (`Digest`) and diffed as binary: a step that
@@ -25,12 +27,13 @@ from pathlib import Path
 
 from code_gym.workspace.base_commit import base_commit, hide_source_git
 from code_gym.util.hostfs import Digest, StatKey
-from code_gym.workspace.diffs import FileDiff, file_diff, git_mode, renamed_diff
+from code_gym.workspace.diffs import FileDiff, file_diff, git_mode, is_link, renamed_diff
 from code_gym.util.hostfs import (discard, mount_overlay, mount_quota, overlay_supported, owned_prefix, read_bounded,
                              read_entry, stat_key, unmount, wait_for_cleanup, walk)
 
-# Linux stamps mtimes from a coarse clock (a few ms); entries this close to a scan are re-read.
+# Linux stamps ctimes from a coarse clock (a few ms); entries this close to a scan are re-read.
 _RACY_NS = 100_000_000
+_MTIME, _CTIME = 0, 4  # in a StatKey
 DEFAULT_DISK_QUOTA = 1 << 30
 # files and folders an episode may add beyond its repository's: each step's scan walks them all
 # (~23 us each here); unbounded, 300k empty files made every later step take 7 s
@@ -162,22 +165,28 @@ class Workspace:
         keys = {path: stat_key(st) for path, st in stats.items()}
         content: dict[str, bytes | Digest] = {}
         for path, key in keys.items():
-            if prev is not None and prev.keys.get(path) == key and key[0] < prev.taken_ns - _RACY_NS:
+            same = prev is not None and prev.keys.get(path) == key
+            # A write after the previous scan stamps a ctime no earlier than that scan's start
+            # (less the clock's coarseness): a key that is the same, with a ctime well before it,
+            # is the same file.
+            if same and key[_CTIME] < prev.taken_ns - _RACY_NS:
                 if path in prev.content:
                     content[path] = prev.content[path]
                 continue
-            if prev is None and key[0] < started - _RACY_NS:
+            if prev is None and key[_MTIME] < started - _RACY_NS:
                 continue  # initial scan: untouched copies of the source
             data = read_bounded(self.root / path)
             if prev is None and data == self._pristine(path):
                 continue
+            if same and path not in prev.content and data == self._pristine(path):
+                continue  # re-read only for its recent ctime (a fresh copy), still the source's
             content[path] = data
         return Snapshot(keys, content, started)
 
     def diff(self, old: Snapshot, new: Snapshot) -> list[FileDiff]:
         diffs: list[FileDiff] = []
         paths = sorted(set(old.keys) | set(new.keys))
-        gone: dict[bytes, str] = {}
+        gone: dict[tuple[bytes | Digest, bool], list[str]] = {}  # (content, is a link) -> deleted paths
         born: list[str] = []
         for path in paths:
             if path in new.content or path not in new.keys or path not in old.keys or path in old.content:
@@ -188,17 +197,19 @@ class Workspace:
                     born.append(path)
                     continue
                 if b is None:
-                    gone[a] = path
+                    gone.setdefault((a, is_link(old.keys[path])), []).append(path)
                     continue
                 diffs.append(file_diff(path, a, b, old.keys[path], new.keys[path]))
         for path in born:
             b = self.content(new, path)
-            if b in gone and b:
-                diffs.append(renamed_diff(gone.pop(b), path))
+            was = gone.get((b, is_link(new.keys[path]))) if b else None
+            if was:
+                moved = was.pop(0)
+                diffs.append(renamed_diff(moved, path, old.keys[moved], new.keys[path]))
             else:
                 diffs.append(file_diff(path, None, b, None, new.keys[path]))
-        for a, path in gone.items():
-            diffs.append(file_diff(path, a, None, old.keys[path], None))
+        for (a, _), left in gone.items():
+            diffs += [file_diff(path, a, None, old.keys[path], None) for path in left]
         return sorted(diffs, key=lambda d: d.path)
 
     def scan_changes(self) -> list[FileDiff]:
