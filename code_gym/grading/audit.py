@@ -45,7 +45,7 @@ def audit(changes: dict[str, bytes | None], task: Task) -> list[Finding]:
         if rule:
             findings.append(Finding(path, 0, rule, known[rule]))
             continue
-        if new is not None and path.endswith(language.source_suffixes):
+        if new is not None:  # the language tells which files it runs (a script without a suffix too)
             findings += language.audit_file(task, path, old, new)
     return sorted(findings, key=lambda f: (f.path, f.line, f.rule))
 

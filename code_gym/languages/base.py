@@ -83,7 +83,7 @@ class Language(Protocol):
     them out by name."""
 
     name: str  # the registry key, and `language = "..."` in task.toml
-    source_suffixes: tuple[str, ...]  # files of the language (the audit's code rules read these)
+    source_suffixes: tuple[str, ...]  # files of the language (the static reward and hints read these)
     grammar: str  # credit's tree-sitter grammar for sub-diff syntax units (`credit.syntax`)
     rules: dict[str, str]  # the audit rules it adds: name -> what a finding of it means
     run_ok: tuple[int, ...]  # exit codes of a test run that ran to its end (tests may have failed)
@@ -116,7 +116,8 @@ class Language(Protocol):
         ...
 
     def audit_file(self, task: Task, path: str, old: bytes | None, new: bytes) -> list[Finding]:
-        """Code-rule findings in a changed source file that its starting version `old` lacks."""
+        """Code-rule findings in a changed file that its starting version `old` lacks: every changed
+        file is offered, and a file the language does not run has none."""
         ...
 
     # -- test runs with records

@@ -78,7 +78,7 @@ _HOOKS = ("sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.set
           "threading.settrace", "threading.setprofile", "sys.addaudithook", "importlib.machinery.SourceFileLoader",
           "importlib.machinery.SourcelessFileLoader", "importlib.machinery.ExtensionFileLoader",
           "importlib.util.spec_from_file_location", "importlib.util.spec_from_loader", "importlib.abc", "runpy",
-          "zipimport")
+          "zipimport", "codecs.register", "encodings.search_function", "encodings._cache", "encodings.__path__")
 _HOOK_WRITES = ("sys.excepthook", "sys.displayhook", "sys.breakpointhook", "sys.unraisablehook")
 _MUTATORS = frozenset({"append", "insert", "extend", "remove", "pop", "clear", "update", "setdefault",
                        "__setitem__", "__delitem__", "popitem"})
@@ -87,6 +87,16 @@ _DYNAMIC = ("builtins.exec", "builtins.eval", "builtins.compile", "marshal.loads
 _IMPORTERS = ("builtins.__import__", "importlib.import_module", "importlib.__import__", "pkgutil.resolve_name")
 _PICKLE_LOADERS = ("pickle.loads", "pickle.load", "pickle.Unpickler", "_pickle.loads", "_pickle.load",
                    "_pickle.Unpickler", "marshal.load", "dill", "cloudpickle")
+# starting a program: a Python interpreter started this way runs code the audit never reads (a file
+# without the .py suffix, a `-c` string built at run time)
+_PROCESS_STARTS = ("subprocess.Popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
+                   "subprocess.check_output", "subprocess.getoutput", "subprocess.getstatusoutput", "os.system",
+                   "os.popen", "os.spawnl", "os.spawnle", "os.spawnlp", "os.spawnlpe", "os.spawnv", "os.spawnve",
+                   "os.spawnvp", "os.spawnvpe", "os.posix_spawn", "os.posix_spawnp", "pty.spawn",
+                   "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell",
+                   "multiprocessing.set_executable")
+_INTERPRETERS = ("sys.executable", "sys._base_executable", "sys.orig_argv")
+_INTERPRETER_NAME = re.compile(r"(?:^|[\s/'\"])(?:python|pypy)[0-9.]*(?:$|[\s'\"])|/proc/(?:self|\d+)/exe")
 _EXIT_HANDLERS = ("weakref.finalize", "threading._register_atexit")
 _HANDLERS_AT_IMPORT = ("signal.signal", "signal.setitimer", "signal.alarm", "signal.set_wakeup_fd")
 _WEAK_CALLBACKS = ("weakref.ref", "weakref.proxy", "weakref.WeakMethod")
@@ -131,8 +141,20 @@ def path_rule(task: Task, path: str, old: bytes | None, new: bytes | None) -> st
 
 
 def audit_file(task: Task, path: str, old: bytes | None, new: bytes) -> list[Finding]:
-    """Findings in the Python file `new` that its starting version `old` did not already have."""
+    """Findings in the changed file `new` that its starting version `old` did not already have;
+    none for a file Python does not run."""
+    if not runs_as_python(path, new):
+        return []
     return _oversized(path, old, new) or _code_findings(path, old, new, task)
+
+
+_SHEBANG = re.compile(rb"#![^\n]*\b(?:python|pypy)")
+
+
+def runs_as_python(path: str, data: bytes) -> bool:
+    """Whether Python runs `path`: a module (`.py`), a script (`.pyw`, or any file whose `#!` line
+    names a Python interpreter: package code may start it as a program)."""
+    return path.endswith((".py", ".pyw")) or _SHEBANG.match(data) is not None
 
 
 @lru_cache(maxsize=1)
@@ -710,6 +732,8 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(node.func, ast.Attribute) and node.func.attr in _LISTING_METHODS and func is None:
             self.listing = self.listing or f".{node.func.attr}()"
         self._check_write(node, func)
+        if _is(func, _PROCESS_STARTS):
+            self._check_process_start(node, func)
         if isinstance(node.func, ast.Name):
             if self.main_guard:
                 self.main_calls.add(node.func.id)
@@ -718,6 +742,18 @@ class _Visitor(ast.NodeVisitor):
         if resolved is None and not self.folding and self.folder.text(node) is not None:
             return self._check_folded(node)
         self.generic_visit(node)
+
+    def _check_process_start(self, node: ast.Call, func: str) -> None:
+        """A program started with a Python interpreter (`sys.executable`, a command naming python):
+        the code that interpreter runs is outside the audited files."""
+        for part in ast.walk(node):
+            if part is node.func:
+                continue
+            text = self.folder.text(part) if isinstance(part, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Name)) else None
+            if _is(self.qualname(part), _INTERPRETERS) or (text is not None and _INTERPRETER_NAME.search(text)):
+                self.add(node, "dynamic-code", f"starts a Python interpreter with `{func}` (the code it runs is not "
+                                               f"audited): call the function instead of running a script")
+                return
 
     def _check_setattr(self, node: ast.Call, func: str | None) -> None:
         """setattr/delattr, also as object.__setattr__(o, k, v) or o.__setattr__(k, v)."""
