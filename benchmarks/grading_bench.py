@@ -44,7 +44,7 @@ DESIGNS = ("Designs measured: first, the probes ran in a sandboxed process of th
            "loaded module, 300 and more, and "
            "tokenize's patterns); the rest is rewriting the canary file's ten assertions (~5-9 ms) and four "
            "more tests. Most of the probes' cost was pytest compiling the 460-line probe file. Now the runner "
-           "fills those caches once before it forks (`WARM_CACHES` in code_gym/sandbox/runner.py) and a "
+           "fills those caches once before it forks (`WARM_CACHES` in code_gym/languages/python/warm.py) and a "
            "graded run carries the probe replay alone (code_gym/languages/python/probe_replay.py, 230 lines; the harvest half "
            "stays in code_gym/languages/python/probe_child.py). No defence changed: the same canaries, stream, cross-checks "
            "and probes.")

@@ -1,7 +1,7 @@
 """Where the grading defences' milliseconds go: the CPU time of the graded test process itself, per
 defence, on every bundled task's reference solution (median of N runs, variants interleaved).
 
-The test runs are made the way the warm runner makes them (code_gym.sandbox.runner): a clean
+The test runs are made the way the warm runner makes them (code_gym/languages/python/warm.py): a clean
 worker process imports pytest and its built-in plugins once and forks one child per run, which
 runs `pytest.main` with the grader's arguments and the results-stream plugin; the child times
 its own CPU (time.process_time from fork to exit, so the machine's other load does not count).
@@ -41,8 +41,8 @@ from code_gym.grading import canary  # noqa: E402
 from code_gym.languages.python import probes  # noqa: E402
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests  # noqa: E402
 from code_gym.grading.reference import reference_changes  # noqa: E402
-from code_gym.sandbox.records import PLUGIN_SOURCE  # noqa: E402
-from code_gym.sandbox.runner import WARM_CACHES  # noqa: E402
+from code_gym.languages.python.reporter import PLUGIN_SOURCE  # noqa: E402
+from code_gym.languages.python.warm import WARM_CACHES  # noqa: E402
 from code_gym.util.table import format_table, markdown_table  # noqa: E402
 from code_gym.tasks.task import bundled_tasks  # noqa: E402
 from code_gym.workspace.working_copy import Workspace  # noqa: E402

@@ -9,9 +9,13 @@ import os
 
 import pytest
 
+from code_gym.languages.python.runtime import python_runtime
 from code_gym.sandbox import available_isolation
 
 IN_CI = os.environ.get("CI") == "true"
+# what a Python task without an environment runs with (`task_runtime`): the records reporter and
+# the warm pytest server, with the backend's own interpreter
+PYTHON = python_runtime()
 
 
 def docker_reason() -> str | None:

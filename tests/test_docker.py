@@ -8,7 +8,7 @@ import pytest
 
 from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL, apt_mirror
 from code_gym.sandbox import Limits, make_sandbox
-from sandbox_backends import require
+from sandbox_backends import PYTHON, require
 
 # Docker-backed tests share one daemon: run them on one xdist worker (--dist loadgroup).
 pytestmark = pytest.mark.xdist_group("docker")
@@ -38,7 +38,7 @@ def test_apt_mirror_reads_deb822_and_one_line_sources(tmp_path):
 
 
 def test_container_is_locked_down_and_labelled(docker_ok, tmp_path):
-    box = make_sandbox("docker", tmp_path, LIMITS)
+    box = make_sandbox("docker", tmp_path, LIMITS, runtime=PYTHON)
     try:
         info = docker_ok.client().api.inspect_container(box._box.id)
         host = info["HostConfig"]
@@ -54,7 +54,7 @@ def test_container_is_locked_down_and_labelled(docker_ok, tmp_path):
 
 
 def test_exec_timeout_kills_the_command(docker_ok, tmp_path):
-    box = make_sandbox("docker", tmp_path, LIMITS)
+    box = make_sandbox("docker", tmp_path, LIMITS, runtime=PYTHON)
     try:
         r = box.exec("echo before; sleep 30", timeout=1)
         assert r.timed_out and r.exit_code is None and "before" in r.output
@@ -130,7 +130,7 @@ def test_a_forked_child_leaves_the_parents_idle_containers_alone(docker_ok, tmp_
 
 
 def test_fresh_mode_removes_the_container_at_close(docker_ok, tmp_path):
-    box = make_sandbox("docker-fresh", tmp_path, LIMITS)
+    box = make_sandbox("docker-fresh", tmp_path, LIMITS, runtime=PYTHON)
     container = box._box.id
     assert box.exec("echo hi").output == "hi\n"
     box.close()
@@ -208,7 +208,7 @@ def test_env_episode_resolves_in_docker_with_the_tasks_image(docker_ok, tiny_tas
 
 def test_unknown_image_is_a_clear_error(docker_ok, tmp_path):
     with pytest.raises(RuntimeError, match="not on this machine"):
-        make_sandbox("docker", tmp_path, LIMITS, image="code-gym-no-such-image:1")
+        make_sandbox("docker", tmp_path, LIMITS, image="code-gym-no-such-image:1", runtime=PYTHON)
     assert not list(Path("/tmp").glob(f"code-gym-docker-{__import__('os').getpid()}-*/repo/*"))
 
 
@@ -222,7 +222,7 @@ def test_a_command_that_kills_its_wrapper_leaves_no_process(docker_ok, tmp_path,
     from code_gym.sandbox import docker
 
     def survivors():
-        box = make_sandbox("docker", tmp_path, Limits(timeout=20))
+        box = make_sandbox("docker", tmp_path, Limits(timeout=20), runtime=PYTHON)
         try:
             first = box.exec(KILLS_ITS_WRAPPER)
             # a live sleep (a killed one waits as a zombie until the runner, PID 1, reaps it)
@@ -242,7 +242,7 @@ def test_what_a_command_leaves_in_dev_is_gone_for_the_next(docker_ok, tmp_path, 
     look = "ls /dev/planted 2>/dev/null; readlink /dev/stdin; ipcs -m | grep -c 0x"
 
     def left(limits):
-        box = make_sandbox("docker", tmp_path, limits)
+        box = make_sandbox("docker", tmp_path, limits, runtime=PYTHON)
         try:
             box.exec(plant)
             return box.exec(look).output.split()
@@ -265,7 +265,7 @@ def test_a_link_in_the_binds_folder_mounts_nothing_on_the_host(docker_ok, tmp_pa
     (victim / "kept").write_text("host file\n")
 
     def attack(limits):
-        box = make_sandbox("docker", work, limits)
+        box = make_sandbox("docker", work, limits, runtime=PYTHON)
         try:
             linked = box.exec(f"ln -s {victim} /mnt/code-gym/0").exit_code
             try:

@@ -17,7 +17,7 @@ from code_gym.languages.python.builder import BuildError, BuildOptions, build_ta
 from code_gym.languages.python.builder.project import EnvOptions
 from code_gym.env.environment import CodeRepoEnv
 from code_gym.languages.python.environments import (BASE_REQUIREMENTS, EnvironmentBuildError, build_environment, default_python,
-                                   environment_spec, project_environment, project_requirements)
+                                   environment_spec, project_environment, project_requirements, task_runtime)
 from code_gym.actions.replay import hermes, patch_to_calls
 from code_gym.sandbox import make_sandbox
 from code_gym.tasks.task import load_task
@@ -86,6 +86,16 @@ def test_a_project_that_declares_nothing_needs_no_environment(tmp_path):
     _write(tmp_path, {"lib.py": "X = 1\n", "tests/test_lib.py": "def test_x():\n    assert True\n"})
     requirements, environment = project_environment(tmp_path)
     assert requirements.requirements == () and environment is None
+
+
+def test_a_task_without_an_environment_runs_with_the_backends_interpreter(tiny_task):
+    """`task_runtime` gives every task the Python runtime: no folders to bind then, but the records
+    reporter, the warm pytest server (run by the backend's python3) and plugin autoloading off."""
+    runtime = task_runtime(tiny_task)
+    assert tiny_task.environment is None and runtime.folders == () and runtime.path == ()
+    assert runtime.reporter is not None and runtime.warm.interpreter == ("python3", "-c")
+    assert runtime.warm.takes("python -m pytest -q tests") == ["-q", "tests"]
+    assert runtime.variables("/usr/bin") == {"PATH": "/usr/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def test_an_edited_environment_table_is_refused(tmp_path):

@@ -15,7 +15,7 @@ import pytest
 
 from code_gym.sandbox import Limits, cgroup, make_sandbox, runner
 from code_gym.workspace.working_copy import Workspace, default_disk_quota
-from sandbox_backends import require
+from sandbox_backends import PYTHON, require
 
 # Docker-backed tests share one daemon: run them on one xdist worker (--dist loadgroup).
 pytestmark = pytest.mark.xdist_group("docker")
@@ -50,7 +50,7 @@ def box(request, tmp_path):
     (tmp_path / "task" / "hidden").mkdir(parents=True)
     (tmp_path / "task" / "hidden" / "test_hidden.py").write_text("ANSWER = 42\n")
     (tmp_path / "host_secret.txt").write_text("HOST-SECRET\n")
-    sandbox = make_sandbox(request.param, ws, LIMITS, mask=(tmp_path / "task",))
+    sandbox = make_sandbox(request.param, ws, LIMITS, mask=(tmp_path / "task",), runtime=PYTHON)
     sandbox.ws, sandbox.tmp = ws, tmp_path
     groups_before = _own_groups()
     yield sandbox
@@ -69,7 +69,7 @@ def box_ws(request, tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.py").write_text("A = 1\n")
     ws = Workspace(tmp_path / "src")
-    sandbox = make_sandbox(request.param, ws.root, Limits(timeout=120))
+    sandbox = make_sandbox(request.param, ws.root, Limits(timeout=120), runtime=PYTHON)
     groups_before = _own_groups()
     yield sandbox, ws
     sandbox.close()
@@ -178,7 +178,7 @@ def test_disk_fill_is_capped_and_tmp_does_not_persist(box):
     assert (box.ws / "big.bin").stat().st_size <= LIMITS.file_size_bytes
     box.exec("touch /tmp/leftover")
     box.close()
-    again = make_sandbox(box.name if box.name != "docker" else "docker", box.ws, LIMITS)
+    again = make_sandbox(box.name if box.name != "docker" else "docker", box.ws, LIMITS, runtime=PYTHON)
     try:
         left = again.exec("ls -A /tmp").output.split()  # a warm container's /tmp is emptied on release
         assert not {"leftover", "big.bin", "f1"} & set(left), left
@@ -241,7 +241,7 @@ def test_cannot_unmount_the_task_mask(box, tmp_path):
     (task / "hidden").mkdir(parents=True)
     try:
         (task / "hidden" / "test_secret.py").write_text("ANSWER = 'HIDDEN-TEST-BODY'\n")
-        sandbox = make_sandbox(box.name, box.ws, LIMITS, mask=(task,))
+        sandbox = make_sandbox(box.name, box.ws, LIMITS, mask=(task,), runtime=PYTHON)
         try:
             r = sandbox.exec(f"umount -l {task}; umount {task}; cat {task}/hidden/test_secret.py; "
                              f"ls {task.parent} | grep -c code-gym-escape")
@@ -345,7 +345,7 @@ def test_second_episode_sees_nothing_the_first_wrote(box, tmp_path):
     (ws2 / "test_r.py").write_text(
         "import os\n\ndef test_r():\n    assert not {'from-episode-1', 'cmd-e1', '.e1'} & set(os.listdir('/tmp'))\n"
         "    assert not os.path.exists('/dev/shm/e1')\n")
-    second = make_sandbox(box.name, ws2, LIMITS, mask=(box.tmp / "task",))
+    second = make_sandbox(box.name, ws2, LIMITS, mask=(box.tmp / "task",), runtime=PYTHON)
     try:
         r = second.exec("python -m pytest -q -p no:cacheprovider test_r.py", timeout=60)
         seen = second.exec("ls -A /tmp /dev/shm")
@@ -377,7 +377,7 @@ def test_mountinfo_shows_no_task_or_layer_paths(box, tmp_path):
     (task / "repo" / "a.py").write_text("A = 1\n")
     ws = Workspace(task / "repo")
     try:
-        sandbox = make_sandbox(box.name, ws.root, LIMITS, mask=(task,))
+        sandbox = make_sandbox(box.name, ws.root, LIMITS, mask=(task,), runtime=PYTHON)
         try:
             r = sandbox.exec("cat /proc/self/mountinfo /proc/self/mounts")
         finally:
@@ -455,7 +455,7 @@ def test_files_an_episode_adds_are_bounded(tmp_path, monkeypatch):
     def added(extra):
         monkeypatch.setattr(workspace, "EXTRA_INODES", extra)
         ws = Workspace(tmp_path / "src")
-        box = make_sandbox("bwrap", ws.root, Limits(timeout=60))
+        box = make_sandbox("bwrap", ws.root, Limits(timeout=60), runtime=PYTHON)
         try:
             return int(box.exec(make).output.split()[-1])
         finally:

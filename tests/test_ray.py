@@ -2,7 +2,7 @@
 import pytest
 
 from code_gym.sandbox import Limits, make_sandbox
-from sandbox_backends import IN_CI, require
+from sandbox_backends import IN_CI, PYTHON, require
 
 try:
     import ray
@@ -31,7 +31,7 @@ def backend():
 def test_files_travel_both_ways(backend, tmp_path):
     (tmp_path / "keep.txt").write_text("host\n")
     (tmp_path / "gone.txt").write_text("x\n")
-    box = make_sandbox(backend, tmp_path, Limits(timeout=20))
+    box = make_sandbox(backend, tmp_path, Limits(timeout=20), runtime=PYTHON)
     try:
         assert box.name == "ray:bwrap"
         (tmp_path / "edited_here.txt").write_text("from the host\n")
@@ -85,7 +85,7 @@ def test_a_node_whose_bubblewrap_fails_says_so_on_the_driver(backend, tmp_path):
         runtime_env={"env_vars": {"PATH": f"{broken}:{os.environ['PATH']}"}})
     with pytest.warns(UserWarning, match=r"on Ray node .*bubblewrap is installed but failed its probe "
                                          r"\(bwrap: Creating new namespace failed"):
-        box = make_sandbox(nodes, tmp_path / "ws", Limits(timeout=20))
+        box = make_sandbox(nodes, tmp_path / "ws", Limits(timeout=20), runtime=PYTHON)
     try:
         assert box.name == "ray:unshare"
         assert box.exec("echo ok").output == "ok\n"

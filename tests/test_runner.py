@@ -6,9 +6,9 @@ import pytest
 from code_gym.grading.grade import grade
 from code_gym.grading.reference import reference_changes
 from code_gym.sandbox import Limits, LocalSandbox, make_sandbox
-from code_gym.sandbox.runner import pytest_argv
+from code_gym.languages.python.warm import pytest_argv
 from conftest import BUNDLED
-from sandbox_backends import UNEMPTIABLE_TMP, hold_runner_window, require, runner_fallback_as_before
+from sandbox_backends import PYTHON, UNEMPTIABLE_TMP, hold_runner_window, require, runner_fallback_as_before
 
 # Docker-backed tests share one daemon: run them on one xdist worker (--dist loadgroup).
 pytestmark = pytest.mark.xdist_group("docker")
@@ -58,7 +58,7 @@ def test_a_repo_that_shadows_pytest_runs_cold(kind, tmp_path, monkeypatch):
     outputs = []
     for warm in ("0", "1"):
         monkeypatch.setenv("CODE_GYM_WARM_RUNNER", warm)
-        box = make_sandbox(kind, tmp_path, Limits(timeout=20))
+        box = make_sandbox(kind, tmp_path, Limits(timeout=20), runtime=PYTHON)
         outputs.append(box.exec("python -m pytest -q").output)
         box.close()
     assert outputs[0] == outputs[1] and "fake pytest" in outputs[0]
@@ -69,7 +69,7 @@ def test_warm_runner_timeout_and_leftovers(tmp_path):
     (tmp_path / "test_slow.py").write_text(
         "import subprocess, time\n\ndef test_slow():\n"
         "    subprocess.Popen(['setsid', 'sleep', '60'])\n    time.sleep(60)\n")
-    box = LocalSandbox(tmp_path, "bwrap", Limits(timeout=20), warm=True)
+    box = LocalSandbox(tmp_path, "bwrap", Limits(timeout=20), warm=True, runtime=PYTHON)
     r = box.exec("python -m pytest -q -p no:cacheprovider test_slow.py", timeout=2)
     assert r.timed_out and r.exit_code is None
     (tmp_path / "test_slow.py").write_text("def test_ok():\n    assert True\n")
@@ -88,7 +88,7 @@ def test_a_forked_child_leaves_the_parents_warm_runners_alone(tmp_path, monkeypa
     require("bwrap")
     monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "1")
     (tmp_path / "test_ok.py").write_text("def test_ok():\n    assert True\n")
-    box = make_sandbox("bwrap", tmp_path, Limits(timeout=30))
+    box = make_sandbox("bwrap", tmp_path, Limits(timeout=30), runtime=PYTHON)
     assert "1 passed" in box.exec("python -m pytest -q").output
     idle = [zygote for _, zygote in LOCAL_RUNNERS.idle]
     assert idle and all(z.alive() and z.slot.is_dir() for z in idle)
@@ -117,7 +117,7 @@ def test_a_data_folder_named_like_a_preloaded_module_keeps_the_run_warm(tmp_path
     (tmp_path / "test_ok.py").write_text(EXIT_HANDLER_TEST)
     (tmp_path / "json").mkdir()
     (tmp_path / "json" / "data.txt").write_text("not a module\n")
-    box = make_sandbox("bwrap", tmp_path, Limits(timeout=30))
+    box = make_sandbox("bwrap", tmp_path, Limits(timeout=30), runtime=PYTHON)
     try:
         warm = box.exec("python -m pytest -q -p no:cacheprovider test_ok.py")
         assert warm.exit_code == 0 and "1 passed" in warm.output and "EXIT HANDLER RAN" not in warm.output
@@ -182,7 +182,7 @@ def test_a_run_that_ends_its_runner_does_not_send_the_next_run_cold(kind, tmp_pa
     hold_runner_window(monkeypatch)
 
     def two_runs():
-        box = make_sandbox(kind, tmp_path, Limits(timeout=60))
+        box = make_sandbox(kind, tmp_path, Limits(timeout=60), runtime=PYTHON)
         try:
             return [box.exec("python -m pytest -q -p no:cacheprovider test_tmp.py") for _ in range(2)]
         finally:
@@ -232,7 +232,7 @@ def test_a_run_cannot_write_the_runners_socket_folder(kind, tmp_path, monkeypatc
     (tmp_path / "test_plant.py").write_text(PLANTS)
 
     def runs(limits=Limits(timeout=60)):
-        box = make_sandbox(kind, tmp_path, limits)
+        box = make_sandbox(kind, tmp_path, limits, runtime=PYTHON)
         try:
             first = box.exec("python -m pytest -q -s -p no:cacheprovider test_plant.py")
             planted = _planted(kind)
@@ -246,7 +246,7 @@ def test_a_run_cannot_write_the_runners_socket_folder(kind, tmp_path, monkeypatc
     assert "REFUSED runner.sock" in first.output and not planted, planted
     assert second.exit_code == 0 and "1 passed" in second.output  # the socket is still the runner's
     if kind == "docker":  # an agent's command there sees the folder too
-        box = make_sandbox(kind, tmp_path, Limits(timeout=60))
+        box = make_sandbox(kind, tmp_path, Limits(timeout=60), runtime=PYTHON)
         try:
             assert box.exec("touch /run/code-gym/planted").exit_code != 0 and not _planted(kind)
         finally:
@@ -277,7 +277,7 @@ def test_a_run_cannot_leave_a_conftest_above_the_repository_for_later_runs(tmp_p
     (tmp_path / "test_ok.py").write_text("def test_ok():\n    assert True\n")
 
     def runs(limits):
-        box = make_sandbox("bwrap", tmp_path, limits)
+        box = make_sandbox("bwrap", tmp_path, limits, runtime=PYTHON)
         try:
             return [box.exec(f"python -m pytest -q -s -p no:cacheprovider {name}") for name in ("test_plant.py",
                                                                                                 "test_ok.py")]
@@ -306,15 +306,17 @@ DEV_LOOK = ("import os, subprocess\n\ndef test_look():\n"
 
 @pytest.mark.parametrize("kind", ["bwrap", "docker"])
 def test_what_a_run_leaves_in_dev_is_gone_for_the_next_run(kind, tmp_path, monkeypatch):
-    from code_gym.sandbox import local, runner
+    from dataclasses import replace
+
+    from code_gym.sandbox import local
 
     require(kind)
     monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "1")
     (tmp_path / "test_plant.py").write_text(DEV_PLANT)
     (tmp_path / "test_look.py").write_text(DEV_LOOK)
 
-    def runs(limits):
-        box = make_sandbox(kind, tmp_path, limits)
+    def runs(limits, runtime=PYTHON):
+        box = make_sandbox(kind, tmp_path, limits, runtime=runtime)
         try:
             return [box.exec(f"python -m pytest -q -s -p no:cacheprovider {name}").output
                     for name in ("test_plant.py", "test_look.py")]
@@ -323,8 +325,10 @@ def test_what_a_run_leaves_in_dev_is_gone_for_the_next_run(kind, tmp_path, monke
 
     plant, look = runs(Limits(timeout=60))
     assert "LEFT False /proc/self/fd/0 0" in look, (plant, look)
-    # the defence off: the runner does not put /dev back, and bubblewrap's /dev is writable
-    monkeypatch.setattr(runner, "SERVER", runner.SERVER.replace(" + [wipe_dev(DEV)]", ""))
+    # the defence off: the server does not put /dev back, and bubblewrap's /dev is writable
+    program = PYTHON.warm.program.replace(" + [wipe_dev(DEV)]", "")
+    assert program != PYTHON.warm.program
     monkeypatch.setattr(local, "_ROOT_READ_ONLY", ("--remount-ro", "/"))
-    plant, look = runs(Limits(timeout=60, processes=Limits().processes + 3))
+    plant, look = runs(Limits(timeout=60, processes=Limits().processes + 3),
+                       replace(PYTHON, warm=replace(PYTHON.warm, program=program)))
     assert "LEFT True SECRET 1" in look, (plant, look)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from code_gym.sandbox import Limits, available_isolation, make_sandbox
+from sandbox_backends import PYTHON
 
 KINDS = [k for k in available_isolation() if k != "none"]
 if os.environ.get("CI") == "true":
@@ -21,7 +22,7 @@ def sandbox(request, tmp_path):
     secret = tmp_path / "secret"
     secret.mkdir()
     (secret / "hidden_test.py").write_text("ANSWER = 42\n")
-    box = make_sandbox(request.param, ws, Limits(timeout=5, max_output=4096, file_size_bytes=1 << 20), mask=(secret,))
+    box = make_sandbox(request.param, ws, Limits(timeout=5, max_output=4096, file_size_bytes=1 << 20), mask=(secret,), runtime=PYTHON)
     box.ws, box.secret = ws, secret
     yield box
     box.close()
@@ -76,7 +77,7 @@ def test_bwrap_cannot_write_outside_workspace(tmp_path):
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
     ws = tmp_path / "ws"
     ws.mkdir()
-    box = make_sandbox("bwrap", ws)
+    box = make_sandbox("bwrap", ws, runtime=PYTHON)
     target = tmp_path / "outside.txt"
     r = box.exec(f"echo x > {target}; echo y > /usr/evil; touch /tmp/inner && ls /tmp")
     assert not target.exists() and not Path("/usr/evil").exists()
@@ -85,10 +86,10 @@ def test_bwrap_cannot_write_outside_workspace(tmp_path):
 
 def test_none_isolation_is_explicit_and_warns(tmp_path):
     with pytest.warns(UserWarning, match="WITHOUT a sandbox"):
-        box = make_sandbox("none", tmp_path)
+        box = make_sandbox("none", tmp_path, runtime=PYTHON)
     assert box.exec("echo ok").output == "ok\n"
     with pytest.raises(ValueError, match="isolation must be"):
-        make_sandbox("docker-ish", tmp_path)
+        make_sandbox("docker-ish", tmp_path, runtime=PYTHON)
 
 
 def _flaky_bwrap(tmp_path, first_call: str) -> str:
@@ -130,7 +131,7 @@ def test_a_bubblewrap_that_keeps_failing_is_named_when_auto_falls_back(tmp_path,
     monkeypatch.setattr(local, "_PROBE_ERRORS", {})
     (tmp_path / "ws").mkdir()
     with pytest.warns(UserWarning, match="bubblewrap is installed but failed its probe .*uid map: Permission denied"):
-        box = make_sandbox("auto", tmp_path / "ws", Limits(timeout=5))
+        box = make_sandbox("auto", tmp_path / "ws", Limits(timeout=5), runtime=PYTHON)
     try:
         assert box.name == "unshare"
     finally:

@@ -9,7 +9,7 @@ import pytest
 from code_gym.util.hostfs import MAX_DIFF_BYTES
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.workspace.working_copy import Workspace
-from sandbox_backends import require
+from sandbox_backends import PYTHON, require
 
 pytestmark = pytest.mark.xdist_group("docker")
 
@@ -29,7 +29,7 @@ def test_unshare_fallback_has_no_capabilities_and_a_read_only_system(tmp_path):
     (task / "hidden").mkdir(parents=True)
     (task / "hidden" / "t.py").write_text("HIDDEN\n")
     (tmp_path / "ws").mkdir()
-    box = make_sandbox("unshare", tmp_path / "ws", Limits(timeout=10), mask=(task,))
+    box = make_sandbox("unshare", tmp_path / "ws", Limits(timeout=10), mask=(task,), runtime=PYTHON)
     r = box.exec(f"grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status; id -u; "
                  f"mount -t tmpfs none /mnt && echo MOUNTED; umount {task}; cat {task}/hidden/t.py; "
                  f"touch /usr/code-gym-unshare-probe && echo WROTE")
@@ -46,7 +46,7 @@ def test_unshare_fallback_has_a_private_tmp(tmp_path):
     ws, results = tmp_path / "ws", tmp_path / "results"
     ws.mkdir()
     results.mkdir()
-    box = make_sandbox("unshare", ws, Limits(timeout=10))
+    box = make_sandbox("unshare", ws, Limits(timeout=10), runtime=PYTHON)
     binds = {results: "/unused"}
     r = box.exec(f"pwd; echo w > in-ws; echo r > {box.inside(results, binds)}/junit.xml; "
                  f"echo left > /tmp/code-gym-unshare-left; ls /tmp | wc -l", binds=binds)
@@ -61,7 +61,7 @@ def test_files_the_sandbox_writes_belong_to_the_host_user(kind, episode):
     """Files a command creates or edits in the workspace are the host process's own: the editor
     tools and the grader read and rewrite them, and the diff sees each change."""
     require(kind)
-    box = make_sandbox(kind, episode.root, Limits(timeout=20))
+    box = make_sandbox(kind, episode.root, Limits(timeout=20), runtime=PYTHON)
     try:
         box.exec("echo 'B = 2' > pkg/new.py && echo 'A = 3' > pkg/mod.py && mkdir -p data && echo x > data/f")
         new = episode.root / "pkg" / "new.py"

@@ -17,12 +17,13 @@ pytestmark = pytest.mark.xdist_group("docker")
 CRASHING = textwrap.dedent("""
     import sys, threading, time
     from pathlib import Path
+    from code_gym.languages.python.runtime import python_runtime
     from code_gym.sandbox import Limits, make_sandbox
     from code_gym.workspace.working_copy import Workspace
 
     src = Path(sys.argv[2])
     ws = Workspace(src)
-    box = make_sandbox(sys.argv[1], ws.root, Limits(timeout=60))
+    box = make_sandbox(sys.argv[1], ws.root, Limits(timeout=60), runtime=python_runtime())
     assert "1 passed" in box.exec("python -m pytest -q -p no:cacheprovider test_ok.py").output
     threading.Thread(target=box.exec, args=("sleep 60",), daemon=True).start()
     time.sleep(0.5)

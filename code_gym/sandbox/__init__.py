@@ -1,9 +1,9 @@
 """Where agent commands and tests run. `make_sandbox` is the one place that picks a backend."""
-from code_gym.sandbox.base import Backend, ExecResult, Limits, PythonEnv, Sandbox
+from code_gym.sandbox.base import Backend, ExecResult, Limits, Reporter, Runtime, Sandbox, WarmServer
 from code_gym.sandbox.local import LocalSandbox, available_isolation
 
-__all__ = ["Backend", "ExecResult", "ISOLATION_KINDS", "Limits", "PythonEnv", "Sandbox", "LocalSandbox", "available_isolation", "make_sandbox",
-           "backend"]
+__all__ = ["Backend", "ExecResult", "ISOLATION_KINDS", "Limits", "Reporter", "Runtime", "Sandbox", "WarmServer",
+           "LocalSandbox", "available_isolation", "make_sandbox", "backend"]
 
 _SHARED: dict[str, Backend] = {}
 
@@ -30,11 +30,13 @@ ISOLATION_KINDS = ("auto", "bwrap", "unshare", "none", "docker", "docker-fresh",
 
 
 def make_sandbox(kind, workspace, limits: Limits | None = None, mask=(), image: str | None = None,
-                 runtime: PythonEnv | None = None) -> Sandbox:
+                 runtime: Runtime | None = None) -> Sandbox:
     """A sandbox for `workspace`. `kind`: 'auto', 'bwrap', 'unshare', 'none' (no isolation: explicit
     opt-in only), 'docker', 'docker-fresh', 'ray', or a Backend object (e.g. DockerBackend(...)).
     `image` is the task's container image (container backends; None: the backend's default);
-    `runtime` the task's environment (None: the backend's own Python)."""
+    `runtime` what the task's language gives its commands (`Language.runtime(task)`: folders bound
+    read-only, variables, the records reporter, a warm server); None: a bare sandbox, whose commands
+    cannot report records."""
     limits = limits or Limits()
     chosen = kind if hasattr(kind, "sandbox") else backend(kind)
     if chosen is not None:

@@ -1,9 +1,12 @@
-"""The sandbox contract: where commands run. A backend is a small class; the env never branches on it."""
+"""The sandbox contract: where commands run. A backend is a small class; the env never branches on it.
+
+The sandbox knows no language: what a task's commands need (folders, variables, the records
+reporter, a warm server) comes from its language as a `Runtime`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 
 @dataclass(frozen=True)
@@ -20,22 +23,56 @@ class Limits:
     cpus: float = 1.0
 
 
+class Reporter(Protocol):
+    """How a run with records (`Sandbox.exec(..., records=NONCE)`) gets the grader's results channel.
+
+    For each such run the backend makes a fresh host folder, binds it read-only inside (at `inside`),
+    and gives the command the channel's write end as descriptor `fd`; only the backend holds the read
+    end. The reporter says what to lay in the folder and how the command finds it."""
+
+    def setup(self, inside: str, fd: int, nonce: str, env: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+        """(files: plain file name -> text, laid in the folder; the command's environment: `env`
+        plus the variables that name the folder, the descriptor and the nonce)."""
+        ...
+
+
 @dataclass(frozen=True)
-class PythonEnv:
-    """A virtualenv that commands run with (code_gym.languages.python.environments builds them). Backends bind
-    `prefix` read-only at its own path (its scripts name it) with the installation its interpreter
-    comes from, and put its bin/ first on PATH, so `python`, `pytest` and the packages it holds are
-    the environment's. Its pytest plugins load through PYTEST_PLUGINS: plugin autoloading stays off."""
-    prefix: Path
-    base_prefix: Path
-    pytest_plugins: tuple[str, ...] = ()
+class WarmServer:
+    """A server a backend starts once inside a long-lived sandbox and sends runs to
+    (code_gym.sandbox.runner). `[*interpreter, program, SOCKET]` is its command line; `takes(command)`
+    is the argv a run of `command` gets (None: the command runs cold). The program speaks the
+    runner's protocol and does its duties (`runner.server_program` writes both for a program in
+    Python): it may decline a run (the backend then runs it cold, through the reporter)."""
+    program: str
+    interpreter: tuple[str, ...]
+    takes: Callable[[str], list[str] | None]
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What a language gives a sandbox to run a task's commands with (`Language.runtime(task)`).
+
+    Backends bind `folders` read-only at their own paths, put `path` first on PATH and set `env`;
+    a run with records gets its results channel through `reporter`, and commands that `warm.takes`
+    go to a warm server. Frozen and made of plain data and module-level functions: it keys runner
+    and container pools, and travels to Ray workers by pickle."""
+    folders: tuple[Path, ...] = ()
+    path: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    reporter: Reporter | None = None
+    warm: WarmServer | None = None
 
     def variables(self, path: str) -> dict[str, str]:
         """The environment variables it sets, given the backend's own PATH."""
-        found = {"PATH": f"{self.prefix}/bin:{path}", "VIRTUAL_ENV": str(self.prefix)}
-        if self.pytest_plugins:
-            found["PYTEST_PLUGINS"] = ",".join(self.pytest_plugins)
-        return found
+        return dict(self.env) | {"PATH": ":".join([*self.path, path])}
+
+
+def check_records(runtime: Runtime | None, records: str | None) -> None:
+    """Refuse a run with records that nothing in the runtime can report (at the boundary, before
+    anything starts)."""
+    if records and (runtime is None or runtime.reporter is None):
+        raise ValueError("exec(records=...) needs a runtime with a reporter: make the sandbox with "
+                         "runtime=<the task language's runtime(task)>, whose reporter streams the records")
 
 
 @dataclass
@@ -76,8 +113,9 @@ class Sandbox(Protocol):
     def exec(self, command: str, *, timeout: float | None = None,
              binds: dict[Path, str] | None = None, records: str | None = None) -> ExecResult:
         """Run `command` with bash. `binds` maps extra host folders to paths visible inside.
-        `records` (a nonce): give a pytest command the grader's results channel
-        (code_gym.sandbox.records) and return its stream in `ExecResult.records`."""
+        `records` (a nonce): give the command the grader's results channel through the runtime's
+        reporter (code_gym.sandbox.records) and return its stream in `ExecResult.records`; a
+        ValueError without a reporter."""
         ...
 
     def inside(self, host_path: Path, binds: dict[Path, str]) -> str:
@@ -92,7 +130,7 @@ class Backend(Protocol):
     """Makes sandboxes; passed as `isolation=` to the env, grading and make_sandbox."""
 
     def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None,
-                runtime: PythonEnv | None = None) -> Sandbox:
+                runtime: Runtime | None = None) -> Sandbox:
         ...
 
 

@@ -13,8 +13,9 @@ Each container: no network, a read-only root file system (writable: the workspac
 /tmp and the binds), memory, CPU and pids limits from `Limits`, file-size ulimit, all
 capabilities dropped, no-new-privileges. Each command runs under `timeout` inside and a host
 deadline outside (docker-py has no per-call timeout), and ends by killing every process it left
-(`kill -9 -1`: a `setsid` child cannot outlive its command). PID 1 is the warm test runner
-(code_gym.sandbox.runner), which also reaps orphans. Everything created carries the
+(`kill -9 -1`: a `setsid` child cannot outlive its command). PID 1 is the runtime's warm server
+(code_gym.sandbox.runner), which also reaps orphans, or without one a shell that only reaps them.
+The runtime's folders are bound read-only at their own paths. Everything created carries the
 label `code-gym` and the creating process's id; `reap()` removes what a crashed process left.
 Needs root on the host (mount(2)); Docker access is root-equivalent anyway.
 """
@@ -34,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_gym.sandbox import leftovers, mounts, runner
-from code_gym.sandbox.records import PluginFolder
+from code_gym.sandbox.records import ReporterFolder
 from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL
-from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, PythonEnv
+from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, Runtime, check_records
 from code_gym.sandbox.cgroup import pid_alive
 from code_gym.util.hostfs import TEMP_PREFIX, disk_full
 
@@ -68,12 +69,14 @@ _DEV_WIPE = ("find /dev -mindepth 1 -maxdepth 1 ! -type c ! -name pts ! -name sh
 _WIPE += "; " + _DEV_WIPE
 _WRAPPER = f'timeout -k 1 "$1" bash -c "$2" </dev/null; rc=$?; kill -9 -1 2>/dev/null; {_WIPE}; exit $rc'
 # With a results channel: the command's stderr joins its stdout, and fd 3 is the exec's stderr
-# stream, which carries nothing but what the grader's plugin writes to it.
+# stream, which carries nothing but what the runtime's reporter writes to it.
 _RECORDS_WRAPPER = _WRAPPER.replace("</dev/null;", "</dev/null 3>&2 2>&1;", 1)
 _ENV = {"HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-        "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "PATH": "/usr/local/bin:/usr/bin:/bin"}
+        "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "PATH": "/usr/local/bin:/usr/bin:/bin"}
 _CLEAN = f"kill -9 -1 2>/dev/null; {_WIPE}; true"
+# PID 1 of a container whose runtime has no warm server: it reaps the orphans that commands leave (a
+# `kill -9 -1` spares PID 1, so only its `sleep` dies, and the loop starts another)
+_REAPER = ["bash", "-c", "trap '' TERM INT HUP; while :; do sleep 3600 & wait $!; done"]
 
 
 def docker_unavailable() -> str | None:
@@ -142,7 +145,7 @@ class DockerBackend:
         self.image = image
         self.pool = pool
         self.max_idle = max_idle
-        self.warm_runner = warm  # `python -m pytest` via the warm runner; None: CODE_GYM_WARM_RUNNER decides
+        self.warm_runner = warm  # the runtime's warm server for the commands it takes; None: CODE_GYM_WARM_RUNNER decides
         self._pool = _Pool()
         self.name = "docker" if pool else "docker-fresh"
         leftovers.reap_on_start()
@@ -150,13 +153,13 @@ class DockerBackend:
         _BACKENDS.add(self)
 
     def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None,
-                runtime: PythonEnv | None = None) -> "DockerSandbox":
+                runtime: Runtime | None = None) -> "DockerSandbox":
         return DockerSandbox(self, Path(workspace), limits, image or self.image, runtime)
 
-    def _key(self, image: str, limits: Limits, runtime: PythonEnv | None = None) -> tuple:
+    def _key(self, image: str, limits: Limits, runtime: Runtime | None = None) -> tuple:
         return (image, limits.memory_bytes, limits.processes, limits.cpus, limits.file_size_bytes, runtime)
 
-    def acquire(self, image: str, limits: Limits, runtime: PythonEnv | None = None) -> _Container:
+    def acquire(self, image: str, limits: Limits, runtime: Runtime | None = None) -> _Container:
         key = self._key(image, limits, runtime)
         while True:
             with self._pool.lock:
@@ -166,7 +169,7 @@ class DockerBackend:
                 return _create(key, image, limits, runtime)
             if _running(box.id):
                 return box
-            # its PID 1 (the warm runner) ended after the container was given back, e.g. a run left a
+            # its PID 1 (the warm server) ended after the container was given back, e.g. a run left a
             # /tmp it could not empty: remove it and take another
             _remove(box)
 
@@ -190,9 +193,11 @@ class DockerBackend:
                 return
         _remove(box)
 
-    def warm(self, count: int, image: str | None = None, limits: Limits = Limits()) -> None:
-        """Start `count` containers now so the first episodes do not wait for them."""
-        boxes = [self.acquire(image or self.image, limits) for _ in range(count)]
+    def warm(self, count: int, image: str | None = None, limits: Limits = Limits(),
+             runtime: Runtime | None = None) -> None:
+        """Start `count` containers for sandboxes with `runtime` now so the first episodes do not
+        wait for them."""
+        boxes = [self.acquire(image or self.image, limits, runtime) for _ in range(count)]
         for box in boxes:
             self.release(box)
 
@@ -224,19 +229,17 @@ def _forget_pools() -> None:
 os.register_at_fork(after_in_child=_forget_pools)
 
 
-def _environment_mounts(runtime: PythonEnv | None) -> list:
-    """A task environment bound read-only at its own path, with the interpreter installation it was
-    made from unless that is the system's /usr (which the image has: the default image is the same
-    Debian release as the machines it is built on, so its /usr/bin/python3.11 is the same build)."""
+def _runtime_mounts(runtime: Runtime | None) -> list:
+    """The runtime's folders bound read-only at their own paths. (A runtime leaves out what the image
+    has: the default image is the same Debian release as the machines it is built on, so its /usr
+    holds the same builds as the host's.)"""
     from docker.types import Mount
 
-    if runtime is None:
-        return []
-    dirs = [runtime.prefix] + ([runtime.base_prefix] if not str(runtime.base_prefix).startswith("/usr") else [])
-    return [Mount(str(d), str(d), type="bind", read_only=True) for d in dirs]
+    folders = runtime.folders if runtime is not None else ()
+    return [Mount(str(d), str(d), type="bind", read_only=True) for d in folders]
 
 
-def _env_variables(runtime: PythonEnv | None) -> dict[str, str]:
+def _env_variables(runtime: Runtime | None) -> dict[str, str]:
     return _ENV | (runtime.variables(_ENV["PATH"]) if runtime is not None else {})
 
 
@@ -247,28 +250,28 @@ def _running(container_id: str) -> bool:
         return False
 
 
-def _create(key: tuple, image: str, limits: Limits, runtime: PythonEnv | None = None) -> _Container:
+def _create(key: tuple, image: str, limits: Limits, runtime: Runtime | None = None) -> _Container:
     from docker.types import Mount, Ulimit
 
     _require_image(image)
+    warm = runtime.warm if runtime is not None else None
     slot = Path(f"/tmp/{TEMP_PREFIX}docker-{os.getpid()}-{next(_COUNTER)}")
     mounts.shared_folder(slot / "repo")
     mounts.shared_folder(slot / "binds")
-    mounts.shared_folder(slot / "ctl")  # shared, so that its seal reaches the container
     labels = {LABEL: "container", OWNER_LABEL: f"{_HOST}:{os.getpid()}", SLOT_LABEL: str(slot)}
     volumes = [Mount(WORKDIR, str(slot / "repo"), type="bind", propagation="rslave"),
-              Mount(BINDS_DIR, str(slot / "binds"), type="bind", propagation="rslave", read_only=_BINDS_READ_ONLY),
-              Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind", propagation="rslave"),
-              *_environment_mounts(runtime)]
+               Mount(BINDS_DIR, str(slot / "binds"), type="bind", propagation="rslave", read_only=_BINDS_READ_ONLY),
+               *_runtime_mounts(runtime)]
+    if warm is not None:  # the server's socket folder: shared, so that its seal reaches the container
+        mounts.shared_folder(slot / "ctl")
+        volumes.append(Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind", propagation="rslave"))
     fsize = limits.file_size_bytes
-    # the warm runner imports pytest from the interpreter the task's tests use
-    python = str(runtime.prefix / "bin" / "python") if runtime is not None else "python3"
-    server = [python, "-c", runner.SERVER, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
+    pid1 = [*warm.interpreter, warm.program, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"] if warm is not None else _REAPER
     container = None
     try:
         with _START_SLOTS:
             container = client().containers.create(
-                image, server, name=slot.name, labels=labels, network_mode="none", read_only=True, mounts=volumes, working_dir=WORKDIR,
+                image, pid1, name=slot.name, labels=labels, network_mode="none", read_only=True, mounts=volumes, working_dir=WORKDIR,
                 tmpfs={"/tmp": f"size={fsize},mode=1777,exec"},
                 mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes,
                 pids_limit=limits.processes, nano_cpus=int(limits.cpus * 1e9),
@@ -279,7 +282,8 @@ def _create(key: tuple, image: str, limits: Limits, runtime: PythonEnv | None = 
         # before any command: the runner's socket folder read-only (runner.seal_socket_folder); a
         # runner that never listens fails its runs (RunnerGone), the folder sealed all the same
         try:
-            runner.seal_socket_folder(slot / "ctl")
+            if warm is not None:
+                runner.seal_socket_folder(slot / "ctl")
         except OSError:
             if not mounts.mounts_at(slot / "ctl") > 1:
                 raise
@@ -401,7 +405,7 @@ class DockerSandbox:
     """One episode's (or one grading run's) hold on a container."""
 
     def __init__(self, backend: DockerBackend, workspace: Path, limits: Limits, image: str,
-                 runtime: PythonEnv | None = None):
+                 runtime: Runtime | None = None):
         self.name = backend.name
         self.workdir = WORKDIR
         self.root = workspace.resolve()
@@ -410,7 +414,8 @@ class DockerSandbox:
         self.runtime = runtime
         self.env = _env_variables(runtime)
         # read per sandbox, as the local backend does (the shared backend outlives a setting)
-        self.warm = runner.warm_default() if backend.warm_runner is None else backend.warm_runner
+        self.warm = (runner.warm_default() if backend.warm_runner is None else backend.warm_runner) \
+            and runtime is not None and runtime.warm is not None
         self._backend = backend
         self._holder: list[_Container] = [backend.acquire(image, limits, runtime)]
         # grading and other callers may drop a sandbox without close(): give the container back then too
@@ -432,24 +437,25 @@ class DockerSandbox:
 
     def exec(self, command: str, *, timeout: float | None = None,
              binds: dict[Path, str] | None = None, records: str | None = None) -> ExecResult:
+        check_records(self.runtime, records)
         timeout = self.limits.timeout if timeout is None else timeout
         started = time.monotonic()
-        argv = runner.pytest_argv(command) if self.warm else None
+        argv = self.runtime.warm.takes(command) if self.warm else None
         warm = self._warm_run(argv, binds or {}, timeout, records) if argv is not None else None
         if warm is not None:  # the server killed a run that timed out (the host closed the connection)
             return ExecResult(warm.output.text(), warm.exit_code, warm.timed_out, warm.output.dropped > 0,
                               time.monotonic() - started, disk_full(self.root), warm.records if records else None)
-        plugin = PluginFolder() if records else None
-        binds = {**(binds or {}), **({plugin.path: ""} if plugin else {})}
+        folder = ReporterFolder(self.runtime.reporter) if records else None
+        binds = {**(binds or {}), **({folder.path: ""} if folder else {})}
         stream = bytearray() if records else None
         box = self._box
         try:
-            with self._attached(box, binds):
-                env = plugin.env(self.inside(plugin.path, binds), 3, records, self.env) if plugin else self.env
+            with self._attached(box, binds, frozenset({folder.path} if folder else ())):
+                env = folder.env(self.inside(folder.path, binds), 3, records, self.env) if folder else self.env
                 output, exit_code, abandoned = _run_exec(box.id, command, timeout, self.limits, env, stream)
         finally:
-            if plugin:
-                plugin.close()
+            if folder:
+                folder.close()
         duration = time.monotonic() - started
         if abandoned:
             box.dirty = True
@@ -460,14 +466,17 @@ class DockerSandbox:
                           disk_full(self.root), bytes(stream) if records else None)
 
     @contextlib.contextmanager
-    def _attached(self, box: _Container, binds: dict[Path, str]):
-        """`binds` attached under the container's binds folder for the duration."""
+    def _attached(self, box: _Container, binds: dict[Path, str], read_only: frozenset[Path] = frozenset()):
+        """`binds` attached under the container's binds folder for the duration; those in `read_only`
+        sealed read-only (`mounts.seal`: the copy propagates in read-only)."""
         attached = []
         try:
             for i, host in enumerate(binds):
                 target = _bind_target(box.binds / str(i))
                 mounts.attach(Path(host).resolve(), target)
                 attached.append(target)
+                if host in read_only:
+                    mounts.seal(target)
             yield
         finally:
             for target in attached:
@@ -475,7 +484,7 @@ class DockerSandbox:
                 target.rmdir()
 
     def _warm_run(self, argv: list[str], binds: dict[Path, str], timeout: float, records: str | None):
-        """Run pytest through the container's warm runner (None: run it cold). A runner that does not
+        """Run `argv` through the container's warm server (None: run it cold). A runner that does not
         take the run has ended its container (it is PID 1): the sandbox moves to a fresh container
         and runs it there."""
         reason = ""

@@ -17,7 +17,7 @@ from code_gym.util.hostfs import owned_prefix
 DEFAULT_IMAGE = "code-gym-python:bookworm"
 LABEL = "code-gym"  # every image, container and volume code-gym creates carries this label
 PACKAGES = ("python3", "python-is-python3", "python3-pytest", "git")
-_CHANGES = ["WORKDIR /repo", "ENV LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
+_CHANGES = ["WORKDIR /repo", "ENV LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1",
             f"LABEL {LABEL}=image"]
 
 

@@ -9,8 +9,9 @@ uid that started bubblewrap (root here): files it creates in the workspace belon
 editor tools and the grader like their own, and the read-only mounts hold because nothing inside
 has CAP_SYS_ADMIN. Where a cgroup is ours to use (code_gym.sandbox.cgroup), each command also runs
 in its own group with a process-count and a total-memory limit, and the group is emptied and
-removed when the command ends. Under bubblewrap as root, a plain `python -m pytest ...` goes to a
-warm runner (code_gym.sandbox.runner).
+removed when the command ends. Commands also see the runtime's folders (read-only) and variables;
+under bubblewrap as root, a command its warm server takes goes to a warm runner
+(code_gym.sandbox.runner).
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ import warnings
 from pathlib import Path
 
 from code_gym.sandbox import cgroup, leftovers, mounts, runner
-from code_gym.sandbox.records import INSIDE as RECORDS_INSIDE, PluginFolder
-from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, PythonEnv
+from code_gym.sandbox.records import INSIDE as RECORDS_INSIDE, ReporterFolder
+from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, Runtime, check_records
 from code_gym.util.hostfs import TEMP_PREFIX, disk_full
 
 WORKDIR = "/repo"
@@ -116,7 +117,9 @@ def _shipped_tasks() -> list[str]:
     return [str(Path(__file__).resolve().parent.parent / "bundled_tasks")]
 
 
-def _host_python_dirs() -> list[str]:
+def _own_installation() -> list[str]:
+    """The installation code-gym runs from (its interpreter and packages) where /usr does not hold
+    it: part of what this backend shows commands, read-only, like /usr."""
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).resolve().parent.parent)}
     return sorted(d for d in dirs if d and not d.startswith("/usr"))
 
@@ -125,7 +128,7 @@ class LocalSandbox:
     """Runs commands on this machine with the workspace as the current directory."""
 
     def __init__(self, workspace: str | Path, isolation: str = "auto", limits: Limits = Limits(),
-                 mask: tuple[str | Path, ...] = (), warm: bool | None = None, runtime: PythonEnv | None = None,
+                 mask: tuple[str | Path, ...] = (), warm: bool | None = None, runtime: Runtime | None = None,
                  network: bool = False):
         leftovers.reap_on_start()
         self.runtime = runtime
@@ -153,18 +156,18 @@ class LocalSandbox:
             warnings.warn("code-gym: running agent commands WITHOUT a sandbox (isolation='none')", stacklevel=2)
         self.name = isolation
         self.workdir = WORKDIR if isolation == "bwrap" else str(self.root)
-        # `python -m pytest` through a warm runner: bubblewrap only (it needs the slot mounts: root)
         if network and isolation != "bwrap":
             raise RuntimeError(f"a sandbox with the network needs bubblewrap, not {isolation!r}")
+        # the runtime's warm server: bubblewrap only (it needs the slot mounts: root)
         self.warm = (runner.warm_default() if warm is None else warm) and isolation == "bwrap" and os.geteuid() == 0 \
-            and not network
+            and not network and runtime is not None and runtime.warm is not None
 
-    def _python_dirs(self) -> list[str]:
-        """The Python installations commands see, read-only: code-gym's own and the task's environment."""
-        dirs = _host_python_dirs()
+    def _read_only_dirs(self) -> list[str]:
+        """What commands see read-only besides the system: code-gym's own installation and the
+        runtime's folders."""
+        dirs = _own_installation()
         if self.runtime is not None:
-            dirs += [d for d in (str(self.runtime.prefix), str(self.runtime.base_prefix))
-                     if d not in dirs and not _under(d, "/usr")]
+            dirs += [str(d) for d in self.runtime.folders if str(d) not in dirs and not _under(str(d), "/usr")]
         return dirs
 
     def _env(self) -> dict[str, str]:
@@ -178,22 +181,22 @@ class LocalSandbox:
             "TERM": "dumb",
             "PAGER": "cat",
             "GIT_PAGER": "cat",
-            # only plugins a task declares (with -p) or its environment holds (PYTEST_PLUGINS) load
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             **(self.runtime.variables(path) if self.runtime is not None else {}),
             **({k: v for k, v in os.environ.items() if k.upper() in _NETWORK_VARIABLES or k.startswith("UV_")}
                if self.network else {}),
         }
 
-    def _argv(self, command: str, binds: dict[Path, str], env: dict[str, str]) -> list[str]:
+    def _argv(self, command: str, binds: dict[Path, str], env: dict[str, str],
+              read_only: dict[Path, str] | None = None) -> list[str]:
+        """`read_only`: host folders bound like `binds`, but read-only (not with isolation 'none')."""
         shell = ["bash", "-c", command]
         if self.name == "none":
             return shell
         if self.name == "unshare":
-            return self._unshare(command, binds)
-        return self._bwrap(self.root, binds, env=env) + shell
+            return self._unshare(command, binds, read_only or {})
+        return self._bwrap(self.root, binds, env=env, read_only=read_only) + shell
 
-    def _unshare(self, command: str, binds: dict[Path, str]) -> list[str]:
+    def _unshare(self, command: str, binds: dict[Path, str], read_only: dict[Path, str]) -> list[str]:
         """The fallback: its own user (uid SANDBOX_UID, mapped to the host uid that starts it), mount,
         network and PID namespaces. Capabilities in the new namespace (kept for the set-up only) put a
         fresh tmpfs on /tmp (the folders it would hide, the workspace first, are bound back through a
@@ -201,14 +204,16 @@ class LocalSandbox:
         command then runs with none (an empty bounding set) and no new privileges. The rest of the
         file system is the host's."""
         q = shlex.quote
-        keep = [p for p in dict.fromkeys([str(self.root), *(str(Path(h).resolve()) for h in binds), *self._python_dirs()])
+        sealed = [str(Path(h).resolve()) for h in read_only]
+        keep = [p for p in dict.fromkeys([str(self.root), *(str(Path(h).resolve()) for h in binds), *sealed,
+                                          *self._read_only_dirs()])
                 if _under(p, "/tmp") and Path(p).is_dir()][:7]  # descriptors 3-9
         setup = [f"exec {3 + i}<{q(p)}" for i, p in enumerate(keep)]
         setup.append(f"mount -t tmpfs -o size={self.limits.file_size_bytes},nosuid,nodev code-gym /tmp")
         setup += [f"mkdir -p {q(p)} && mount --no-canonicalize --bind /proc/self/fd/{3 + i} {q(p)} && exec {3 + i}<&-"
                   for i, p in enumerate(keep)]
         setup += [f"mount --bind {q(d)} {q(d)} && mount -o remount,bind,ro {q(d)}"
-                  for d in ("/usr", "/etc", *self._python_dirs()) if Path(d).is_dir()]
+                  for d in ("/usr", "/etc", *self._read_only_dirs(), *sealed) if Path(d).is_dir()]
         setup += [f"mount -t tmpfs none {q(m)}" for m in self.mask if Path(m).is_dir()  # what /tmp's tmpfs did not hide
                   and (not _under(m, "/tmp") or any(_under(m, k) for k in keep))]
         setup.append(f"cd {q(str(self.root))}")
@@ -218,7 +223,7 @@ class LocalSandbox:
                 "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", script]
 
     def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = (),
-               env: dict[str, str] | None = None) -> list[str]:
+               env: dict[str, str] | None = None, read_only: dict[Path, str] | None = None) -> list[str]:
         argv = [_BWRAP, *_BWRAP_PRIVILEGES, "--clearenv", *flags]
         if self.network:
             argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
@@ -232,11 +237,11 @@ class LocalSandbox:
                 argv += ["--ro-bind", str(top), str(top)]
         for name in _ETC_FILES:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        # /tmp first: a Python installation (a venv) or a workspace under /tmp is bound over it
+        # /tmp first: an installation (a venv) or a workspace under /tmp is bound over it
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.file_size_bytes), "--tmpfs", "/tmp",
                  "--size", str(self.limits.file_size_bytes), "--tmpfs", "/dev/shm"]
-        visible = [*_SYSTEM_DIRS, *self._python_dirs()]
-        for d in self._python_dirs():
+        visible = [*_SYSTEM_DIRS, *self._read_only_dirs()]
+        for d in self._read_only_dirs():
             argv += ["--ro-bind-try", d, d]
         # a masked folder is covered only where a bound folder would show it: elsewhere it is not
         # there at all, and a tmpfs on its path would tell mountinfo where tasks live
@@ -246,6 +251,8 @@ class LocalSandbox:
         argv += ["--bind", str(repo), WORKDIR]
         for host, inside in binds.items():
             argv += ["--bind", str(host), inside]
+        for host, inside in (read_only or {}).items():
+            argv += ["--ro-bind", str(host), inside]
         for key, value in (env or self._env()).items():
             argv += ["--setenv", key, value]
         return argv + [*_ROOT_READ_ONLY, "--chdir", WORKDIR, "--"]
@@ -261,10 +268,11 @@ class LocalSandbox:
 
     def exec(self, command: str, *, timeout: float | None = None,
              binds: dict[Path, str] | None = None, records: str | None = None) -> ExecResult:
+        check_records(self.runtime, records)
         binds = binds or {}
         timeout = self.limits.timeout if timeout is None else timeout
         started = time.monotonic()
-        argv = runner.pytest_argv(command) if self.warm else None
+        argv = self.runtime.warm.takes(command) if self.warm else None
         warm = self._warm_run(argv, binds, timeout, records) if argv is not None else None
         if warm is not None:
             return ExecResult(warm.output.text(), None if warm.timed_out else warm.exit_code, warm.timed_out,
@@ -272,22 +280,24 @@ class LocalSandbox:
                               warm.records if records else None)
         if not records:
             return self._cold(command, binds, timeout, started)
-        plugin = PluginFolder()  # the results channel: the plugin's folder and a pipe opened here
+        folder = ReporterFolder(self.runtime.reporter)  # the results channel: the reporter's folder and a pipe
         read_end, first = os.pipe()
         write_end = fcntl.fcntl(first, fcntl.F_DUPFD, 10)  # above the fds the unshare set-up uses
         os.close(first)
         try:
-            binds = {**binds, plugin.path: RECORDS_INSIDE}
-            env = plugin.env(self.inside(plugin.path, binds), write_end, records, self._env())
-            return self._cold(command, binds, timeout, started, env, (read_end, write_end))
+            sealed = {folder.path: RECORDS_INSIDE}
+            env = folder.env(self.inside(folder.path, sealed), write_end, records, self._env())
+            return self._cold(command, binds, timeout, started, env, (read_end, write_end), sealed)
         finally:
             os.close(read_end)
-            plugin.close()
+            folder.close()
 
     def _cold(self, command: str, binds: dict[Path, str], timeout: float, started: float,
-              env: dict[str, str] | None = None, channel: tuple[int, int] | None = None) -> ExecResult:
+              env: dict[str, str] | None = None, channel: tuple[int, int] | None = None,
+              read_only: dict[Path, str] | None = None) -> ExecResult:
         """Run `command` in a sandbox of its own; with `channel` (read end, write end), the command
-        inherits the write end and the stream read from it comes back in `records`."""
+        inherits the write end and the stream read from it comes back in `records`; `read_only`:
+        host folders bound read-only (the reporter's)."""
         env = env or self._env()  # bubblewrap's own environment is what /proc/1/environ shows inside
         group = cgroup.CommandGroup(self.limits.processes, self.limits.memory_bytes) if cgroup.available() else None
 
@@ -298,7 +308,7 @@ class LocalSandbox:
 
         try:
             proc = subprocess.Popen(
-                self._argv(command, binds, env), cwd=self.root, env=env, stdin=subprocess.DEVNULL,
+                self._argv(command, binds, env, read_only), cwd=self.root, env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=enter_limits,
                 pass_fds=channel[1:] if channel else (),
             )
@@ -322,7 +332,7 @@ class LocalSandbox:
                           time.monotonic() - started, disk_full(self.root), bytes(stream) if channel else None)
 
     def _warm_run(self, argv: list[str], binds: dict[Path, str], timeout: float, records: str | None):
-        """Run pytest through a warm runner sandbox (None: run it cold). A runner that does not take
+        """Run `argv` through a warm runner sandbox (None: run it cold). A runner that does not take
         the run (a run before it ended it) is stopped and the run goes to a fresh one; if that fails
         too, the run fails."""
         key = (self.limits, self.mask, tuple(binds.values()), self.runtime)
@@ -363,8 +373,9 @@ class LocalSandbox:
             if group is not None:
                 group.join()
 
+        server = self.runtime.warm
         argv = self._bwrap(slot / "repo", binds, ("--as-pid-1",)) + [
-            "python", "-c", runner.SERVER, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
+            *server.interpreter, server.program, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, preexec_fn=enter_limits, env=self._env())
         zygote = runner.Zygote(slot, proc, group)

@@ -19,7 +19,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from code_gym.sandbox.base import ExecResult, Limits
+from code_gym.sandbox.base import ExecResult, Limits, Runtime, check_records
 from code_gym.util.hostfs import owned_prefix, walk
 
 Manifest = dict[str, tuple[int, int, int]]
@@ -60,7 +60,8 @@ def changes(root: Path, before: Manifest) -> tuple[Manifest, list[str], list[str
 class SandboxHost:
     """The remote side: a workspace copy and a sandbox of this node. A Ray actor."""
 
-    def __init__(self, kind, archive: bytes, limits: Limits, mask_count: int, image: str | None, runtime=None):
+    def __init__(self, kind, archive: bytes, limits: Limits, mask_count: int, image: str | None,
+                 runtime: Runtime | None = None):
         from code_gym.sandbox import make_sandbox
 
         self.base = Path(tempfile.mkdtemp(prefix=owned_prefix("ray")))
@@ -123,17 +124,19 @@ class RayBackend:
         self.name = "ray"
 
     def sandbox(self, workspace: Path, limits: Limits, mask: tuple = (), image: str | None = None,
-                runtime=None) -> "RaySandbox":
-        """`runtime`: a task environment, which must lie at the same path on every node."""
+                runtime: Runtime | None = None) -> "RaySandbox":
+        """`runtime`: goes to the node by pickle; its folders must lie at the same paths on every node."""
         return RaySandbox(self, Path(workspace), limits, image, runtime)
 
 
 class RaySandbox:
     """The host side of a remote sandbox: syncs the workspace around each command."""
 
-    def __init__(self, backend: RayBackend, workspace: Path, limits: Limits, image: str | None, runtime=None):
+    def __init__(self, backend: RayBackend, workspace: Path, limits: Limits, image: str | None,
+                 runtime: Runtime | None = None):
         import ray
 
+        self.runtime = runtime
         self.root = workspace.resolve()
         self.limits = limits
         self.known = manifest(self.root)
@@ -153,6 +156,7 @@ class RaySandbox:
              binds: dict[Path, str] | None = None, records: str | None = None) -> ExecResult:
         import ray
 
+        check_records(self.runtime, records)
         binds = binds or {}
         self.known, changed, gone = changes(self.root, self.known)
         bound_in = [pack(Path(folder), list(manifest(Path(folder)))) for folder in binds]

@@ -1,29 +1,24 @@
-"""Warm test runner: a pytest that is already imported, forked once per test run.
+"""Warm runner: a test runner already loaded, inside the sandbox, forked once per run.
 
-A cold `python -m pytest` pays about 0.7 s before the first test (interpreter, imports, plugin
-set-up). The runner is a small server that imports pytest and its built-in plugins once, inside
-the sandbox, and listens on a Unix socket in a folder the host can reach. Each request forks a
-child that becomes `python -m pytest ARGS` in the requested folder (its own session, fresh
-environment, `sys.path[0]` the folder as `-m` sets it, a fresh random seed) and streams its
-output back; the server sends the exit code in a frame of its own, so printed text cannot fake
-it. A backend routes a command here only when it is exactly `python -m pytest` plus plain
-arguments (`pytest_argv`); the server refuses (and the backend runs the command cold) when the
-folder holds a module that would shadow one it preloaded, since a cold run would import that one:
-a file or a regular package the import system would find there (a folder without `__init__`, such
-as a data folder named `json`, shadows nothing: a regular module later on sys.path wins over it).
-A patch must not be able to choose a cold run, where exit handlers run after the junit XML is
-written: a run that the server does not finish (it died after taking the request) is a failed
-run with exit code 137, never run again cold; a server that does not take a run (an earlier run
-left it a /tmp it could not empty, so it exited) raises `RunnerGone`, and the backend runs it on a
-fresh runner. With `records` (a nonce), the child gets the grader's plugin (`RecordStream`, from
-records_plugin.py, defined here before anything of a repository is imported) and a pipe the
-server forwards in frames of their own (code_gym.sandbox.records).
+A runtime may bring a warm server (`Runtime.warm`: its program, the interpreter that runs it, and
+`takes(command)`, the argv a command's run gets, or None for a command it does not take). A backend
+starts the program once inside a long-lived sandbox, where it listens on a Unix socket in a folder
+the host can reach, and sends it each command `takes` accepts. Each request names the argv, the
+folder, the environment and, for a run with records, the nonce; the server forks a child that runs
+it (its own session, fresh environment) and streams its output back in frames, the records in
+frames of their own, and the exit code in a frame of its own, so printed text cannot fake it. The
+server may decline a run ("run it cold": e.g. the folder shadows a module it preloaded, which a
+cold run would import); the backend then runs the command cold, through the runtime's reporter.
+A patch must not be able to choose a cold run: a run that the server does not finish (it died
+after taking the request) is a failed run with exit code 137, never run again cold; a server that
+does not take a run (an earlier run left it a /tmp it could not empty, so it exited) raises
+`RunnerGone`, and the backend runs it on a fresh runner.
 
 Where the runner lives: in a Docker container it is PID 1 (so it also reaps orphans, and after
 each run kills every process the run left); locally it is PID 1 of a long-lived bubblewrap
 sandbox whose /repo is a shared "slot" mount, like a warm container (`LocalRunners`). After each
-run the server empties /tmp and /dev/shm, so a run sees no file an earlier run (of this or another
-episode) left there.
+run the server empties /tmp and /dev/shm and puts /dev back, so a run sees no file an earlier run
+(of this or another episode) left there; `server_program` writes that side for a server in Python.
 """
 from __future__ import annotations
 
@@ -32,7 +27,6 @@ import itertools
 import json
 import os
 import select
-import shlex
 import socket
 import stat
 import struct
@@ -44,55 +38,24 @@ from pathlib import Path
 
 from code_gym.sandbox import mounts
 from code_gym.sandbox.base import CappedOutput
-from code_gym.sandbox.records import PLUGIN_SOURCE
 
 SOCKET_NAME = "runner.sock"
 CTL_DIR = "/run/code-gym"  # where the server's socket folder is bound inside a sandbox
 _FRAME = struct.Struct(">cI")  # kind (b"o" output, b"r" records, b"x" exit code, b"c" run it cold), payload size
 
-# Per-process caches the server fills before it forks runs (also run by benchmarks/grading_defences.py).
-WARM_CACHES = r'''
-def warm_caches():
-    """Fill, once in the server, the per-process caches a forked run would otherwise fill again on
-    its first failing test: pytest's traceback finds a test's source through inspect.getmodule,
-    which on a cache miss takes the real path of every module in sys.modules (~300 with pytest
-    loaded), and through tokenize, whose regular expressions compile on first use. Both hold
-    only the preloaded modules' file names and stdlib patterns; what a run imports is mapped in
-    the run."""
-    try:  # a speed-up only: an interpreter where this fails serves runs as before
-        import inspect, io, tokenize
-        inspect.getmodule(None, "")
-        for _ in tokenize.generate_tokens(io.StringIO("x = (1,\n 2)\n").readline):
-            pass
-    except Exception:
-        pass
-
-
-'''
-# The server. Stdlib only plus pytest (absent pytest: it only reaps and answers "run it cold"). It
-# starts with the grader's plugin (RecordStream), defined before anything of a repository is imported.
-_SERVER_BODY = r'''
-import ctypes, json, os, random, select, signal, socket, struct, sys
+# The server side of the protocol, for a warm server written in Python (`server_program`). Stdlib
+# only. `_SERVER_HEAD` runs first (every module the kit uses is imported there, before the
+# language's part looks at what is preloaded); the language's part then defines `declines(cwd)`
+# (True: the run goes cold) and `run(argv, cwd, records)` (in the forked child, the run's exit
+# code; `records` is (write end, nonce) or None); `_SERVER_TAIL` serves.
+_SERVER_HEAD = r'''
+import ctypes, json, os, select, signal, socket, struct, sys
 try:
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: commands cannot ptrace or read the server
 except Exception:
     pass
-try:
-    import importlib, pytest, _pytest.config
-    for _name in _pytest.config.default_plugins:
-        try:
-            importlib.import_module("_pytest." + _name)
-        except ImportError:
-            pass
-    READY = True
-except ImportError:
-    READY = False
-
-
-# WARM_CACHES
-if READY:
-    warm_caches()
-PRELOADED = sorted({m.split(".")[0] for m in sys.modules})
+'''
+_SERVER_TAIL = r'''
 FRAME = struct.Struct(">cI")
 PID1 = os.getpid() == 1
 
@@ -240,39 +203,19 @@ def child(argv, cwd, env, w, records):
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    sys.path[0] = cwd
-    sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py")] + argv
-    random.seed()
     code = 1
     try:
-        if records:  # the grader's plugin, made before anything of the repository is imported
-            code = pytest.main(plugins=[RecordStream(records[0], records[1])])
-            sys.stdout.flush()
-        else:
-            code = pytest.console_main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+        code = run(argv, cwd, records)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
 
 
-import importlib.machinery
-# what the import system finds in the folder for a name: a module file or a regular package (a folder
-# without __init__ is at most a namespace portion, which loses to the preloaded module)
-SUFFIXES = importlib.machinery.all_suffixes()
-
-
-def shadows(cwd, name):
-    base = os.path.join(cwd, name)
-    return any(os.path.isfile(base + s) or os.path.isfile(os.path.join(base, "__init__" + s)) for s in SUFFIXES)
-
-
 def serve(conn):
     req = json.loads(conn.makefile("rb").readline())
     cwd = req["cwd"]
-    if not READY or any(shadows(cwd, n) for n in PRELOADED):
+    if declines(cwd):
         return send(conn, b"c")
     r, w = os.pipe()
     rr, rw = os.pipe() if req.get("records") else (None, None)
@@ -353,27 +296,18 @@ BOUND = bound_under(("/tmp", "/dev/shm"))  # read at start: what the sandbox its
 DEV = dev_entries()
 main(sys.argv[1])
 '''
-SERVER = PLUGIN_SOURCE + _SERVER_BODY.replace("# WARM_CACHES\n", WARM_CACHES, 1)
 
+
+def server_program(part: str) -> str:
+    """A warm server's program in Python: the protocol's server side and its duties (reap orphans;
+    as PID 1, kill what each run left; after each run empty /tmp and /dev/shm and put /dev back,
+    and exit when that fails) around the language's `part`, which defines `declines(cwd)` and
+    `run(argv, cwd, records)` (above)."""
+    return _SERVER_HEAD + part + _SERVER_TAIL
 
 def warm_default() -> bool:
     """Warm runners are on unless CODE_GYM_WARM_RUNNER=0."""
     return os.environ.get("CODE_GYM_WARM_RUNNER", "1") != "0"
-
-
-def pytest_argv(command: str) -> list[str] | None:
-    """pytest's arguments when `command` is exactly `python -m pytest ARGS` with nothing for the shell
-    to expand (as shlex.join writes it); None for anything else."""
-    try:
-        tokens = shlex.split(command)
-    except ValueError:
-        return None
-    if tokens[:3] not in (["python", "-m", "pytest"], ["python3", "-m", "pytest"]):
-        return None
-    plugins = [b for a, b in zip(tokens, tokens[1:]) if a == "-p" and not b.startswith("no:")]
-    if plugins:  # a plugin from the repository: not covered by the equivalence tests, run it cold
-        return None
-    return tokens[3:] if shlex.join(tokens) == command.strip() else None
 
 
 class RunnerGone(Exception):
@@ -399,8 +333,8 @@ def unreachable(cap: int, reason: str) -> WarmRun:
 
 def run(socket_path: Path, argv: list[str], cwd: str, env: dict[str, str], timeout: float,
         cap: int, records: str | None = None) -> WarmRun | None:
-    """One run through the server, or None: the server says run it cold (the folder shadows a
-    module it preloaded). `records`: the run's nonce, to get the grader's plugin and its stream.
+    """One run through the server, or None: the server declined it (run it cold). `records`: the
+    run's nonce, to get the server's reporter and its stream.
     Raises RunnerGone when the server did not take the run."""
     output = CappedOutput(cap)
     stream = bytearray()

@@ -21,7 +21,7 @@ from code_gym.workspace.working_copy import Workspace
 
 from attempts import ATTEMPTS
 from conftest import BUNDLED
-from sandbox_backends import runner_fallback_as_before
+from sandbox_backends import PYTHON, runner_fallback_as_before
 
 TASKS = {t.id: t for t in BUNDLED}
 AUDITED = [a for a in ATTEMPTS if "audit" in a.caught_by]
@@ -37,7 +37,7 @@ def naive_exit_code(task, changes) -> int | None:
             (copy.root / path).parent.mkdir(parents=True, exist_ok=True)
             (copy.root / path).write_bytes(data)
         lay_hidden_tests(task, copy.root)
-        sandbox = make_sandbox("auto", copy.root, Limits(timeout=task.timeouts.tests), mask=(task.root,))
+        sandbox = make_sandbox("auto", copy.root, Limits(timeout=task.timeouts.tests), mask=(task.root,), runtime=PYTHON)
         files = " ".join(shlex.quote(t) for t in task.visible_tests + task.hidden_tests)
         return sandbox.exec(f"{task.test_command} -p no:cacheprovider -q {files}").exit_code
     finally:

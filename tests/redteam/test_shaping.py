@@ -14,6 +14,7 @@ from code_gym.grading.file_policy import apply_changes
 from code_gym.languages.python.junit import parse_junit
 from code_gym.grading.audit import audit
 from code_gym.rewards.shaping import passed_count
+from code_gym.languages.python.runtime import python_runtime
 from code_gym.sandbox import Limits, make_sandbox
 from code_gym.actions.tools import RunRecords, ToolContext, run_tool
 from code_gym.workspace.working_copy import Workspace
@@ -43,7 +44,7 @@ def junit_count(sandbox, task, results) -> int | None:
 def measure(task, changes, results):
     """(printed count, junit-only count, the real count) of one run_tests call on `changes`."""
     ws = Workspace(task.repo, strategy="copy")
-    box = make_sandbox("auto", ws.root, Limits(timeout=60), mask=(task.root,))
+    box = make_sandbox("auto", ws.root, Limits(timeout=60), mask=(task.root,), runtime=python_runtime())
     try:
         apply_changes(task, ws.root, changes)
         result = run_tool(ToolContext(ws.root, box, task.visible_tests, task.test_command), ToolCall("run_tests", {}))

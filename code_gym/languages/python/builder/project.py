@@ -11,7 +11,8 @@ from pathlib import Path
 
 from code_gym.languages.python.environments import Environment, EnvironmentBuildError, Requirements, project_environment, pytest_config
 from code_gym.tasks.loaders.folder import copy_tree, task_id
-from code_gym.sandbox import PythonEnv
+from code_gym.languages.python.runtime import python_runtime
+from code_gym.sandbox import Runtime
 from code_gym.tasks.task import TaskError
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "build", "dist",
@@ -35,8 +36,8 @@ class Project:
     environment: Environment | None = None  # the virtualenv its tests run with (None: code-gym's Python)
 
     @property
-    def runtime(self) -> PythonEnv | None:
-        return self.environment.runtime() if self.environment is not None else None
+    def runtime(self) -> Runtime:
+        return self.environment.runtime() if self.environment is not None else python_runtime()
 
     @property
     def manifest_environment(self) -> dict:

@@ -14,7 +14,8 @@ from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
 from code_gym.grading.grade import RESULTS_DIR
 from code_gym.languages.python.junit import parse_junit
 from code_gym.languages.python.environments import task_runtime
-from code_gym.sandbox import Limits, PythonEnv, make_sandbox
+from code_gym.languages.python.runtime import python_runtime
+from code_gym.sandbox import Limits, Runtime, make_sandbox
 from code_gym.sandbox.records import new_nonce
 from code_gym.tasks.task import Task
 from code_gym.util.hostfs import owned_prefix
@@ -105,14 +106,14 @@ def _outcomes(stream: bytes | None, nonce: str, junit: Path) -> dict[str, str]:
 
 def run_tests(root: Path, test_command: str, selected: list[str] | tuple[str, ...], timeout: float,
               isolation: str = "auto", repeat: int = 1, coverage: bool = False,
-              runtime: PythonEnv | None = None) -> tuple[list[SuiteRun], Coverage]:
+              runtime: Runtime | None = None) -> tuple[list[SuiteRun], Coverage]:
     """Run `selected` (files or node ids) with pytest in a sandbox on `root`, `repeat` times in a
     row in the same folder (a test that leaves state behind fails its rerun), with the project's
     environment `runtime` (None: code-gym's own Python). With `coverage`, also returns which
     test ran which line; the plugin file is written into `root`."""
     results = Path(tempfile.mkdtemp(prefix=owned_prefix("build")))
     try:
-        sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), runtime=runtime)
+        sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), runtime=runtime or python_runtime())
         binds = {results: RESULTS_DIR}
         inside = sandbox.inside(results, binds)
         extra = ""

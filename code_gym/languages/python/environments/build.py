@@ -6,7 +6,7 @@ Installation needs the network, so it runs on the host, and only from wheels (`-
 requirement with no wheel for the interpreter rejects the environment, unless the spec allows
 sdists: then the installer runs inside bubblewrap with the network (docs/security.md). After the
 build the host never runs the environment's interpreter: tests and agent commands run it inside the
-sandbox, which binds the folder read-only (code_gym.sandbox.base.PythonEnv). The project itself is
+sandbox, which binds the folder read-only (its `Runtime`: code_gym/languages/python/runtime.py). The project itself is
 never installed: its repository copy is the current folder of every command, so that copy is what
 `import` finds.
 """
@@ -33,8 +33,9 @@ from packaging.utils import canonicalize_name
 
 from code_gym.languages.python.environments.requirements import Requirements, project_requirements
 from code_gym.util.hostfs import cache_root, owned_prefix
-from code_gym.sandbox.base import PythonEnv
 from code_gym.languages.python.environments.spec import BASE_REQUIREMENTS, EnvSpec
+from code_gym.languages.python.runtime import python_runtime
+from code_gym.sandbox.base import Runtime
 from code_gym.tasks.task import Task, TaskError
 
 RECORD = "code-gym-environment.json"  # written last: an environment folder without it is unfinished
@@ -63,8 +64,8 @@ class Environment:
     installer: str
     cached: bool  # this call found it already built
 
-    def runtime(self) -> PythonEnv:
-        return PythonEnv(self.prefix, self.base_prefix, self.pytest_plugins)
+    def runtime(self) -> Runtime:
+        return python_runtime(self.prefix, self.base_prefix, self.pytest_plugins)
 
 
 @lru_cache(maxsize=None)
@@ -280,14 +281,15 @@ def build_environment(spec: EnvSpec, installer: str = "uv", root: Path | None = 
         return _load(spec, prefix, cached=False)
 
 
-_RUNTIMES: dict[tuple[str, str], PythonEnv] = {}
+_RUNTIMES: dict[tuple[str, str], Runtime] = {}
 
 
-def task_runtime(task: Task, installer: str = "uv") -> PythonEnv | None:
-    """What a sandbox running `task`'s commands needs of its environment (None: the task names none);
-    built from the spec in task.toml when this machine's cache lacks it."""
+def task_runtime(task: Task, installer: str = "uv") -> Runtime:
+    """What a sandbox running `task`'s commands needs: its environment, built from the spec in
+    task.toml when this machine's cache lacks it, or (the task names none) the backend's own
+    interpreter; the records reporter and the warm pytest server either way."""
     if task.environment is None:
-        return None
+        return python_runtime()
     key = (str(environments_dir()), task.environment.key)
     if key not in _RUNTIMES:
         _RUNTIMES[key] = build_environment(task.environment, installer).runtime()
