@@ -292,11 +292,14 @@ def _parse_as_task(source: bytes, task: Task) -> pysource.Parsed:
     except Exception as exc:  # no environment, no interpreter to ask: the audit fails closed
         return pysource.Parsed("failed", f"the task's environment is not available: {exc}")
 
+    kind = "docker" if task.image else "auto"
+
     def sandbox(folder):
-        return make_sandbox("docker" if task.image else "auto", folder, Limits(timeout=pysource.SANDBOX_TIMEOUT),
+        return make_sandbox(kind, folder, Limits(timeout=pysource.SANDBOX_TIMEOUT),
                             mask=(task.root,) if task.root else (), image=task.image, runtime=runtime)
 
-    interpreter = f"{task.image or ''}:{runtime.prefix if runtime else sys.executable}"
+    # the interpreter the sandbox runs as `python`: the environment's first on PATH, else the backend's
+    interpreter = f"{kind}:{task.image or ''}:{':'.join(runtime.path)}:{sys.executable}"
     return pysource.parse_in_sandbox([source], sandbox, interpreter)[0]
 
 
