@@ -50,3 +50,11 @@ def test_sides_that_do_not_parse_get_none_and_sides_without_a_mark_are_not_parse
     no_colon = ["x = (1,", "     2"]  # would not parse either, but holds no block header
     plain = ["a = 1", "b = 2"]
     assert block_spans(PYTHON, [broken, no_colon, plain]) == [None, [], []]
+
+
+def test_a_lone_surrogate_is_parsed_as_its_bytes():
+    """Diffs are read with surrogates passed through: inside a string the side still parses, as a
+    name it does not (indentation blocks then apply), and neither raises."""
+    in_string = ["def f():", '    s = "\ud800"', "    return s"]
+    as_name = ["if \ud800:", "    x = 1"]
+    assert block_spans(PYTHON, [in_string, as_name]) == [[(0, 2)], None]
