@@ -306,6 +306,8 @@ def _parse_as_task(source: bytes, task: Task) -> pysource.Parsed:
 def _scan(tree: ast.AST, path: str, task: Task) -> list[Finding]:
     visitor = _Visitor(path, _test_words(task))
     visitor.visit(tree)
+    for part in pysource.foreign_parts(tree):  # e.g. a type parameter's bound: read as module code
+        visitor.visit(part)
     visitor.finish()
     return visitor.findings
 

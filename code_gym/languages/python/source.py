@@ -213,8 +213,9 @@ _CLASSES: dict[tuple[str, tuple[str, ...]], type] = {}
 
 def load_tree(data) -> ast.AST:
     """Host `ast` nodes from the tree JSON of `_TREE_SCRIPT`. A node type the host lacks becomes a
-    node class of that name with the fields it came with, and a known type with extra fields a
-    subclass of the same name: `ast.NodeVisitor` dispatches on the name and walks every field."""
+    node class of that name with the fields it came with (`ast.NodeVisitor.generic_visit` walks
+    them), and a known type with extra fields (3.12's `type_params`) a subclass of the same name
+    whose `foreign_fields` names them (`foreign_parts` finds what is under them)."""
     if isinstance(data, list):
         return [load_tree(item) for item in data]
     if data is None or isinstance(data, (str, bool)):
@@ -246,6 +247,21 @@ def _missing(cls: type) -> dict:
     return {f: [] if kinds.get(f) == "*" else None for f in getattr(cls, "_fields", ())}
 
 
+def foreign_parts(tree: ast.AST) -> list[ast.AST]:
+    """The nodes under fields the host's grammar lacks (`foreign_fields`, outside `_fields`, so no
+    visitor walks them), anywhere in `tree` (under such fields too), outermost first."""
+    parts, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        extra = []
+        for field in getattr(type(node), "foreign_fields", ()):
+            value = getattr(node, field, None)
+            extra += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, ast.AST)]
+        parts += extra
+        stack += [*ast.iter_child_nodes(node), *extra]
+    return parts
+
+
 def _scalar(data: dict):
     if len(data) != 1:
         raise ValueError("a tagged value has one key")
@@ -263,8 +279,11 @@ def _scalar(data: dict):
     raise ValueError(f"unknown value tag {tag!r}")
 
 
+_POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
 def _positions(fields: dict) -> dict:
-    return {k: v for k, v in fields.items() if k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
+    return {k: v for k, v in fields.items() if k in _POSITIONS}
 
 
 def _node(cls: type, fields: dict) -> ast.AST:
@@ -281,10 +300,14 @@ def _node_class(name: str, fields: tuple[str, ...]) -> type:
         extra = tuple(f for f in fields if f not in known._fields and f not in attributes)
         if not extra:
             return known
-        base, own = known, tuple(known._fields) + extra
-    else:
-        base, own = ast.AST, tuple(f for f in fields if f not in ("lineno", "col_offset", "end_lineno", "end_col_offset"))
+        # a known type with fields the host lacks: they stay out of `_fields`, so a visitor with its
+        # own visit_<name> and one without both leave them to `foreign_parts`
+        key = (name, extra)
+        if key not in _CLASSES:
+            _CLASSES[key] = type(name, (known,), {"foreign_fields": extra})
+        return _CLASSES[key]
+    own = tuple(f for f in fields if f not in _POSITIONS)
     key = (name, own)
     if key not in _CLASSES:
-        _CLASSES[key] = type(name, (base,), {"_fields": own})
+        _CLASSES[key] = type(name, (ast.AST,), {"_fields": own})
     return _CLASSES[key]
