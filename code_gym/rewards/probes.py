@@ -16,9 +16,11 @@ class ProbeScore:
     regression probe is one it passes. So the untouched repository scores 0 and the reference 1,
     like `f2p`. A patch that passes the tests without doing what the reference does (an oracle
     that answers from the test files, an always-equal object) fails the probes: 0 or below.
-    Without fix probes the first term is the `f2p` value. A task without probes (no reference
-    solution, none could be made, or the grade ran without them) takes the `f2p` value, with the
-    reason in the breakdown.
+    Without fix probes the first term is the `f2p` value (which credits no FAIL_TO_PASS test that
+    has no fix probe: `rewards.tests.unchecked`). A task without probes (no reference solution,
+    none could be made) takes the `f2p` value, which then credits no FAIL_TO_PASS test; a grade
+    that ran without probes takes the plain `f2p` value. The breakdown says which, and lists the
+    FAIL_TO_PASS tests without fix probes (`without_fix_probes`).
     """
     penalty: float = 1.0
 
@@ -29,10 +31,12 @@ class ProbeScore:
     def __call__(self, sub: Submission) -> Score:
         report = sub.result.probes
         tests = FailToPass(self.penalty)(sub)
+        tests = tests.value if isinstance(tests, Score) else tests
         if report is None or not report.total:
             why = "the grade ran without probes" if report is None else report.unavailable
             return Score(tests, {"probes": 0, "fallback": "f2p", "reason": why,
-                                 "dropped": list(report.dropped[:5]) if report else []})
+                                 "dropped": list(report.dropped[:5]) if report else [],
+                                 **({"without_fix_probes": list(sub.task.fail_to_pass[:10])} if report else {})})
         if not sub.result.run_ok:
             return Score(-self.penalty, {"probes": report.total, "passed": 0, "reason": "the test run failed"})
         fixed = report.fix_passed / report.fix_total if report.fix_total else tests
@@ -41,6 +45,9 @@ class ProbeScore:
         details = {"probes": report.total, "passed": report.passed, "fix_probes": report.fix_total,
                    "fix_passed": report.fix_passed, "regressions": report.regression_failed,
                    "dropped": len(report.dropped)}
+        unchecked = report.unchecked(sub.task.fail_to_pass)
+        if unchecked:
+            details["without_fix_probes"] = list(unchecked[:10])
         if report.failures:
             details["failures"] = list(report.failures[:5])
         return Score(fixed - self.penalty * broken, details)

@@ -15,6 +15,7 @@ A graded run carries `probe_replay.py` alone, as a test file (`code_gym.language
 """
 import decimal
 import fractions
+import inspect
 import json
 import os
 import sys
@@ -29,15 +30,17 @@ else:  # run as a script in the sandbox: probe_replay.py lies next to this file
 _type, _id, _len, _str, _isinstance, _getattr, _enumerate = type, id, len, str, isinstance, getattr, enumerate
 _list, _tuple, _dict, _set, _frozenset = list, tuple, dict, set, frozenset
 _bool, _int, _float, _bytes, _NoneType = bool, int, float, bytes, type(None)
-_Exception, _property = Exception, property
+_Exception, _property, _any = Exception, property, any
 _Decimal, _Fraction = decimal.Decimal, fractions.Fraction
 _json_dumps, _json_load, _open, _getcwd = json.dumps, json.load, open, os.getcwd
+_FunctionType, _signature = type(lambda: None), inspect.signature
 
 # ---------------------------------------------------------------- harvest
 
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 _CO_LAZY = 0x20 | 0x80 | 0x200  # generator, coroutine, async generator: resumed frames are no calls
 _PLAIN = (_bool, _int, _float, _str, _bytes, _NoneType, _Decimal, _Fraction)
+_DATA = _PLAIN + (_list, _tuple, _dict, _set, _frozenset)
 
 
 class Unreplayable(_Exception):
@@ -55,12 +58,13 @@ class Recorder:
         self.targets = targets  # {path: [def line, ...]}
         self.module_files = module_files  # paths whose module-level code the patch changes
         self.code_cache = {}
+        self.references = {}  # id -> a reference to a module-level object (those live as long as their module)
         self.scenarios = {}
         self.current = None
 
     def start(self, nodeid):
         self.current = {"steps": [], "cut": None, "reached": [], "handles": {}, "keep": [], "pending": {},
-                        "stack": []}
+                        "stack": [], "stubs": {}}
         self.nodeid = nodeid
         sys.setprofile(self.profile)
 
@@ -166,7 +170,76 @@ class Recorder:
             return {"t": {_list: "list", _tuple: "tuple", _set: "set", _frozenset: "frozenset"}[t], "v": enc}
         if t is _dict:
             return {"t": "dict", "v": [[self._arg(k, depth + 1), self._arg(v, depth + 1)] for k, v in value.items()]}
-        raise Unreplayable(f"an argument of type {type_name(t)} that no earlier call returned")
+        found = self._reference(value) or self._stand_in(value)
+        if found is None:
+            raise Unreplayable(f"an argument of type {type_name(t)} that no earlier call returned")
+        return found
+
+    def _stand_in(self, value):
+        """{"t": "stub", key, params} for a function the test defines (a callback, a memoized
+        function): the replay passes a stand-in with its signature that returns its arguments and
+        how many times it was called, so what the package does with a callback (call it, cache it,
+        map it) still shows. None for anything else."""
+        if _type(value) is not _FunctionType or os.path.realpath(value.__code__.co_filename) not in self.test_files:
+            return None
+        cur = self.current
+        key = cur["stubs"].setdefault(_id(value), _len(cur["stubs"]))
+        cur["keep"].append(value)
+        try:
+            params = [[p.name, _int(p.kind), p.default is not p.empty] for p in _signature(value).parameters.values()]
+        except (TypeError, ValueError):
+            params = None
+        return {"t": "stub", "key": key, "params": params}
+
+    def _reference(self, value):
+        """{"t": "ref", module, qualname} when `value` is an object the replay can import by name
+        (a builtin, a function or class of the standard library, an installed package or the
+        package under test, or an object bound at module level there: a `curry` instance, say);
+        None otherwise. Never an object of a test module: importing one inside the graded run
+        would change how pytest imports it."""
+        key = _id(value)
+        if key in self.references:
+            return self.references[key]
+        found = None
+        module, qualname = _getattr(value, "__module__", None), _getattr(value, "__qualname__", None)
+        if (_type(module) is _str and _type(qualname) is _str and "<" not in qualname
+                and self._importable(sys.modules.get(module)) and _resolve_name(module, qualname) is value):
+            found = {"t": "ref", "module": module, "qualname": qualname}
+        else:
+            for name, mod in _list(sys.modules.items()):
+                if not self._importable(mod) or not self._package_module(mod):
+                    continue
+                for attr, bound in _list(_getattr(mod, "__dict__", {}).items()):
+                    if bound is value and _type(attr) is _str and not attr.startswith("__"):
+                        found = {"t": "ref", "module": name, "qualname": attr}
+                        break
+                if found:
+                    break
+        if found is not None:
+            self.references[key] = found
+        return found
+
+    def _package_module(self, module):
+        path = _getattr(module, "__file__", None)
+        return _type(path) is _str and os.path.realpath(path).startswith(self.root + os.sep)
+
+    def _importable(self, module):
+        """Whether the replay may import `module`: not a test module, conftest or test helper."""
+        if module is None:
+            return False
+        path = _getattr(module, "__file__", None)
+        if path is None:
+            return True  # built into the interpreter
+        if _type(path) is not _str:
+            return False
+        path = os.path.realpath(path)
+        if path in self.test_files:
+            return False
+        if not path.startswith(self.root + os.sep):
+            return True  # the standard library or an installed package
+        parts = path[_len(self.root) + 1:].split(os.sep)
+        return not _any(p in ("test", "tests", "testing") or p.startswith("test_") or p.endswith("_test.py")
+                        or p == "conftest.py" for p in parts)
 
     def _step(self, frame):
         code = frame.f_code
@@ -176,14 +249,16 @@ class Recorder:
         local = frame.f_locals
         positional = [local[n] for n in names[:code.co_argcount]]
         keywords = [(n, local[n]) for n in names[code.co_argcount:]]
-        if star:
-            positional += _list(local[star])
-        if starstar:
-            keywords += _list(local[starstar].items())
         module, qualname, name = frame.f_globals.get("__name__"), code.co_qualname, code.co_name
         cur = self.current
         first = positional[0] if positional else None
         is_method = bool(positional) and not _isinstance(first, _type) and _defines(_type(first), name, code)
+        function = _function_of(frame, code, first, is_method, cur["keep"])
+        extra = _list(local[star]) if star else []
+        positional, keywords = _without_defaults(function, code, positional, keywords, bool(extra))
+        positional += extra
+        if starstar:
+            keywords += _list(local[starstar].items())
         if is_method:
             self_obj, rest = first, positional[1:]
             if name == "__init__" and _id(self_obj) not in cur["handles"]:
@@ -198,7 +273,7 @@ class Recorder:
                 cur["handles"][_id(self_obj)] = (_len(cur["steps"]), [])
                 cur["keep"].append(self_obj)
                 return step
-            if _id(self_obj) not in cur["handles"]:
+            if _id(self_obj) not in cur["handles"] and self._reference(self_obj) is None:
                 raise Unreplayable(f"a method of a {type_name(_type(self_obj))} that no earlier call returned")
             kind = "method"
             static = None
@@ -220,6 +295,65 @@ class Recorder:
             positional = positional[1:]  # a classmethod: resolved through its class below
         return {"kind": "call", "module": module, "qualname": qualname,
                 "args": [self._arg(v) for v in positional], "kwargs": [[k, self._arg(v)] for k, v in keywords]}
+
+
+def _resolve_name(module, qualname):
+    try:
+        target = sys.modules[module]
+        for part in qualname.split("."):
+            target = _getattr(target, part)
+    except (KeyError, AttributeError):
+        return None
+    except _Exception:  # a module-level __getattr__ of the package's own
+        return None
+    return target
+
+
+def _unwrapped(attr, code):
+    for fn in (attr, _getattr(attr, "fget", None), _getattr(attr, "fset", None), _getattr(attr, "__func__", None)):
+        if _getattr(fn, "__code__", None) is code:
+            return fn
+    return None
+
+
+def _function_of(frame, code, first, is_method, kept):
+    """The function object whose frame this is (for its defaults), or None when it cannot be found."""
+    klasses = _type(first).__mro__ if is_method else (first.__mro__ if _isinstance(first, _type) else ())
+    for klass in klasses:
+        attr = _getattr(klass, "__dict__", {}).get(code.co_name)
+        if attr is not None:
+            return _unwrapped(attr, code)
+    if "<locals>" in code.co_qualname:
+        return next((obj for obj in kept if _getattr(obj, "__code__", None) is code), None)
+    target = frame.f_globals
+    parts = code.co_qualname.split(".")
+    target = target.get(parts[0])
+    for part in parts[1:]:
+        target = _getattr(target, "__dict__", {}).get(part)
+    return _unwrapped(target, code) if target is not None else None
+
+
+def _without_defaults(function, code, positional, keywords, star_used):
+    """The arguments without those left at a default that is not plain data (the very default
+    object, `factory=dict`, a sentinel): a call replays the same without them, where recording them
+    stopped the scenario. Plain-data defaults stay (perturbing them makes probes). Trailing
+    positional ones only, and none when `*args` got values."""
+    if function is None:
+        return positional, keywords
+    defaults = _getattr(function, "__defaults__", None) or ()
+    kwdefaults = _getattr(function, "__kwdefaults__", None) or {}
+
+    def default(value, fallback):
+        return value is fallback and _type(value) not in _DATA
+
+    keywords = [(k, v) for k, v in keywords if not (k in kwdefaults and default(v, kwdefaults[k]))]
+    if not star_used and defaults:
+        first_default = code.co_argcount - _len(defaults)
+        positional = _list(positional)
+        while (_len(positional) > first_default
+               and default(positional[-1], defaults[_len(positional) - 1 - first_default])):
+            positional.pop()
+    return positional, keywords
 
 
 def _defines(klass, name, code):

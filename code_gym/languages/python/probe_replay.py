@@ -10,7 +10,8 @@ The encoding is strict: a value is encoded by its exact type (`type(x) is int`, 
 `isinstance` or the object's `__eq__`), as `{"t": tag, "v": value}` for int, float (hex), str,
 bytes (hex), bool, None, Decimal, list, tuple, dict (pairs, sorted), set and frozenset (sorted);
 an enum member by its type and name; another object by its type's module and qualified name plus
-its public attributes and properties (depth-limited); an exception by its type. Everything the
+its public attributes and properties (depth-limited) and, when its class defines `__repr__`, its
+repr (addresses removed, capped: private state such as a matrix's rows shows there); an exception by its type. Everything the
 encoder uses is bound here, before the code under test is imported. The comparison with the
 reference's results happens in the grader, which never lets those results into the sandbox.
 
@@ -30,8 +31,10 @@ import decimal  # noqa: E402  (bound before the code under test can import anyth
 import enum  # noqa: E402
 import fractions  # noqa: E402
 import importlib  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 
 _Decimal, _decimal_str = decimal.Decimal, decimal.Decimal.__str__
 _Enum = enum.Enum
@@ -39,9 +42,14 @@ _Fraction, _fraction_str = fractions.Fraction, fractions.Fraction.__str__
 _json_dumps, _json_load = json.dumps, json.load
 _import_module = importlib.import_module
 _open, _getcwd = open, os.getcwd
+_re_sub, _object_repr = re.sub, object.__repr__
+_Signature, _Parameter = inspect.Signature, inspect.Parameter
+_KINDS = (_Parameter.POSITIONAL_ONLY, _Parameter.POSITIONAL_OR_KEYWORD, _Parameter.VAR_POSITIONAL,
+          _Parameter.KEYWORD_ONLY, _Parameter.VAR_KEYWORD)
 
 MAX_DEPTH = 4
 MAX_ITEMS = 200
+MAX_REPR = 2000
 
 
 def type_name(t):
@@ -86,7 +94,13 @@ def encode(x, depth=0):
         return {"t": "enum", "type": type_name(t), "v": _object_getattribute(x, "_name_")}
     if _isinstance(x, _BaseException):
         return {"t": "raise", "type": type_name(t)}
-    return {"t": "obj", "type": type_name(t), "attrs": _public_state(x, t, depth)}
+    found = {"t": "obj", "type": type_name(t), "attrs": _public_state(x, t, depth)}
+    if _getattr(t, "__repr__", None) is not _object_repr:  # the class shows its state (a Matrix's private rows)
+        try:
+            found["repr"] = _re_sub(r" at 0x[0-9a-fA-F]+", "", _repr(x))[:MAX_REPR]
+        except _Exception as exc:
+            found["repr"] = "raise " + type_name(_type(exc))
+    return found
 
 
 def _public_state(x, t, depth):
@@ -146,6 +160,13 @@ def decode_arg(arg, handles):
         return _int(arg["v"])
     if t == "float":
         return _float.fromhex(arg["v"])
+    if t == "ref":  # an object bound by name in an importable module (a builtin, a package's function)
+        return _resolve(arg["module"], arg["qualname"])
+    if t == "stub":  # a function of the test's: one stand-in per function and probe
+        key = ("stub", arg["key"])
+        if key not in handles:
+            handles[key] = _stand_in(arg["key"], arg.get("params"))
+        return handles[key]
     if t in ("str", "bool"):
         return arg["v"]
     if t == "bytes":
@@ -162,6 +183,25 @@ def decode_arg(arg, handles):
     if t == "dict":
         return {decode_arg(k, handles): decode_arg(v, handles) for k, v in arg["v"]}
     raise _ValueError(f"cannot decode an argument tagged {t!r}")
+
+
+def _stand_in(key, params):
+    """A callable in place of a function the test defined, with its signature: it returns its
+    arguments and the number of its calls so far, so that what the package does with it (calls it,
+    caches it, maps it over data) shows in the results."""
+    calls = [0]
+
+    def stand_in(*args, **kwargs):
+        calls[0] += 1
+        return ("stand-in", key, args, _tuple(_sorted(kwargs.items())), calls[0])
+
+    if params is not None:
+        try:
+            stand_in.__signature__ = _Signature([_Parameter(name, _KINDS[kind], default=None if has_default
+                                                            else _Parameter.empty) for name, kind, has_default in params])
+        except (_ValueError, TypeError, IndexError):
+            pass
+    return stand_in
 
 
 def run_step(step, handles):

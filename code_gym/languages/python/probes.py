@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shlex
 import shutil
 import tempfile
@@ -60,12 +61,13 @@ _CHILD_SOURCE = Path(probe_child.__file__).read_text()
 _REPLAY_SOURCE = Path(probe_replay.__file__).read_text()
 SPEC_NAME, OUT_NAME = "probe-spec.json", "probe-out.json"  # in the graded run's results folder
 STORED_NAME = "probes.json"  # a task folder's recorded probes
-VARIANTS = 3  # probes kept per test (twice as many are tried)
+VARIANTS = 3  # probes kept per test, fix probes first
+CANDIDATES = 12  # perturbations tried per test: most near a test's inputs answer as the untouched code does
 MAX_PROBES = 48
 MAX_STEPS = 200
 MAX_OUTPUT_BYTES = 32 << 20
 REL_TOL, ABS_TOL = 1e-9, 1e-12
-_FORMAT = 9
+_FORMAT = 10
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,26 @@ class ProbeSet:
             return None
         return "; ".join(self.dropped[:3]) or "no probe could be made"
 
+    def census(self, tests: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+        """{test: (fix probes, regression probes)} for each of `tests`."""
+        return {t: (sum(p.test == t and not p.untouched_passes for p in self.probes),
+                    sum(p.test == t and p.untouched_passes for p in self.probes)) for t in tests}
+
+    def without_fix_probes(self, tests: tuple[str, ...]) -> tuple[str, ...]:
+        """Those of `tests` (a task's FAIL_TO_PASS) that no fix probe checks: nothing tells a fix of
+        their behaviour from a special case of their inputs, so they earn no credit."""
+        fixed = {p.test for p in self.probes if not p.untouched_passes}
+        return tuple(t for t in tests if t not in fixed)
+
+    def why_no_fix_probe(self, test: str) -> str:
+        """What was dropped for `test` (the first reason), or why the task has no probes."""
+        mine = [d.split(": ", 1)[1] for d in self.dropped if d.split("#")[0].split(": ")[0] == test]
+        if mine:
+            return mine[0]
+        if any(p.test == test for p in self.probes):
+            return "every probe made from its calls answers as the untouched code does"
+        return self.reason or "its calls gave no probe"
+
 
 @dataclass(frozen=True)
 class ProbeReport:
@@ -105,6 +127,12 @@ class ProbeReport:
     fix_total: int = 0  # probes the untouched repository fails (what the fix must change) ...
     fix_passed: int = 0  # ... and how many of them passed
     regression_failed: int = 0  # probes the untouched repository passes that failed
+    fix_tests: frozenset[str] = frozenset()  # tests with fix probes of their own
+
+    def unchecked(self, tests: tuple[str, ...]) -> tuple[str, ...]:
+        """Those of `tests` (a task's FAIL_TO_PASS) without a fix probe: a pass of theirs cannot be
+        told from a special case of their inputs, so it earns no credit (`rewards.tests`)."""
+        return tuple(t for t in tests if t not in self.fix_tests)
 
     @property
     def ok(self) -> bool:
@@ -171,13 +199,56 @@ def _changed_lines(patched) -> set[int]:
 # ---------------------------------------------------------------- perturbation
 
 def perturb(steps: list[dict], rng: random.Random) -> list[dict]:
-    """A copy of `steps` with some plain-data arguments changed: integers shifted, floats and
-    decimals scaled, digits in strings changed, a few other strings and flags changed (other
-    strings mostly stay, so keys and names still match across steps). Handles and structure are
-    kept. A step may come out unchanged: `make_probes` keeps a probe only where it differs from
-    the untouched repository at a step that does not repeat what its test shows."""
+    """A copy of `steps` with some plain-data arguments changed. Half the time one number is
+    renumbered wherever the scenario uses it (an integer argument or a number inside a string):
+    inputs keep the relations the test set up between them (`1.0.0-alpha < 1.0.0` becomes
+    `4.0.0-alpha < 4.0.0`, still a question about pre-releases). Otherwise each argument changes on
+    its own: integers shifted, floats and decimals scaled, numbers in strings shifted, a few other
+    strings and flags changed (other strings mostly stay, so keys and names still match across
+    steps). Handles and structure are kept. A step may come out unchanged: `make_probes` keeps a
+    probe only where it differs from the untouched repository at a step that does not repeat
+    what its test shows."""
+    if rng.random() < 0.5:
+        numbers = sorted({n for step in steps for arg in _arguments(step) for n in _numbers(arg)})
+        if numbers:
+            old = rng.choice(numbers)
+            new = old + rng.choice((-2, -1, 1, 2, 3, 9))
+            new = new if new >= 0 else old + 1
+            return [dict(step, args=[_renumber(a, old, new) for a in step.get("args", [])],
+                         kwargs=[[k, _renumber(v, old, new)] for k, v in step.get("kwargs", [])]) for step in steps]
     return [dict(step, args=[_perturb(a, rng) for a in step.get("args", [])],
                  kwargs=[[k, _perturb(v, rng)] for k, v in step.get("kwargs", [])]) for step in steps]
+
+
+def _arguments(step: dict) -> list[dict]:
+    return list(step.get("args", [])) + [v for _, v in step.get("kwargs", [])]
+
+
+def _numbers(arg: dict) -> list[int]:
+    """The non-negative integers an argument holds: int values (their size) and numbers in strings."""
+    t = arg.get("t")
+    if t in ("list", "tuple", "set", "frozenset"):
+        return [n for v in arg["v"] for n in _numbers(v)]
+    if t == "dict":
+        return [n for pair in arg["v"] for v in pair for n in _numbers(v)]
+    if t == "int":
+        return [abs(int(arg["v"]))]
+    if t == "str":
+        return [int(m) for m in re.findall(r"[0-9]+", arg["v"]) if len(m) < 12]
+    return []
+
+
+def _renumber(arg: dict, old: int, new: int) -> dict:
+    t = arg["t"]
+    if t in ("list", "tuple", "set", "frozenset"):
+        return dict(arg, v=[_renumber(v, old, new) for v in arg["v"]])
+    if t == "dict":
+        return dict(arg, v=[[_renumber(k, old, new), _renumber(v, old, new)] for k, v in arg["v"]])
+    if t == "int" and abs(int(arg["v"])) == old:
+        return dict(arg, v=str(new if int(arg["v"]) >= 0 else -new))
+    if t == "str":
+        return dict(arg, v=re.sub(r"[0-9]+", lambda m: str(new) if m.group() == str(old) else m.group(), arg["v"]))
+    return arg
 
 
 def _perturb(arg: dict, rng: random.Random) -> dict:
@@ -214,16 +285,21 @@ def _perturb(arg: dict, rng: random.Random) -> dict:
             return arg
     if t == "bool" and rng.random() < 0.3:
         return dict(arg, v=not arg["v"])
-    if t == "str" and arg["v"] and (rng.random() < 0.25 or any(c.isdecimal() for c in arg["v"])):
+    if t == "str" and arg["v"] and (rng.random() < 0.25 or any(c in "0123456789" for c in arg["v"])):
         return dict(arg, v=_perturb_text(arg["v"], rng))
     return arg
 
 
 def _perturb_text(text: str, rng: random.Random) -> str:
-    digits = [i for i, c in enumerate(text) if c.isdecimal()]  # not isdigit: int("²") fails
-    if digits:
-        i = rng.choice(digits)
-        return text[:i] + str((int(text[i]) + rng.randrange(1, 10)) % 10) + text[i + 1:]
+    """A number in the text shifted (`alpha.2` -> `alpha.5`, `1.0.9` -> `1.0.11`: still a number where
+    the text held one), else a character inserted."""
+    numbers = list(re.finditer(r"[0-9]+", text))  # ASCII digits only: int("²") fails
+    if numbers:
+        found = rng.choice(numbers)
+        number = int(found.group())
+        value = number + rng.choice((-2, -1, 1, 2, 3, 9))
+        shifted = str(value if value >= 0 else number + 1)
+        return text[:found.start()] + shifted + text[found.end():]
     i = rng.randrange(len(text) + 1)
     return text[:i] + rng.choice("xq ,-0") + text[i:]
 
@@ -262,6 +338,8 @@ def _mismatch(want: dict, got: dict) -> str | None:
     if t == "obj":
         if got["type"] != want["type"]:
             return f"expected {_describe(want)}, got {_describe(got)}"
+        if "repr" in want and got.get("repr") != want["repr"]:
+            return f"{want['type']} shows as {str(got.get('repr'))[:60]!r}, expected {want['repr'][:60]!r}"
         attrs = got["attrs"]
         for name, value in want["attrs"].items():
             if name not in attrs:
@@ -399,10 +477,21 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
         if differs and all(_seen(probe, i) for i in differs):
             dropped.append(f"{probe.id}: differs from the untouched repository only where it repeats what a "
                            f"test shows (steps {', '.join(map(str, differs))})")
-        elif sum(p.test == probe.test for p in probes) < VARIANTS:
+        else:
             probes.append(replace(probe, untouched_passes=not differs))
-    final, unstable = _confirmed(task, changes, _spread(probes, MAX_PROBES), isolation)
+    probes = _per_test(probes, VARIANTS)
+    final, unstable = _confirmed(task, changes, _spread(probes, MAX_PROBES, task.fail_to_pass), isolation)
     return ProbeSet(tuple(final), tuple(dropped + unstable), names)
+
+
+def _per_test(probes: list[Probe], limit: int) -> list[Probe]:
+    """At most `limit` probes of each test: its fix probes first (what tells a fix from a special
+    case), then regression probes."""
+    out: list[Probe] = []
+    for p in sorted(probes, key=lambda p: p.untouched_passes):
+        if sum(q.test == p.test for q in out) < limit:
+            out.append(p)
+    return sorted(out, key=probes.index)
 
 
 def _confirmed(task: Task, changes, probes: list[Probe], isolation, rounds: int = 3) -> tuple[list[Probe], list[str]]:
@@ -493,26 +582,48 @@ def _candidates(task: Task, scenarios: dict) -> tuple[list[dict], list[str]]:
         steps = steps[:MAX_STEPS]
         rng = random.Random(f"{task.id}|{test}")
         made = 0
-        for attempt in range(VARIANTS * 8):
+        for attempt in range(CANDIDATES * 4):
             variant = perturb(steps, rng)
             key = json.dumps(variant, sort_keys=True)
             if key in seen:
                 continue
             seen.add(key)
-            changed = [i for i, (a, b) in enumerate(zip(steps, variant)) if a != b]
-            out.append({"id": f"{test}#{made}", "test": test, "steps": variant, "changed": changed})
+            out.append({"id": f"{test}#{made}", "test": test, "steps": variant, "changed": changed_steps(steps, variant)})
             made += 1
-            if made == 2 * VARIANTS:
+            if made == CANDIDATES:
                 break
         if not made:
             dropped.append(f"{test}: its calls take no argument that can be perturbed")
     return out, dropped
 
 
-def _spread(probes: list[Probe], limit: int) -> list[Probe]:
-    """At most `limit` probes, taken round-robin over their tests."""
+def changed_steps(steps: list[dict], variant: list[dict]) -> list[int]:
+    """The steps of `variant` whose input differs from the test's: their own arguments changed, or
+    they use what a changed step returned (`a < b` where `a` was parsed from a changed string is a
+    new question, though its arguments read the same)."""
+    changed: set[int] = set()
+    for index, (a, b) in enumerate(zip(steps, variant)):
+        if a != b or any(step in changed for step in _handles(b)):
+            changed.add(index)
+    return sorted(changed)
+
+
+def _handles(value) -> list[int]:
+    """The steps whose results a step (or an argument) refers to."""
+    if isinstance(value, dict):
+        if value.get("t") == "h":
+            return [value.get("step")]
+        return [h for key, v in value.items() if key != "seen" for h in _handles(v)]
+    if isinstance(value, list):
+        return [h for v in value for h in _handles(v)]
+    return []
+
+
+def _spread(probes: list[Probe], limit: int, first: tuple[str, ...] = ()) -> list[Probe]:
+    """At most `limit` probes, taken round-robin over their tests, the tests in `first`
+    (FAIL_TO_PASS) first, and in each test its fix probes first."""
     by_test: dict[str, list[Probe]] = {}
-    for p in probes:
+    for p in sorted(probes, key=lambda p: (p.test not in first, p.untouched_passes)):
         by_test.setdefault(p.test, []).append(p)
     out: list[Probe] = []
     while len(out) < min(limit, len(probes)):
@@ -534,8 +645,12 @@ def _digest(task: Task) -> str:
                        _CHILD_SOURCE, _REPLAY_SOURCE, _OWN_SOURCE)
 
 
-def _to_json(probes: ProbeSet, digest: str) -> str:
+def _to_json(task: Task, probes: ProbeSet, digest: str) -> str:
+    graded = task.fail_to_pass + task.pass_to_pass
+    unchecked = probes.without_fix_probes(task.fail_to_pass)
     return json.dumps({"format": _FORMAT, "digest": digest, "targets": list(probes.targets),
+                       "census": {t: {"fix": f, "regression": r} for t, (f, r) in probes.census(graded).items()},
+                       "without_fix_probes": {t: probes.why_no_fix_probe(t) for t in unchecked},
                        "dropped": list(probes.dropped),
                        "probes": [{"id": p.id, "test": p.test, "steps": list(p.steps), "expected": list(p.expected),
                                    "untouched_passes": p.untouched_passes, "changed": list(p.changed)}
@@ -569,7 +684,7 @@ def probe_set(task: Task, isolation="auto") -> ProbeSet:
                 break
     if found is None:
         found = make_probes(task, isolation)
-        store_atomically(cache_root() / "probes" / f"{digest}.json", _to_json(found, digest))
+        store_atomically(cache_root() / "probes" / f"{digest}.json", _to_json(task, found, digest))
     with _LOCK:
         _MADE[digest] = found
     return found
@@ -580,7 +695,7 @@ def record(task: Task, isolation="auto") -> ProbeSet:
     if task.root is None:
         raise TaskError(f"task {task.id} has no folder to record its probes in")
     probes = probe_set(task, isolation)
-    (task.root / STORED_NAME).write_text(_to_json(probes, _digest(task)))
+    (task.root / STORED_NAME).write_text(_to_json(task, probes, _digest(task)))
     return probes
 
 
@@ -671,7 +786,8 @@ def _report(probes: ProbeSet, problems: list[str | None]) -> ProbeReport:
     regressions = sum(problem is not None for p, problem in zip(probes.probes, problems) if p.untouched_passes)
     return ProbeReport(len(problems), problems.count(None), failures, failed, frozenset(p.test for p in probes.probes),
                        dropped=probes.dropped, fix_total=len(fixes), fix_passed=sum(fixes),
-                       regression_failed=regressions)
+                       regression_failed=regressions,
+                       fix_tests=frozenset(p.test for p in probes.probes if not p.untouched_passes))
 
 
 def _probe_mismatch(probe: Probe, got) -> str | None:
