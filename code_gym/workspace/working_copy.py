@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from code_gym.workspace.base_commit import base_commit, hide_source_git
-from code_gym.util.hostfs import Digest, StatKey
+from code_gym.util.hostfs import Digest, StatKey, fs_bytes
 from code_gym.workspace.diffs import FileDiff, file_diff, git_mode, is_link, renamed_diff
 from code_gym.util.hostfs import (discard, mount_overlay, mount_quota, overlay_supported, owned_prefix, read_bounded,
                              read_entry, stat_key, unmount, wait_for_cleanup, walk)
@@ -210,7 +210,7 @@ class Workspace:
                 diffs.append(file_diff(path, None, b, None, new.keys[path]))
         for (a, _), left in gone.items():
             diffs += [file_diff(path, a, None, old.keys[path], None) for path in left]
-        return sorted(diffs, key=lambda d: d.path)
+        return sorted(diffs, key=lambda d: fs_bytes(d.path))  # git's order: by the bytes of the name
 
     def scan_changes(self) -> list[FileDiff]:
         """The changes since the previous call (or since the start)."""
