@@ -16,13 +16,13 @@ deleted line only inside its call's deleted edit arguments.
 """
 from __future__ import annotations
 
-import difflib
 import re
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from code_gym.actions.parse import ToolCall
+from code_gym.util.linediff import BoundedMatcher
 from code_gym.workspace.diffs import FileDiff, text_lines
 
 # tools that never change the workspace: no snapshot after them
@@ -91,10 +91,10 @@ def _heredocs(command: str) -> tuple[list[Body], list[tuple[int, int]]]:
 def _shell_strings(command: str, skip: list[tuple[int, int]]) -> list[Body]:
     """Quoted words outside heredoc bodies: '...' (literal), "..." (\\ " $ ` escapes), $'...' (C escapes)."""
     out, i, n = [], 0, len(command)
-    skips = sorted(skip)
+    skips = deque(sorted(skip))
     while i < n:
         if skips and skips[0][0] <= i:
-            i = max(i, skips.pop(0)[1])
+            i = max(i, skips.popleft()[1])
             continue
         c = command[i]
         if c == "\\":
@@ -151,6 +151,10 @@ def _escaped(body: Body) -> Body | None:
 def _python_strings(body: Body) -> list[Body]:
     """String literals of Python code in the body (a `python -c` script, a heredoc), decoded."""
     out, text, pos = [], body.text, 0
+    # quote -> the last newline of the last quote of its kind that opened no one-line literal: every
+    # quote of that kind before it is escaped and would read up to the same end, across that newline
+    # (without this, "'\\'\\'\\'...\n" is read to its end from each quote: quadratic)
+    unclosed: dict[str, int] = {}
     while True:
         m = _PY_STRING_RE.search(text, pos)
         if m is None:
@@ -158,21 +162,27 @@ def _python_strings(body: Body) -> list[Body]:
         quote = m.group(1)
         raw = "r" in m.group(0)[:-len(quote)].lower()
         start = m.end()
+        if len(quote) == 1 and not raw and m.start(1) < unclosed.get(quote, -1):
+            pos = start
+            continue
         if raw:
             end = text.find(quote, start)
             end = len(text) if end < 0 else end
-            inner = Body(text[start:end], list(range(start, end + 1)), (start, end))
+            inner = Body(text[start:end], range(start, end + 1), (start, end))
             nxt = end + len(quote)
         else:
             inner, nxt = _decode(text, start, quote)
         if len(quote) == 1 and "\n" in text[start:min(nxt, len(text))]:
             pos = start  # not a one-line literal: an apostrophe in a comment or text
+            if not raw:
+                unclosed[quote] = text.rfind("\n", start, min(nxt, len(text)))
             continue
         out.append(Body(inner.text, [body.offsets[min(k, len(body.offsets) - 1)] for k in inner.offsets], body.outer))
         pos = max(nxt, start + 1)
 
 
-_SED_RE = re.compile(r"s([/|#,:@!])((?:\\.|(?!\1).)*)\1((?:\\.|(?!\1).)*)\1[gIip0-9]*;?$", re.S)
+# a backslash always starts an escape: one parse of any text, never exponential backtracking
+_SED_RE = re.compile(r"s([/|#,:@!])((?:\\.|(?!\1)[^\\])*)\1((?:\\.|(?!\1)[^\\])*)\1[gIip0-9]*;?$", re.S)
 
 
 def _sed_parts(body: Body) -> list[Body]:
@@ -245,7 +255,7 @@ def attribute(ws: Any, before: Any, transitions: list[Transition], diffs: list[F
         deleted_by: dict[int, int] = {}
         for t in steps:
             new = _lines(ws.content(t.snapshot, path))
-            matcher = difflib.SequenceMatcher(None, state, new, autojunk=False)
+            matcher = BoundedMatcher(state, new)
             new_tags: list[tuple[bool, int]] = []
             for op, a1, a2, b1, b2 in matcher.get_opcodes():
                 if op == "equal":
@@ -282,6 +292,7 @@ class _CallText:
         self.edits: list[tuple[int, str, int, int]] = []
         self.fallback = call.span or (0, 0)
         self.body_of: dict[tuple[int, int], tuple[int, int]] = {}  # line span -> edit span holding it
+        self._queued: set[tuple[int, str, tuple[int, int]]] = set()  # (table, key, span) already queued
         if call.name in EDITOR_ARGS:
             for arg, kind in EDITOR_ARGS[call.name]:
                 span = _arg_span(call, arg)
@@ -313,8 +324,9 @@ class _CallText:
             pos += len(line) + 1
             if span is None or not line.strip():
                 continue
-            for table, key in ((self.exact, line.rstrip()), (self.stripped, line.strip())):
-                if span not in table[key]:
+            for kind, (table, key) in enumerate(((self.exact, line.rstrip()), (self.stripped, line.strip()))):
+                if (kind, key, span) not in self._queued:
+                    self._queued.add((kind, key, span))
                     table[key].append(span)
             self.body_of.setdefault(span, outer)
 
@@ -343,7 +355,7 @@ def call_provenance(calls: list[ToolCall], diffs: list[FileDiff],
     texts = [_CallText(c, k) for k, c in enumerate(calls)]
     by_line = {(p, kind, n): c for p, kind, n, c in line_calls}
     provenance: list[dict] = []
-    held: dict[int, list[tuple[int, int]]] = defaultdict(list)  # call -> bodies that wrote its lines
+    held: dict[int, dict[tuple[int, int], None]] = defaultdict(dict)  # call -> bodies that wrote its lines, in order
     loose: set[tuple[int, str]] = set()  # (call, kind) with a line no body holds: its edit is the command
     kinds: dict[int, set[str]] = defaultdict(set)
     for p, kind, _, c in line_calls:
@@ -359,11 +371,11 @@ def call_provenance(calls: list[ToolCall], diffs: list[FileDiff],
                 # call's edit argument (`edits`) through `line_calls`, below the lines' own spans
                 loose.add((c, "added"))
                 continue
-            if outer is not None and outer not in held[c]:
-                held[c].append(outer)
+            if outer is not None:
+                held[c].setdefault(outer)
             provenance.append({"path": diff.path, "line": n, "start": span[0], "end": span[1]})
     # the bodies of a bash call that hold the text of lines it deleted (a Python script's old string)
-    held_deleted: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    held_deleted: dict[int, dict[tuple[int, int], None]] = defaultdict(dict)
     for diff in diffs:
         for n, text in diff.removed:
             c = by_line.get((diff.path, "deleted", n))
@@ -372,15 +384,15 @@ def call_provenance(calls: list[ToolCall], diffs: list[FileDiff],
             outer = texts[c].holder(text)
             if outer is None:
                 loose.add((c, "deleted"))
-            elif outer not in held_deleted[c]:
-                held_deleted[c].append(outer)
+            else:
+                held_deleted[c].setdefault(outer)
     edits: list[tuple[int, str, int, int]] = []
     for k, (call, ct) in enumerate(zip(calls, texts)):
         edits += ct.edits
         if call.name in EDITOR_ARGS:
             continue
         # bash and other tools: the bodies that wrote (held) lines, else the command, for each kind it changed
-        for kind, bodies in (("added", held[k]), ("deleted", sorted(held_deleted[k]))):
+        for kind, bodies in (("added", list(held[k])), ("deleted", sorted(held_deleted[k]))):
             if kind in kinds[k]:
                 whole = (k, kind) in loose or not bodies
                 edits += [(k, kind, *ct.fallback)] if whole else [(k, kind, *b) for b in bodies]

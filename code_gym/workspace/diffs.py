@@ -8,13 +8,13 @@ raw: one holding a newline could otherwise start lines that read as another file
 from __future__ import annotations
 
 import base64
-import difflib
 import hashlib
 import re
 import zlib
 from dataclasses import dataclass, field
 
 from code_gym.util.hostfs import Digest, StatKey, fs_bytes
+from code_gym.util.linediff import BoundedMatcher
 
 
 @dataclass
@@ -85,7 +85,7 @@ def _hunks(old: str, new: str) -> tuple[list[str], list[tuple[int, str]], list[t
     out: list[str] = []
     added: list[tuple[int, str]] = []
     removed: list[tuple[int, str]] = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    matcher = BoundedMatcher(old_lines, new_lines)
     for group in matcher.get_grouped_opcodes(3):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
         out.append(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@\n")
