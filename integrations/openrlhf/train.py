@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.abc
+import importlib.util
 import json
 import os
 import runpy
 import sys
+import types
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -34,10 +37,69 @@ AGENT_FUNC = str(Path(__file__).resolve().with_name("agent_func.py"))
 FORWARDED_PREFIX = "CODE_GYM_"
 
 
+# CUDA-only packages OpenRLHF's trainer module imports at its top (flash_attn.bert_padding first);
+# `--help` stands in for those missing here, as printing the flags runs none of their code
+GPU_PACKAGES = ("flash_attn", "ring_flash_attn", "liger_kernel", "bitsandbytes", "optimum", "deepspeed", "vllm")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
-    with openrlhf_extended(), _replaced(sys, "argv", lambda _: [TRAIN_MODULE, *argv]):
-        runpy.run_module(TRAIN_MODULE, run_name="__main__", alter_sys=True)
+    helping = {"-h", "--help"} & set(argv)
+    try:
+        with openrlhf_extended(), _replaced(sys, "argv", lambda _: [TRAIN_MODULE, *argv]), \
+                (_gpu_stack_stood_in() if helping else contextlib.nullcontext()):
+            runpy.run_module(TRAIN_MODULE, run_name="__main__", alter_sys=True)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in GPU_PACKAGES:
+            raise
+        raise SystemExit(f"OpenRLHF's trainer needs {err.name}, which is not installed: training runs on a CUDA "
+                         f"machine with OpenRLHF's GPU extras (docs/openrlhf.md); --help works without them") from None
+
+
+class _StandIn(types.ModuleType):
+    """A module of a missing GPU package: any name in it is another stand-in (also as a base class
+    or a decorator), for as long as argparse takes to print the help and exit."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _StandIn(f"{self.__name__}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        return args[0] if len(args) == 1 and callable(args[0]) and not kwargs else self
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+
+class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] not in GPU_PACKAGES:
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=True)
+
+    def create_module(self, spec):
+        module = _StandIn(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _gpu_stack_stood_in() -> Iterator[None]:
+    """Imports of GPU packages that are not installed succeed with stand-ins (installed ones load as
+    usual: the finder is asked last); the modules imported meanwhile are dropped afterwards."""
+    finder, before = _StandInFinder(), set(sys.modules)
+    sys.meta_path.append(finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        for name in set(sys.modules) - before:
+            if name.split(".")[0] in GPU_PACKAGES or name.startswith("openrlhf"):
+                del sys.modules[name]
 
 
 @contextlib.contextmanager
