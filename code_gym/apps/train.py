@@ -14,6 +14,7 @@ episodes themselves still run through the environment.
 from __future__ import annotations
 
 import csv
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -310,7 +311,10 @@ def write_curves(runs: Mapping[str, Sequence[UpdateStats]], csv_path: Path, png_
         plot_curves(runs, Path(png_path), title)
 
 
-def plot_curves(runs: Mapping[str, Sequence[UpdateStats]], png_path: Path, title: str) -> None:
+def plot_curves(runs: Mapping[str, Sequence[UpdateStats]], png_path: Path, title: str):
+    """Write the success-probability and batch-reward curves of `runs` to `png_path`; returns the
+    (closed) figure. The reward axis spans [0, 1] and whatever the rewards reach beyond it: a reward
+    spec with penalties makes negative means."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -323,7 +327,9 @@ def plot_curves(runs: Mapping[str, Sequence[UpdateStats]], png_path: Path, title
         right.plot(updates[1:], [s.mean_reward for s in history[1:]], label=label, lw=1.2)
     left.axhline(0.9, color="grey", ls=":", lw=1)
     left.set(xlabel="update", ylabel="P(resolve) = prod_d pi_d(reference)", ylim=(0, 1.02), title="success probability")
-    right.set(xlabel="update", ylabel="mean outcome reward of the batch", ylim=(0, 1.02), title="batch reward")
+    rewards = [s.mean_reward for history in runs.values() for s in history[1:]]
+    right.set(xlabel="update", ylabel="mean outcome reward of the batch", ylim=reward_limits(rewards),
+              title="batch reward")
     for ax in (left, right):
         ax.grid(alpha=0.3)
     left.legend(fontsize=8)
@@ -332,3 +338,12 @@ def plot_curves(runs: Mapping[str, Sequence[UpdateStats]], png_path: Path, title
     png_path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png_path, dpi=110)
     plt.close(fig)
+    return fig
+
+
+def reward_limits(rewards: Sequence[float]) -> tuple[float, float]:
+    """The reward axis: [0, 1] widened to every finite value, with a margin of 2% of the span."""
+    finite = [r for r in rewards if math.isfinite(r)]
+    low, high = min([0.0, *finite]), max([1.0, *finite])
+    margin = 0.02 * (high - low)
+    return (low - margin if low < 0 else low, high + margin)
