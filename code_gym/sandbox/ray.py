@@ -20,14 +20,15 @@ import warnings
 from pathlib import Path
 
 from code_gym.sandbox.base import ExecResult, Limits, Runtime, check_records
-from code_gym.util.hostfs import owned_prefix, walk
+from code_gym.util.hostfs import StatKey, owned_prefix, stat_key, walk
 
-Manifest = dict[str, tuple[int, int, int]]
+Manifest = dict[str, StatKey]
 
 
 def manifest(root: Path) -> Manifest:
-    """(mtime, size, mode) of every file and symlink under root, caches skipped as the workspace does."""
-    return {path: (st.st_mtime_ns, st.st_size, st.st_mode) for path, st in walk(root).items()}
+    """The stat key of every file and symlink under root (ctime and inode with mtime, size and
+    mode: a rewrite with its mtime set back still shows), caches skipped as the workspace does."""
+    return {path: stat_key(st) for path, st in walk(root).items()}
 
 
 def pack(root: Path, paths: list[str]) -> bytes:

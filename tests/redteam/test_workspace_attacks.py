@@ -379,3 +379,20 @@ def _diff_before_fix(self, old, new):
             out.append(file_diff(path, None, b, None, new.keys[path]))
     out += [file_diff(path, a, None, old.keys[path], None) for a, path in gone.items()]
     return sorted(out, key=lambda d: d.path)
+
+
+@DEFENCE
+def test_a_rewrite_on_a_ray_node_with_the_mtime_set_back_never_comes_back(tmp_path, monkeypatch, defended):
+    from code_gym.sandbox import ray as ray_backend
+    if not defended:
+        monkeypatch.setattr(ray_backend, "manifest", lambda root: {
+            path: (st.st_mtime_ns, st.st_size, st.st_mode) for path, st in hostfs.walk(root).items()})
+    (tmp_path / "ops.py").write_bytes(b"return a - b\n")
+    os.utime(tmp_path / "ops.py", ns=(10**18, 10**18))
+    known = ray_backend.manifest(tmp_path)
+    st = os.stat(tmp_path / "ops.py")  # the command on the node: rewrite in place, mtime put back
+    with open(tmp_path / "ops.py", "r+b") as fh:
+        fh.write(b"return a + b\n")
+    os.utime(tmp_path / "ops.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+    _, changed, _ = ray_backend.changes(tmp_path, known)
+    assert (changed == ["ops.py"]) is defended  # defence off: the host's workspace never gets the rewrite
