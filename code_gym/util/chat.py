@@ -3,7 +3,7 @@
 Shared by the model client (`code_gym.apps.client`) and the LLM judge (`code_gym.rewards.judge`).
 Timeouts, connection errors, HTTP 408, 409, 429 and 5xx are retried up to `retries` times, waiting
 `backoff` seconds before the first retry and twice as long before each next one; any other HTTP
-error fails at once. httpx is imported here, not by `import code_gym`.
+error fails at once, and a base URL that cannot name a server is refused before any request. httpx is imported here, not by `import code_gym`.
 """
 from __future__ import annotations
 
@@ -21,10 +21,24 @@ class ChatError(RuntimeError):
 
 def http_client(base_url: str, timeout: float, api_key: str | None = None,
                 transport: httpx.BaseTransport | None = None) -> httpx.Client:
-    """An httpx client for `base_url` (the path before /chat/completions); thread-safe."""
+    """An httpx client for `base_url` (the path before /chat/completions); thread-safe. A URL that
+    cannot name a server raises ValueError here, before any request."""
+    check_base_url(base_url)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     return httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=httpx.Timeout(timeout),
                         transport=transport)
+
+
+def check_base_url(base_url: str) -> None:
+    """Refuse a base URL no request could reach: not http(s), no host, or not a URL at all."""
+    example = "pass the server's URL up to /v1, e.g. http://127.0.0.1:8000/v1"
+    try:
+        url = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise ValueError(f"base URL {base_url!r} is not a URL ({exc}): {example}") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        what = "has no host" if url.scheme in ("http", "https") else "is not an http:// or https:// URL"
+        raise ValueError(f"base URL {base_url!r} {what}: {example}")
 
 
 def post_chat(http: httpx.Client, body: dict[str, Any], retries: int, backoff: float,
@@ -36,6 +50,9 @@ def post_chat(http: httpx.Client, body: dict[str, Any], retries: int, backoff: f
     for attempt in range(retries + 1):
         try:
             response = http.post("/chat/completions", json=body)
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:  # no retry reaches such a URL
+            raise ChatError(f"{where} cannot be requested ({type(exc).__name__}: {exc}): pass the server's "
+                            "URL up to /v1, e.g. http://127.0.0.1:8000/v1") from None
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             failure = f"{type(exc).__name__}: {exc}"
         else:
