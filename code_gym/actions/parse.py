@@ -9,6 +9,11 @@ Accepted forms, in the order they are tried:
 For text actions every string argument keeps a map from its decoded characters back to the
 characters of the action string, so the environment can say which action characters wrote which
 diff lines (provenance), even when the code travelled as an escaped JSON string.
+
+The parser is bounded: a response of at most `MAX_ACTION_CHARS` characters, `MAX_CALLS` tool
+calls, JSON nested at most `MAX_JSON_DEPTH` deep with at most `MAX_JSON_VALUES` values a call,
+plain JSON values only (integers of 64 bits). Past a limit the response is a format error that
+names the limit and what to send instead, never an exception.
 """
 from __future__ import annotations
 
@@ -16,11 +21,19 @@ import json
 import json.decoder
 import json.scanner
 import re
+from collections import defaultdict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 _TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _FENCE_RE = re.compile(r"```(?:bash|sh|shell)[ \t]*\n(.*?)```", re.DOTALL)
+
+MAX_ACTION_CHARS = 1_000_000  # a response's length: the action space's (CodeRepoEnv.action_space)
+MAX_CALLS = 32  # tool calls in one response
+MAX_JSON_DEPTH = 32  # nesting of a call's JSON; arguments are flat (strings, integers, lists of them)
+MAX_JSON_VALUES = 10_000  # values in one call's JSON
+_JSON_TOKEN_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)  # strings and brackets
 
 FORMAT_HELP = (
     'Call a tool as <tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call> '
@@ -33,7 +46,7 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     # argument name -> absolute index in the action string of each decoded character (+ one past the end)
-    offsets: dict[str, list[int]] = field(default_factory=dict)
+    offsets: dict[str, Sequence[int]] = field(default_factory=dict)
     # the whole call's (start, end) in the action text, tool name included (None: not from text)
     span: tuple[int, int] | None = None
 
@@ -54,6 +67,72 @@ class Parsed:
     text: str | None = None
 
 
+def _depth_error(text: str) -> str | None:
+    """An error when JSON text nests deeper than MAX_JSON_DEPTH (read before decoding: the decoder
+    recurses once per level)."""
+    depth = 0
+    for token in _JSON_TOKEN_RE.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return (f"the tool call nests JSON more than {MAX_JSON_DEPTH} levels deep (the limit); tool arguments "
+                        f"are flat: strings, integers and lists of them")
+        elif bracket in "]}":
+            depth -= 1
+    return None
+
+
+def _value_error(value: Any, what: str = "the tool call") -> str | None:
+    """An error when `value` (`what`) is not plain JSON data within the limits: dicts with str keys,
+    lists, str, int of 64 bits, float, bool, None; at most MAX_JSON_DEPTH deep, MAX_JSON_VALUES values
+    and MAX_ACTION_CHARS characters of strings."""
+    stack, count, chars = [(value, what, 1)], 0, 0
+    while stack:
+        item, where, depth = stack.pop()
+        count += 1
+        if count > MAX_JSON_VALUES:
+            return (f"{what} holds more than {MAX_JSON_VALUES:,} JSON values (the limit); tool arguments are "
+                    f"flat: strings, integers and lists of them")
+        if depth > MAX_JSON_DEPTH:
+            return (f"{what} nests more than {MAX_JSON_DEPTH} levels deep (the limit); tool arguments are "
+                    f"flat: strings, integers and lists of them")
+        if isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    return f"{where} has a key of type {type(key).__name__}; JSON object keys are strings"
+                chars += len(key)
+                stack.append((sub, f"{where}[{shown_text(key)!r}]", depth + 1))
+        elif isinstance(item, (list, tuple)):
+            stack += [(sub, f"{where}[{k}]", depth + 1) for k, sub in enumerate(item)]
+        elif isinstance(item, str):
+            chars += len(item)
+        elif isinstance(item, int) and not isinstance(item, bool) and not -(1 << 63) <= item < 1 << 63:
+            return f"the integer at {where} does not fit in 64 bits; pass a smaller number"
+        elif not isinstance(item, (int, float, bool)) and item is not None:
+            return f"{where} is a {type(item).__name__}; tool calls hold JSON values only (str, int, float, bool, None, lists, objects)"
+        if chars > MAX_ACTION_CHARS:
+            return (f"{what} holds more than {MAX_ACTION_CHARS:,} characters (the limit); write a large file in "
+                    f"parts: create it with the first part, then add the rest with insert")
+    return None
+
+
+def _loads(text: str) -> Any:
+    """json.loads within the bounds; ValueError says what was wrong."""
+    error = _depth_error(text)
+    if error is None:
+        value = json.loads(text)
+        error = _value_error(value)
+    if error is not None:
+        raise ValueError(error)
+    return value
+
+
+def shown_text(text: str, limit: int = 60) -> str:
+    """Agent text as an error message shows it: its first `limit` characters, and its length."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
+
+
 def render_call(name: str, arguments: Any) -> str:
     """One tool call as the Hermes / Qwen `<tool_call>` block: the canonical text of a function call
     (the model client renders served tool calls this way, and dict actions are parsed over it)."""
@@ -68,8 +147,8 @@ def _function(item: Any) -> tuple[str | None, Any]:
     arguments = item.get("arguments", item.get("parameters", {}))
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
+            arguments = _loads(arguments) if arguments.strip() else {}
+        except ValueError:
             pass
     return item.get("name"), arguments
 
@@ -130,24 +209,30 @@ def _parse_json_call(text: str, base: int) -> tuple[ToolCall | None, str | None]
     decoder = _SpanDecoder()
     stripped = text.strip()
     lead = len(text) - len(text.lstrip())
+    error = _depth_error(stripped)
+    if error is not None:
+        return None, error
     try:
         obj, _ = decoder.raw_decode(stripped)
     except json.JSONDecodeError as exc:
         return None, f"the tool call is not valid JSON ({exc.msg} at char {exc.pos}); {FORMAT_HELP}"
+    except ValueError as exc:  # a number the decoder refuses (an int of more than 4,300 digits)
+        return None, f"the tool call is not valid JSON ({exc}); {FORMAT_HELP}"
+    error = _value_error(obj)
+    if error is not None:
+        return None, error
     call, error = _call_from_dict(obj)
     if call is None:
         return None, error
     args = obj.get("arguments", obj.get("parameters"))
     if isinstance(args, dict):
-        used: set[int] = set()
+        unused: dict[str, deque[int]] = defaultdict(deque)  # decoded text -> its strings, in order
+        for k, (_, _, decoded) in enumerate(decoder.strings):
+            unused[decoded].append(k)
         for key, value in args.items():
-            if not isinstance(value, str):
-                continue
-            for k, (start, stop, decoded) in enumerate(decoder.strings):
-                if k not in used and decoded == value:
-                    used.add(k)
-                    call.offsets[key] = _decoded_offsets(stripped[start:stop], base + lead + start)
-                    break
+            if isinstance(value, str) and unused.get(value):
+                start, stop, _ = decoder.strings[unused[value].popleft()]
+                call.offsets[key] = _decoded_offsets(stripped[start:stop], base + lead + start)
     return call, None
 
 
@@ -162,11 +247,13 @@ def _call_from_dict(obj: Any) -> tuple[ToolCall | None, str | None]:
     args = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
+            args = _loads(args) if args.strip() else {}
         except json.JSONDecodeError as exc:
-            return None, f"the arguments of '{name}' are not valid JSON ({exc.msg}); pass a JSON object"
+            return None, f"the arguments of '{shown_text(name)}' are not valid JSON ({exc.msg}); pass a JSON object"
+        except ValueError as exc:
+            return None, f"the arguments of '{shown_text(name)}': {exc}"
     if not isinstance(args, dict):
-        return None, f"the arguments of '{name}' must be a JSON object, got {type(args).__name__}"
+        return None, f"the arguments of '{shown_text(name)}' must be a JSON object, got {type(args).__name__}"
     return ToolCall(name=name, arguments=dict(args)), None
 
 
@@ -187,11 +274,21 @@ def _parse_objects(action: Any) -> Parsed:
     return Parsed(calls, errors)
 
 
+def _too_many(count: int) -> Parsed:
+    return Parsed([], [f"the response has {count} tool calls and the limit is {MAX_CALLS}: none ran; send at most "
+                       f"{MAX_CALLS} calls per response and the rest in the next steps"])
+
+
 def parse_action(action: Any) -> Parsed:
     """Parse a response (str) or tool-call object(s) into tool calls plus format errors."""
     if not isinstance(action, str):
         if isinstance(action, (dict, list)):
+            error = _value_error(action, "the action")
+            if error is not None:
+                return Parsed([], [error])
             parsed = _parse_objects(action)
+            if len(parsed.calls) + len(parsed.errors) > MAX_CALLS:
+                return _too_many(len(parsed.calls) + len(parsed.errors))
             if parsed.errors or not parsed.calls:
                 return parsed
             text = canonical_text(action)
@@ -199,6 +296,13 @@ def parse_action(action: Any) -> Parsed:
             same = [(c.name, c.arguments) for c in again.calls] == [(c.name, c.arguments) for c in parsed.calls]
             return again if same and not again.errors else parsed
         return Parsed([], [f"an action must be response text or a tool-call dict, got {type(action).__name__}"])
+    if len(action) > MAX_ACTION_CHARS:
+        return Parsed([], [f"the response is {len(action):,} characters and the limit is {MAX_ACTION_CHARS:,}: "
+                           f"nothing ran; write a large file in parts (create it with the first part, then add "
+                           f"the rest with insert)"])
+    blocks = action.count("<tool_call>")
+    if blocks > MAX_CALLS:
+        return _too_many(blocks)
     calls, errors = [], []
     for match in _TOOL_CALL_RE.finditer(action):
         call, error = _parse_json_call(match.group(1), match.start(1))
@@ -211,8 +315,10 @@ def parse_action(action: Any) -> Parsed:
         return Parsed(calls, errors, action)
     for match in _FENCE_RE.finditer(action):
         command = match.group(1)
-        offsets = list(range(match.start(1), match.end(1) + 1))
+        offsets = range(match.start(1), match.end(1) + 1)
         calls.append(ToolCall("bash", {"command": command}, {"command": offsets}, (match.start(), match.end())))
+    if len(calls) > MAX_CALLS:
+        return _too_many(len(calls))
     if not calls:
         errors.append(f"no tool call found in the response. {FORMAT_HELP}")
     return Parsed(calls, errors, action)

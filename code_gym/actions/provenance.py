@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +43,7 @@ class Body:
     """A text a command writes from its own characters: `text[i]` came from `command[offsets[i]]`
     (offsets has one more entry: one past the end). `outer` is the raw (undecoded) span it lies in."""
     text: str
-    offsets: list[int]
+    offsets: Sequence[int]
     outer: tuple[int, int]
 
 
@@ -82,7 +83,7 @@ def _heredocs(command: str) -> tuple[list[Body], list[tuple[int, int]]]:
                 break
             at = nl + 1
         text = command[start:end]
-        bodies.append(Body(text, list(range(start, end + 1)), (start, end)))
+        bodies.append(Body(text, range(start, end + 1), (start, end)))
         skip.append((start, stop))
         pos = stop
     return bodies, skip
@@ -108,7 +109,7 @@ def _shell_strings(command: str, skip: list[tuple[int, int]]) -> list[Body]:
         elif c == "'":
             end = command.find("'", i + 1)
             end = n if end < 0 else end
-            out.append(Body(command[i + 1:end], list(range(i + 1, end + 1)), (i + 1, end)))
+            out.append(Body(command[i + 1:end], range(i + 1, end + 1), (i + 1, end)))
             i = end + 1
         elif c == '"':
             body, i = _decode(command, i + 1, '"', shell=True)

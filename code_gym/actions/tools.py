@@ -17,7 +17,7 @@ from typing import Callable
 
 from code_gym import languages
 from code_gym.grading import records as run_records
-from code_gym.actions.parse import ToolCall
+from code_gym.actions.parse import ToolCall, shown_text
 from code_gym.grading.grade import RESULTS_DIR
 from code_gym.util.hostfs import make_dirs_beneath, owned_prefix, read_beneath, write_beneath
 from code_gym.sandbox.base import Sandbox
@@ -25,6 +25,9 @@ from code_gym.sandbox.records import new_nonce
 
 MAX_VIEW_CHARS = 16_000
 SNIPPET_LINES = 4
+MAX_PATH_BYTES = 4096  # PATH_MAX
+MAX_PATTERN_CHARS = 4096  # a search pattern's length
+SHOWN_LINES = 20  # line numbers an error lists
 
 
 _TYPES = {"string": str, "integer": int, "array": list, "object": dict, "boolean": bool}
@@ -101,26 +104,46 @@ def tool(name: str, description: str, properties: dict[str, dict] | None = None,
 
 
 def validate(call: ToolCall) -> None:
-    """Check the call names a tool and its arguments have the schema's names and types."""
+    """Check the call names a tool and its arguments have the schema's names and types, and hold
+    text the host can pass on: UTF-8, and no NUL character in a command, path or pattern."""
     if call.name not in REGISTRY:
-        raise ToolError(f"unknown tool '{call.name}'; the tools are: {', '.join(TOOL_NAMES)}")
+        raise ToolError(f"unknown tool '{shown_text(call.name)}'; the tools are: {', '.join(TOOL_NAMES)}")
     spec = REGISTRY[call.name]
     for req in spec.required:
         if req not in call.arguments:
             raise ToolError(f"'{call.name}' needs the argument '{req}'")
     for key, value in call.arguments.items():
         if key not in spec.properties:
-            raise ToolError(f"'{call.name}' has no argument '{key}'; its arguments are: "
+            raise ToolError(f"'{call.name}' has no argument '{shown_text(key)}'; its arguments are: "
                             f"{', '.join(spec.properties) or 'none'}")
         want = spec.properties[key]["type"]
         if not isinstance(value, _TYPES[want]) or (want == "integer" and isinstance(value, bool)):
             raise ToolError(f"argument '{key}' of '{call.name}' must be {want}, got {type(value).__name__}")
+        for text in (value if isinstance(value, list) else [value]):
+            if isinstance(text, str):
+                _check_text(call.name, key, text)
+
+
+def _check_text(tool: str, key: str, text: str) -> None:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ToolError(f"argument '{key}' of '{tool}' holds {text[exc.start]!r} at character {exc.start}, a lone "
+                            f"surrogate that is not Unicode text; send valid Unicode (a JSON \\ud83d\\ude00 pair, "
+                            f"not half of one)") from None
+    if "\0" in text and key not in _TEXT_ARGUMENTS:
+        raise ToolError(f"argument '{key}' of '{tool}' holds a NUL character (at {text.index(chr(0))}), which no "
+                        f"command, path or pattern can hold; in bash, write one with printf '\\0'")
 
 
 def resolve(ctx: ToolContext, path: str, must_exist: bool = True) -> Path:
     """A host path inside the workspace, or a ToolError (outside, through a symlink, missing)."""
     if path in ("", "."):
         return ctx.root
+    if len(path.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        raise ToolError(f"the path is {len(path.encode('utf-8', 'surrogateescape')):,} bytes and the limit is "
+                        f"{MAX_PATH_BYTES} (PATH_MAX); use a shorter path")
     for prefix in (ctx.sandbox.workdir, str(ctx.root)):
         if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
             path = path[len(prefix):].lstrip("/") or "."
@@ -180,6 +203,7 @@ def _written(call: ToolCall, arg: str, rel: str, text: str) -> list[WrittenLine]
 
 
 _PATH = {"type": "string", "description": "Path relative to the repository root."}
+_TEXT_ARGUMENTS = frozenset({"file_text", "old_str", "new_str"})  # file content: any text, NUL included
 
 
 @tool("bash", "Run a bash command in the repository (no network). Output is truncated when long.",
@@ -213,7 +237,10 @@ def tool_view(ctx: ToolContext, call: ToolCall) -> ToolResult:
             for name in sorted(filenames):
                 if not name.startswith("."):
                     entries.append(_rel(ctx, Path(dirpath) / name))
-        return ToolResult("\n".join(entries) or "(empty directory)")
+        text = "\n".join(entries) or "(empty directory)"
+        if len(text) > MAX_VIEW_CHARS:
+            text = text[:MAX_VIEW_CHARS] + "\n[... listing truncated: view a subfolder, or search with bash (find, ls) ...]"
+        return ToolResult(text)
     lines = _read_text(ctx, full, path).split("\n")
     rng = call.arguments.get("view_range")
     first, last = 1, len(lines)
@@ -280,8 +307,10 @@ def tool_str_replace(ctx: ToolContext, call: ToolCall) -> ToolResult:
         raise ToolError(f"old_str was not found in {path}; it must match exactly, whitespace included "
                         "(view the file to copy the text)")
     if count > 1:
-        lines = [text[:i].count("\n") + 1 for i in _find_all(text, old)]
-        raise ToolError(f"old_str occurs {count} times in {path} (lines {lines}); include more context to make it unique")
+        lines = _lines_of(text, old, SHOWN_LINES)
+        more = f" and {count - len(lines)} more" if count > len(lines) else ""
+        raise ToolError(f"old_str occurs {count} times in {path} (lines {lines}{more}); include more context to make "
+                        "it unique")
     at = text.index(old)
     updated = text[:at] + new + text[at + len(old):]
     _write(ctx, full, path, updated)
@@ -290,11 +319,13 @@ def tool_str_replace(ctx: ToolContext, call: ToolCall) -> ToolResult:
                       written=_written(call, "new_str", _rel(ctx, full), new))
 
 
-def _find_all(text: str, sub: str) -> list[int]:
-    out, i = [], text.find(sub)
-    while i >= 0:
-        out.append(i)
-        i = text.find(sub, i + 1)
+def _lines_of(text: str, sub: str, limit: int) -> list[int]:
+    """The line numbers of the first `limit` occurrences of `sub` in `text` (one pass over the text)."""
+    out, line, at, i = [], 1, 0, text.find(sub)
+    while i >= 0 and len(out) < limit:
+        line += text.count("\n", at, i)
+        out.append(line)
+        at, i = i, text.find(sub, i + 1)
     return out
 
 
@@ -329,12 +360,24 @@ def tool_insert(ctx: ToolContext, call: ToolCall) -> ToolResult:
        "path": {"type": "string", "description": "Folder or file to search (default: the repository)."}},
       ("pattern",))
 def tool_search(ctx: ToolContext, call: ToolCall) -> ToolResult:
-    target = call.arguments.get("path", ".")
+    pattern, target = call.arguments["pattern"], call.arguments.get("path", ".")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolError(f"the pattern is {len(pattern):,} characters and the limit is {MAX_PATTERN_CHARS:,}; search "
+                        "for a shorter, distinctive part of the text")
     rel = _rel(ctx, resolve(ctx, target)) if target not in ("", ".") else "."
-    command = (f"grep -rnIE --exclude-dir=.git --exclude-dir=__pycache__ -e {shlex.quote(call.arguments['pattern'])} "
-               f"-- {shlex.quote(rel)} | head -n 200")
+    quoted = shlex.quote(pattern)
+    # grep reading /dev/null fails (exit 2) only on the pattern: an invalid one is told apart from unreadable files
+    command = (f"grep -qE -e {quoted} /dev/null; [ $? -ne 2 ] || exit 2; "
+               f"grep -rnIE --exclude-dir=.git --exclude-dir=__pycache__ -e {quoted} -- {shlex.quote(rel)} | head -n 200")
     result = ctx.sandbox.exec(command, timeout=ctx.command_timeout)
-    return ToolResult(result.output or "no matches", error=result.timed_out)
+    if result.exit_code == 2 and not result.timed_out:
+        raise ToolError(f"the pattern is not a valid extended regular expression (grep -E): {result.output.strip()}; "
+                        "put a backslash before ( ) [ ] { } . * + ? | ^ $ \\ to match them as text")
+    if result.timed_out:
+        return ToolResult(f"{result.output}\n[the search ran past the {ctx.command_timeout:g}s limit and was "
+                          "stopped: use a simpler pattern (back-references such as \\1 are slow) or a smaller path]",
+                          error=True)
+    return ToolResult(result.output or "no matches")
 
 
 @tool("run_tests", "Run the repository's visible tests (or the given test files) and show the result.",

@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 
 from code_gym import languages
-from code_gym.actions.parse import ToolCall, parse_action
+from code_gym.actions.parse import MAX_ACTION_CHARS, ToolCall, parse_action
 from code_gym.grading.grade import Grader, GradeResult, grade
 from code_gym.env.prompt import initial_prompt, integrity_note, step_observation
 from code_gym.actions.provenance import READ_ONLY_TOOLS, Transition, attribute, call_provenance
@@ -22,7 +22,7 @@ from code_gym.workspace.diffs import render
 from code_gym.util.hostfs import wait_for_cleanup
 from code_gym.workspace.working_copy import Workspace
 
-MAX_TEXT = 1_000_000
+MAX_TEXT = 1_000_000  # an observation's length (observation_space)
 
 
 class CodeRepoEnv(gym.Env):
@@ -90,7 +90,7 @@ class CodeRepoEnv(gym.Env):
         self.time_limit: int | None = None  # TimeLimit's max_episode_steps, when a wrapper says so
         self.rewarder = None
         self.observation_space = AnyText(MAX_TEXT)
-        self.action_space = AnyText(MAX_TEXT)
+        self.action_space = AnyText(MAX_ACTION_CHARS)
         self.task: Task | None = None
         self.ws: Workspace | None = None
         self.ctx: ToolContext | None = None
@@ -214,6 +214,7 @@ class CodeRepoEnv(gym.Env):
             info.update(self._grade_info(result, outcome))
             observation += f"\n\nEpisode over: {result.summary()}."
             self.done = True
+        observation = _within(observation, MAX_TEXT)
         reward = total(entries)
         info["reward_breakdown"] = {**entries, "total": reward}
         info["patch"] = render(self.ws.patch())
@@ -244,6 +245,17 @@ class CodeRepoEnv(gym.Env):
         self._release()
         wait_for_cleanup()
         super().close()
+
+
+def _within(observation: str, limit: int) -> str:
+    """The observation cut to `limit` characters (the observation space's) by leaving out its middle."""
+    if len(observation) <= limit:
+        return observation
+    note = (f"\n[... the middle of the tool output left out: an observation holds at most {limit:,} characters and "
+            f"this one had {len(observation):,}; make fewer calls a step, or ones that print less ...]\n")
+    head = (limit - len(note)) // 2
+    tail = limit - len(note) - head
+    return observation[:head] + note + observation[len(observation) - tail:]
 
 
 class TimeLimitAgreement(gym.Wrapper, gym.utils.RecordConstructorArgs):
