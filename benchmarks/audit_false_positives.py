@@ -56,6 +56,37 @@ def scan(files: dict[str, bytes], task) -> tuple[Counter, dict[str, list]]:
     return per_rule, findings
 
 
+def fallback_cost(files: dict[str, bytes], task, count: int = 12) -> str:
+    """What a file the host cannot parse costs the audit: the task's interpreter parses it in the
+    sandbox and its tree comes back (the path taken only then). Measured on `count` stdlib modules
+    of spread sizes, the answer cache emptied before each, against the host's own parse."""
+    from code_gym.languages.python import audit as python_audit
+    from code_gym.languages.python import source as pysource
+
+    ordered = sorted(files.items(), key=lambda item: len(item[1]))
+    sample = [ordered[i * (len(ordered) - 1) // (count - 1)] for i in range(count)]
+    host, sandbox, kib = [], [], []
+    for path, data in sample:
+        started = time.monotonic()
+        pysource.parse(data)
+        host.append(time.monotonic() - started)
+        pysource._ANSWERS.answers.clear()
+        started = time.monotonic()
+        parsed = python_audit._parse_as_task(data, task)
+        sandbox.append(time.monotonic() - started)
+        kib.append(len(data) / 1024)
+        if parsed.verdict != "tree":
+            raise SystemExit(f"{path}: the task's interpreter answered {parsed.verdict}: {parsed.message}")
+    started = time.monotonic()
+    python_audit._parse_as_task(sample[-1][1], task)
+    cached = time.monotonic() - started
+    rows = [[f"{k:.1f}", f"{1000 * h:.1f}", f"{1000 * s:.0f}"] for k, h, s in zip(kib, host, sandbox)]
+    return ("A file the host cannot parse goes to the task's interpreter in its sandbox (one sandbox, "
+            "compile + tree + JSON, loaded back as host nodes); what that costs, per file, against the host's "
+            f"own parse (a cached answer: {1000 * cached:.1f} ms):\n\n"
+            + markdown_table(["KiB", "host parse (ms)", "task interpreter in the sandbox (ms)"], rows))
+
+
 def humaneval_tasks(cache: Path):
     from code_gym.tasks.loaders.humaneval import load_humaneval
     try:
@@ -106,7 +137,7 @@ def main() -> None:
             "code meets.\n\n" + table + "\n\n"
             f"Bundled packages' own modules read as new: {package_files} files, {len(package_findings)} findings. "
             f"Reference solutions: {len(references)} ({len(tasks)} bundled, {len(humaneval)} HumanEval), "
-            f"{len(flagged_references)} with a finding.")
+            f"{len(flagged_references)} with a finding.\n\n" + fallback_cost(files, tasks[0]))
     print(body)
     if args.show:
         for f in findings.get(args.show, []):
