@@ -192,3 +192,28 @@ def test_bash_edits_through_env_step_roundtrip(tmp_path_factory, tiny_task, step
         assert tree_state(chained) == tree_state(ws.root)
     finally:
         env.close()
+
+
+def test_files_over_the_size_limit_apply_when_their_new_content_is_small(tmp_path):
+    """A file over hostfs.MAX_DIFF_BYTES is held as its hash: deleting or shrinking it still gives
+    a patch that applies (the new side's data, the old side's id); a large new content is named
+    only ("Binary files ... differ"), by design: the patch stays bounded."""
+    from code_gym.util.hostfs import MAX_DIFF_BYTES
+    source = tmp_path / "source"
+    source.mkdir()
+    big = bytes(range(256)) * (MAX_DIFF_BYTES // 256 + 8)
+    for name in ("shrunk.bin", "gone.bin", "grown.txt"):
+        (source / name).write_bytes(big)
+    ws = Workspace(source, strategy="copy", disk_quota=0)
+    try:
+        (ws.root / "shrunk.bin").write_bytes(b"\x00small")
+        (ws.root / "gone.bin").unlink()
+        (ws.root / "grown.txt").write_bytes(big + b"more")
+        ws.scan_changes()
+        by_path = {d.path: d.text for d in ws.patch()}
+        assert "Binary files a/grown.txt and b/grown.txt differ\n" in by_path["grown.txt"]
+        applied = copy_source(source, tmp_path / "applied")
+        git_apply(by_path["shrunk.bin"] + by_path["gone.bin"], applied)
+        assert (applied / "shrunk.bin").read_bytes() == b"\x00small" and not (applied / "gone.bin").exists()
+    finally:
+        ws.close()

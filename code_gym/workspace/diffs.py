@@ -149,10 +149,10 @@ def file_diff(path: str, old: bytes | Digest | None, new: bytes | Digest | None,
     old_b, new_b = old or b"", new or b""
     if _is_binary(old_b) or _is_binary(new_b):
         header.append(f"index {_blob_id(old)}..{_blob_id(new)}{mode_suffix}\n")
-        if not binary_patch or isinstance(old_b, Digest) or isinstance(new_b, Digest):
-            body = f"Binary files {a} and {b} differ\n"  # a Digest is too large to hold: no patch data
-        else:
-            body = "GIT binary patch\n" + _literal(new_b) + _literal(old_b)
+        if not binary_patch or isinstance(new_b, Digest):
+            body = f"Binary files {a} and {b} differ\n"  # new content too large to hold: no patch data
+        else:  # the reverse hunk (for `git apply -R`) is optional: none when the old side is too large
+            body = "GIT binary patch\n" + _literal(new_b) + ("" if isinstance(old_b, Digest) else _literal(old_b))
         return FileDiff(path, status, "".join(header) + body, binary=True)
     body, added, removed = _hunks(old_b.decode(), new_b.decode())
     if not body:
