@@ -288,18 +288,40 @@ def cmd_tasks_validate(args) -> int:
         print(f"recorded behavioural probes (probes.json) in {len(stored)} task folders", file=sys.stderr)
     rows = [[v.task_id, v.kind, v.files, v.hunks, f"{v.untouched_failing}/{v.untouched_total}",
              f"{v.reference_passes}/{args.runs}", f"{v.probes} ({len(v.probes_dropped)} dropped)",
-             "ok" if v.ok else "; ".join(v.problems)] for v in verdicts]
+             _fix_probe_cell(v), "ok" if v.ok else "; ".join(v.problems)] for v in verdicts]
     print(format_table(["task", "kind", "files", "hunks", "hidden failing untouched", "reference passes", "probes",
-                        "verdict"], rows))
+                        "fix / regression probes", "verdict"], rows))
     for v in verdicts:
         for reason in v.probes_dropped if args.verbose else v.probes_dropped[:0 if v.probes else 3]:
             print(f"  {v.task_id}: probe dropped: {reason}")
+        if args.verbose:
+            for test, (fix, regression) in v.probe_census.items():
+                print(f"  {v.task_id}: {test}: {fix} fix, {regression} regression probes")
+        for test, why in v.without_fix_probes.items():
+            print(f"  {v.task_id}: FLAG no fix probe for FAIL_TO_PASS {test} (its credit is withheld): {why}")
     bad = sum(not v.ok for v in verdicts)
     references = sum(v.reference_passes == args.runs for v in verdicts)
     untouched = sum(v.untouched_total > 0 and v.untouched_failing == 0 for v in verdicts)
+    checked = [v for v in verdicts if v.probes_checked]
+    flagged = sum(len(v.without_fix_probes) for v in checked)
+    f2p = sum(len(v.census_fail_to_pass) for v in checked)
     print(f"\n{len(tasks) - bad}/{len(tasks)} tasks pass every gate; references pass {references}/{len(tasks)}; "
           f"untouched repos pass their hidden tests {untouched}/{len(tasks)}; {time.monotonic() - started:.1f}s")
+    if checked:
+        print(f"fix probes: {sum(not v.without_fix_probes for v in checked)}/{len(checked)} tasks have them for every "
+              f"FAIL_TO_PASS test, {sum(v.fix_probes > 0 for v in checked)}/{len(checked)} for some; "
+              f"{flagged}/{f2p} FAIL_TO_PASS tests flagged without (their credit is withheld)")
     return 1 if bad else 0
+
+
+def _fix_probe_cell(verdict) -> str:
+    """`fix/regression` probes over the task's graded tests, and how many FAIL_TO_PASS tests have none."""
+    if not verdict.probes_checked:
+        return "-"
+    fix = sum(f for f, _ in verdict.probe_census.values())
+    regression = sum(r for _, r in verdict.probe_census.values())
+    flagged = len(verdict.without_fix_probes)
+    return f"{fix}/{regression}" + (f" ({flagged} FAIL_TO_PASS without fix)" if flagged else "")
 
 
 def cmd_tasks_build(args) -> int:

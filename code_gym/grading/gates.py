@@ -38,6 +38,15 @@ class Verdict:
     pass_to_pass: tuple[str, ...] = ()
     probes: int = 0  # behavioural probes made for the task
     probes_dropped: tuple[str, ...] = ()  # the probes that could not be made, and why
+    probe_census: dict[str, tuple[int, int]] = field(default_factory=dict)  # graded test -> (fix, regression) probes
+    # FAIL_TO_PASS tests no fix probe checks -> why: their credit is withheld (rewards.tests.unchecked)
+    without_fix_probes: dict[str, str] = field(default_factory=dict)
+    probes_checked: bool = False  # whether the task's language makes probes (the census means something)
+    census_fail_to_pass: tuple[str, ...] = ()  # the FAIL_TO_PASS tests the census was taken over
+
+    @property
+    def fix_probes(self) -> int:
+        return sum(fix for fix, _ in self.probe_census.values())
 
     @property
     def ok(self) -> bool:
@@ -105,12 +114,21 @@ def _swebench_gates(task: Task, verdict: Verdict, runs: int, isolation: str) -> 
 
 def _probe_gate(task: Task, verdict: Verdict, isolation: str) -> None:
     """Make the task's behavioural probes (the reference's graded runs must then pass them): how
-    many, and what could not be made. A task without probes is reported, not failed."""
+    many, what could not be made, and the census over the task's lists. A task without probes is
+    reported, not failed."""
     behavioural = languages.of(task).probes
     if behavioural is None:
         return
     made = behavioural.probe_set(task, isolation)
-    verdict.probes, verdict.probes_dropped = len(made.probes), made.dropped
+    verdict.probes, verdict.probes_dropped, verdict.probes_checked = len(made.probes), made.dropped, True
+    _census(made, verdict, task.fail_to_pass, task.pass_to_pass)
+
+
+def _census(made, verdict: Verdict, fail_to_pass: tuple[str, ...], pass_to_pass: tuple[str, ...]) -> None:
+    """Fix and regression probes per graded test, and the FAIL_TO_PASS tests without fix probes
+    (flagged: a pass of theirs earns no credit, `rewards.tests.unchecked`), with why."""
+    verdict.probe_census, verdict.census_fail_to_pass = made.census(fail_to_pass + pass_to_pass), fail_to_pass
+    verdict.without_fix_probes = {t: made.why_no_fix_probe(t) for t in made.without_fix_probes(fail_to_pass)}
 
 
 def check_runs(runs: int) -> None:
@@ -153,7 +171,15 @@ def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict
         verdict.reference_passes += 1
     else:
         verdict.fail_to_pass, verdict.pass_to_pass = test_lists(untouched, result)
+        _probe_census(task, verdict, isolation)
     return verdict
+
+
+def _probe_census(task: Task, verdict: Verdict, isolation: str) -> None:
+    """The census of a task that declares no lists, over the lists its runs computed."""
+    behavioural = languages.of(task).probes
+    if behavioural is not None and verdict.fail_to_pass:
+        _census(behavioural.probe_set(task, isolation), verdict, verdict.fail_to_pass, verdict.pass_to_pass)
 
 
 def test_lists(untouched: GradeResult, reference: GradeResult) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -199,25 +199,61 @@ def _changed_lines(patched) -> set[int]:
 # ---------------------------------------------------------------- perturbation
 
 def perturb(steps: list[dict], rng: random.Random) -> list[dict]:
-    """A copy of `steps` with some plain-data arguments changed. Half the time one number is
-    renumbered wherever the scenario uses it (an integer argument or a number inside a string):
-    inputs keep the relations the test set up between them (`1.0.0-alpha < 1.0.0` becomes
-    `4.0.0-alpha < 4.0.0`, still a question about pre-releases). Otherwise each argument changes on
-    its own: integers shifted, floats and decimals scaled, numbers in strings shifted, a few other
-    strings and flags changed (other strings mostly stay, so keys and names still match across
-    steps). Handles and structure are kept. A step may come out unchanged: `make_probes` keeps a
-    probe only where it differs from the untouched repository at a step that does not repeat
-    what its test shows."""
-    if rng.random() < 0.5:
-        numbers = sorted({n for step in steps for arg in _arguments(step) for n in _numbers(arg)})
-        if numbers:
+    """A copy of `steps` with some plain-data arguments changed, in one of three ways:
+    - one number renumbered wherever the scenario uses it (an integer argument or a number inside
+      a string), so inputs keep the relations the test set up between them (`1.0.0-alpha < 1.0.0`
+      becomes `4.0.0-alpha < 4.0.0`, still a question about pre-releases);
+    - every number renumbered, in order (equal numbers stay equal, smaller ones stay smaller): no
+      number the test shows is left, so a table keyed on any of them (`"-3"` inside a line of
+      text) misses, while the question keeps its shape;
+    - each argument on its own: integers shifted, floats and decimals scaled, numbers in strings
+      shifted, a few other strings and flags changed (other strings mostly stay, so keys and names
+      still match across steps).
+    Handles and structure are kept. A step may come out unchanged: `make_probes` keeps a probe only
+    where it differs from the untouched repository at a step that does not repeat what its test
+    shows."""
+    mode = rng.random()
+    numbers = sorted({n for step in steps for arg in _arguments(step) for n in _numbers(arg)})
+    if numbers and mode < 2 / 3:
+        if mode < 1 / 3:
             old = rng.choice(numbers)
             new = old + rng.choice((-2, -1, 1, 2, 3, 9))
-            new = new if new >= 0 else old + 1
-            return [dict(step, args=[_renumber(a, old, new) for a in step.get("args", [])],
-                         kwargs=[[k, _renumber(v, old, new)] for k, v in step.get("kwargs", [])]) for step in steps]
+            mapping = {old: new if new >= 0 else old + 1}
+        else:
+            mapping, shift = {}, rng.choice((1, 2, 3, 5))
+            for n in numbers:
+                shift += rng.randrange(3)
+                mapping[n] = n + shift
+        return [dict(step, args=[_renumber(a, mapping) for a in step.get("args", [])],
+                     kwargs=[[k, _renumber(v, mapping)] for k, v in step.get("kwargs", [])]) for step in steps]
     return [dict(step, args=[_perturb(a, rng) for a in step.get("args", [])],
                  kwargs=[[k, _perturb(v, rng)] for k, v in step.get("kwargs", [])]) for step in steps]
+
+
+def novelty(steps: list[dict], variant: list[dict]) -> int:
+    """How many of the values the test's calls show (plain arguments, numbers inside strings) no
+    longer appear in `variant`: a probe that keeps none of them cannot be answered from a table of
+    the test's inputs, whatever the table is keyed on."""
+    return len(_values(steps) - _values(variant))
+
+
+def _values(steps: list[dict]) -> set[tuple]:
+    found: set[tuple] = set()
+    for step in steps:
+        for arg in _arguments(step):
+            found.update(_leaves(arg))
+    return found
+
+
+def _leaves(arg: dict) -> list[tuple]:
+    t = arg.get("t")
+    if t in ("list", "tuple", "set", "frozenset"):
+        return [leaf for v in arg["v"] for leaf in _leaves(v)]
+    if t == "dict":
+        return [leaf for pair in arg["v"] for v in pair for leaf in _leaves(v)]
+    if t in ("int", "float", "decimal", "fraction", "str", "bytes", "bool"):
+        return [(t, str(arg["v"]))] + [("number", n) for n in _numbers(arg) if t == "str"]
+    return []
 
 
 def _arguments(step: dict) -> list[dict]:
@@ -238,16 +274,20 @@ def _numbers(arg: dict) -> list[int]:
     return []
 
 
-def _renumber(arg: dict, old: int, new: int) -> dict:
+def _renumber(arg: dict, mapping: dict[int, int]) -> dict:
     t = arg["t"]
     if t in ("list", "tuple", "set", "frozenset"):
-        return dict(arg, v=[_renumber(v, old, new) for v in arg["v"]])
+        return dict(arg, v=[_renumber(v, mapping) for v in arg["v"]])
     if t == "dict":
-        return dict(arg, v=[[_renumber(k, old, new), _renumber(v, old, new)] for k, v in arg["v"]])
-    if t == "int" and abs(int(arg["v"])) == old:
+        return dict(arg, v=[[_renumber(k, mapping), _renumber(v, mapping)] for k, v in arg["v"]])
+    if t == "int" and abs(int(arg["v"])) in mapping:
+        new = mapping[abs(int(arg["v"]))]
         return dict(arg, v=str(new if int(arg["v"]) >= 0 else -new))
     if t == "str":
-        return dict(arg, v=re.sub(r"[0-9]+", lambda m: str(new) if m.group() == str(old) else m.group(), arg["v"]))
+        def swap(m):
+            text = m.group()
+            return str(mapping[int(text)]) if len(text) < 12 and int(text) in mapping and str(int(text)) == text else text
+        return dict(arg, v=re.sub(r"[0-9]+", swap, arg["v"]))
     return arg
 
 
@@ -479,16 +519,17 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
                            f"test shows (steps {', '.join(map(str, differs))})")
         else:
             probes.append(replace(probe, untouched_passes=not differs))
-    probes = _per_test(probes, VARIANTS)
+    probes = _per_test(probes, VARIANTS, {c["id"]: c["novelty"] for c in candidates})
     final, unstable = _confirmed(task, changes, _spread(probes, MAX_PROBES, task.fail_to_pass), isolation)
     return ProbeSet(tuple(final), tuple(dropped + unstable), names)
 
 
-def _per_test(probes: list[Probe], limit: int) -> list[Probe]:
+def _per_test(probes: list[Probe], limit: int, novel: dict[str, int]) -> list[Probe]:
     """At most `limit` probes of each test: its fix probes first (what tells a fix from a special
-    case), then regression probes."""
+    case), those that keep the fewest of the test's own values first among them (`novelty`: a
+    table keyed on a value the probe kept could answer it), then regression probes."""
     out: list[Probe] = []
-    for p in sorted(probes, key=lambda p: p.untouched_passes):
+    for p in sorted(probes, key=lambda p: (p.untouched_passes, -novel.get(p.id, 0))):
         if sum(q.test == p.test for q in out) < limit:
             out.append(p)
     return sorted(out, key=probes.index)
@@ -588,7 +629,8 @@ def _candidates(task: Task, scenarios: dict) -> tuple[list[dict], list[str]]:
             if key in seen:
                 continue
             seen.add(key)
-            out.append({"id": f"{test}#{made}", "test": test, "steps": variant, "changed": changed_steps(steps, variant)})
+            out.append({"id": f"{test}#{made}", "test": test, "steps": variant, "changed": changed_steps(steps, variant),
+                        "novelty": novelty(steps, variant)})
             made += 1
             if made == CANDIDATES:
                 break
