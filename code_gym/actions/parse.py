@@ -133,6 +133,14 @@ def shown_text(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
 
 
+def action_repr(action: Any) -> str:
+    """An action that is not text, for records: its repr when it is plain JSON data within the
+    limits, else its type and what was wrong (a repr could recurse past the stack, or refuse an
+    int of 5,000 digits)."""
+    error = _value_error(action, "the action")
+    return repr(action) if error is None else f"<{type(action).__name__}: {error}>"
+
+
 def render_call(name: str, arguments: Any) -> str:
     """One tool call as the Hermes / Qwen `<tool_call>` block: the canonical text of a function call
     (the model client renders served tool calls this way, and dict actions are parsed over it)."""

@@ -5,6 +5,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from code_gym.actions.parse import action_repr
 from code_gym.rewards import sampled_response
 from credit import Step, Trajectory
 
@@ -46,7 +47,7 @@ class RecordTrajectory(gym.Wrapper):
         self.logprobs.append(response.logprobs if response is not None else None)
         text = info.get("action_text")
         if text is None:  # not parsed into calls over a text: nothing to attribute
-            text, spans = (played if isinstance(played, str) else repr(played)), {}
+            text, spans = (played if isinstance(played, str) else action_repr(played)), {}
         else:
             spans = {key: info.get(key) or None for key in ("provenance", "calls", "edits", "line_calls")}
         self._steps.append(Step(action=text, diff=info.get("diff", ""), reward=reward - outcome,
