@@ -71,6 +71,11 @@ _WRAPPER = f'timeout -k 1 "$1" bash -c "$2" </dev/null; rc=$?; kill -9 -1 2>/dev
 # With a results channel: the command's stderr joins its stdout, and fd 3 is the exec's stderr
 # stream, which carries nothing but what the runtime's reporter writes to it.
 _RECORDS_WRAPPER = _WRAPPER.replace("</dev/null;", "</dev/null 3>&2 2>&1;", 1)
+# A container whose warm server runs as its own uid holds the capabilities it starts with
+# (runner.RUNNER_CAPS, and SETPCAP for this): a command drops every one before it starts (with
+# no-new-privileges, nothing it runs gets any back), so it can neither become the runner's uid nor
+# act on processes or files beyond its own uid's
+_DROP_CAPS = "setpriv --bounding-set=-all --inh-caps=-all --ambient-caps=-all "
 _ENV = {"HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
         "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "PATH": "/usr/local/bin:/usr/bin:/bin"}
 _CLEAN = f"kill -9 -1 2>/dev/null; {_WIPE}; true"
@@ -117,6 +122,7 @@ class _Container:
     slot: Path  # slot/repo is bound at /repo, slot/binds at /mnt/code-gym
     execs: int = 0
     dirty: bool = False  # an exec was abandoned: processes may be left
+    caps: bool = False  # it holds capabilities (for its warm server): commands drop them first
 
     @property
     def repo(self) -> Path:
@@ -157,7 +163,8 @@ class DockerBackend:
         return DockerSandbox(self, Path(workspace), limits, image or self.image, runtime)
 
     def _key(self, image: str, limits: Limits, runtime: Runtime | None = None) -> tuple:
-        return (image, limits.memory_bytes, limits.processes, limits.cpus, limits.file_size_bytes, runtime)
+        return (image, limits.memory_bytes, limits.processes, limits.cpus, limits.file_size_bytes, runtime,
+                runner.defences())
 
     def acquire(self, image: str, limits: Limits, runtime: Runtime | None = None) -> _Container:
         key = self._key(image, limits, runtime)
@@ -266,7 +273,11 @@ def _create(key: tuple, image: str, limits: Limits, runtime: Runtime | None = No
         mounts.shared_folder(slot / "ctl")
         volumes.append(Mount(runner.CTL_DIR, str(slot / "ctl"), type="bind", propagation="rslave"))
     fsize = limits.file_size_bytes
-    pid1 = [*warm.interpreter, warm.program, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"] if warm is not None else _REAPER
+    ids = (os.getuid(), os.getgid())
+    pid1 = runner.server_argv(warm, (runner.RUNNER_UID, runner.RUNNER_UID), ids) if warm is not None else _REAPER
+    # the warm server becomes a uid of its own (runner.ISOLATE_RUNS): it needs the capabilities to
+    # switch and keep its duties; commands drop them (_DROP_CAPS)
+    caps = [*runner.RUNNER_CAPS, "SETPCAP"] if warm is not None and runner.ISOLATE_RUNS else []
     container = None
     try:
         with _START_SLOTS:
@@ -276,7 +287,7 @@ def _create(key: tuple, image: str, limits: Limits, runtime: Runtime | None = No
                 mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes,
                 pids_limit=limits.processes, nano_cpus=int(limits.cpus * 1e9),
                 ulimits=[Ulimit(name="fsize", soft=fsize, hard=fsize), Ulimit(name="core", soft=0, hard=0)],
-                cap_drop=["ALL"], security_opt=["no-new-privileges"], user=f"{os.getuid()}:{os.getgid()}",
+                cap_drop=["ALL"], cap_add=caps, security_opt=["no-new-privileges"], user="{}:{}".format(*ids),
                 stop_signal="SIGKILL")
             container.start()
         # before any command: the runner's socket folder read-only (runner.seal_socket_folder); a
@@ -292,7 +303,7 @@ def _create(key: tuple, image: str, limits: Limits, runtime: Runtime | None = No
             container.remove(force=True)
         mounts.remove_slot(slot)
         raise
-    return _Container(container.id, key, slot)
+    return _Container(container.id, key, slot, caps=bool(caps))
 
 
 def _require_image(image: str) -> None:
@@ -334,11 +345,14 @@ def _reap_leftovers(container_id: str) -> None:
 
 
 def _run_exec(container_id: str, command: str, timeout: float, limits: Limits, env: dict[str, str] | None = None,
-              records: bytearray | None = None) -> tuple[CappedOutput, int | None, bool]:
+              records: bytearray | None = None, drop_caps: bool = False) -> tuple[CappedOutput, int | None, bool]:
     """Run one command; returns (output, exit code, abandoned: the host deadline passed). With
-    `records`, the exec's stderr stream is the results channel and is collected there."""
+    `records`, the exec's stderr stream is the results channel and is collected there; `drop_caps`:
+    the container holds capabilities, which the command must not."""
     api = client().api
     wrapper = _WRAPPER if records is None else _RECORDS_WRAPPER
+    if drop_caps:
+        wrapper = wrapper.replace('"$1" bash -c', f'"$1" {_DROP_CAPS}bash -c', 1)
     exec_id = api.exec_create(container_id, ["bash", "-c", wrapper, "code-gym", f"{timeout:g}", command],
                               environment=env or _ENV, workdir=WORKDIR, user=f"{os.getuid()}:{os.getgid()}")["Id"]
     sock = api.exec_start(exec_id, socket=True)
@@ -452,7 +466,7 @@ class DockerSandbox:
         try:
             with self._attached(box, binds, frozenset({folder.path} if folder else ())):
                 env = folder.env(self.inside(folder.path, binds), 3, records, self.env) if folder else self.env
-                output, exit_code, abandoned = _run_exec(box.id, command, timeout, self.limits, env, stream)
+                output, exit_code, abandoned = _run_exec(box.id, command, timeout, self.limits, env, stream, box.caps)
         finally:
             if folder:
                 folder.close()

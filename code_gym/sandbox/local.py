@@ -223,8 +223,9 @@ class LocalSandbox:
                 "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", script]
 
     def _bwrap(self, repo: Path, binds: dict[Path, str], flags: tuple[str, ...] = (),
-               env: dict[str, str] | None = None, read_only: dict[Path, str] | None = None) -> list[str]:
-        argv = [_BWRAP, *_BWRAP_PRIVILEGES, "--clearenv", *flags]
+               env: dict[str, str] | None = None, read_only: dict[Path, str] | None = None,
+               privileges: tuple[str, ...] = _BWRAP_PRIVILEGES) -> list[str]:
+        argv = [_BWRAP, *privileges, "--clearenv", *flags]
         if self.network:
             argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         for d in _SYSTEM_DIRS:
@@ -335,7 +336,7 @@ class LocalSandbox:
         """Run `argv` through a warm runner sandbox (None: run it cold). A runner that does not take
         the run (a run before it ended it) is stopped and the run goes to a fresh one; if that fails
         too, the run fails."""
-        key = (self.limits, self.mask, tuple(binds.values()), self.runtime)
+        key = (self.limits, self.mask, tuple(binds.values()), self.runtime, runner.defences())
         start = lambda counter: self._start_runner(counter, list(binds.values()))  # noqa: E731
         reason = ""
         for fresh in (False, True):
@@ -373,11 +374,24 @@ class LocalSandbox:
             if group is not None:
                 group.join()
 
-        server = self.runtime.warm
-        argv = self._bwrap(slot / "repo", binds, ("--as-pid-1",)) + [
-            *server.interpreter, server.program, f"{runner.CTL_DIR}/{runner.SOCKET_NAME}"]
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=enter_limits, env=self._env())
+        try:  # the runner's uid is one no run has (runner.ISOLATE_RUNS)
+            userns = _runner_user_namespace() if runner.ISOLATE_RUNS else None
+        except OSError:
+            if group is not None:
+                group.remove()
+            mounts.remove_slot(slot)
+            return None
+        privileges = _BWRAP_PRIVILEGES if userns is None else _runner_privileges(userns)
+        ids = (SANDBOX_UID, SANDBOX_UID)
+        argv = self._bwrap(slot / "repo", binds, ("--as-pid-1",), privileges=privileges) + runner.server_argv(
+            self.runtime.warm, (0, 0), ids)
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=enter_limits,
+                                    env=self._env(), pass_fds=() if userns is None else (userns,))
+        finally:
+            if userns is not None:
+                os.close(userns)
         zygote = runner.Zygote(slot, proc, group)
         try:  # listening: its folder goes read-only before any run (runner.seal_socket_folder)
             runner.seal_socket_folder(slot / "ctl", proc)
@@ -388,6 +402,51 @@ class LocalSandbox:
 
     def close(self) -> None:
         pass
+
+
+# Makes a user namespace (the creator holds every capability in it) and, once the host has written its
+# maps, sets its limit of nested user namespaces to 0; lives until its stdin ends.
+_USERNS_HELPER = """
+import ctypes, sys
+if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0:
+    sys.exit(1)
+print(flush=True)
+sys.stdin.readline()
+with open("/proc/sys/user/max_user_namespaces", "w") as f:
+    f.write("0")
+print("ok", flush=True)
+sys.stdin.readline()
+"""
+
+
+def _runner_user_namespace() -> int:
+    """A descriptor of a new user namespace for a warm runner: SANDBOX_UID (uid and gid) maps to the
+    host's own, as in every sandbox here (the runs are that uid), and 0 to runner.RUNNER_UID, the
+    runner's own, which no run has; no user namespace can be made inside it (max_user_namespaces 0,
+    what --disable-userns does for a plain sandbox)."""
+    helper = subprocess.Popen([sys.executable, "-S", "-c", _USERNS_HELPER], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        helper.stdout.readline()  # unshared
+        for kind, host in (("uid", os.getuid()), ("gid", os.getgid())):
+            Path(f"/proc/{helper.pid}/{kind}_map").write_text(f"0 {runner.RUNNER_UID} 1\n{SANDBOX_UID} {host} 1\n")
+        helper.stdin.write("go\n")
+        helper.stdin.flush()
+        if helper.stdout.readline() != "ok\n":
+            raise OSError("could not close the warm runner's user namespace to nested ones")
+        return os.open(f"/proc/{helper.pid}/ns/user", os.O_RDONLY)
+    finally:
+        helper.kill()
+        helper.wait()
+
+
+def _runner_privileges(userns: int) -> tuple[str, ...]:
+    """bubblewrap's flags for a runner in `userns`: every other namespace of its own, and the
+    capabilities the server keeps once it is the runner's uid (it forks each run as SANDBOX_UID,
+    with none)."""
+    caps = [flag for cap in runner.RUNNER_CAPS for flag in ("--cap-add", f"CAP_{cap}")]
+    return ("--userns", str(userns), "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+            "--unshare-cgroup-try", "--cap-drop", "ALL", *caps, "--die-with-parent", "--new-session")
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

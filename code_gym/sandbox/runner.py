@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from code_gym.sandbox import mounts
-from code_gym.sandbox.base import CappedOutput
+from code_gym.sandbox.base import CappedOutput, WarmServer
 
 SOCKET_NAME = "runner.sock"
 CTL_DIR = "/run/code-gym"  # where the server's socket folder is bound inside a sandbox
@@ -49,7 +49,7 @@ _FRAME = struct.Struct(">cI")  # kind (b"o" output, b"r" records, b"x" exit code
 # (True: the run goes cold) and `run(argv, cwd, records)` (in the forked child, the run's exit
 # code; `records` is (write end, nonce) or None); `_SERVER_TAIL` serves.
 _SERVER_HEAD = r'''
-import ctypes, json, os, select, signal, socket, struct, sys
+import ctypes, json, os, resource, select, signal, socket, struct, sys
 try:
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: commands cannot ptrace or read the server
 except Exception:
@@ -58,6 +58,85 @@ except Exception:
 _SERVER_TAIL = r'''
 FRAME = struct.Struct(">cI")
 PID1 = os.getpid() == 1
+# sys.argv: [-c, SOCKET, OPTIONS]; OPTIONS (JSON): "runner" [uid, gid] the server becomes, "run" [uid,
+# gid] each run becomes, "check" whether the server checks its own state before and after each run
+OPTIONS = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+LIBC = ctypes.CDLL(None, use_errno=True)
+CAPS = (1, 2, 3, 5, 6, 7)  # DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER (empty /tmp), KILL (what a run left), SETGID, SETUID
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def set_caps(bits):
+    """Effective and permitted capabilities exactly `bits` (a subset of what the process holds),
+    nothing inheritable or ambient."""
+    low, high = bits & 0xFFFFFFFF, bits >> 32
+    data = (CapData * 2)(CapData(low, low, 0), CapData(high, high, 0))
+    if LIBC.capset(ctypes.byref(CapHeader(0x20080522, 0)), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+    LIBC.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+
+
+def become(ids, caps=0):
+    """Switch every uid and gid to `ids` (uid, gid), keeping only `caps`."""
+    uid, gid = ids
+    if caps:
+        LIBC.prctl(8, 1, 0, 0, 0)  # PR_SET_KEEPCAPS: through the uid change
+    os.setgroups([gid])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    set_caps(caps)
+
+
+def become_runner():
+    """The runner's own uid, which no run has: a run then cannot change the runner's limits, priority,
+    affinity or OOM score, signal it, trace it, read or write its /proc files, or connect to its
+    socket (the kernel asks for the same uid or a capability the run lacks). Dumpable again after
+    the change: its /proc files then belong to its uid, not to root (a run's uid under Docker)."""
+    if OPTIONS.get("runner"):
+        held = int(open("/proc/self/status").read().split("CapPrm:")[1].split()[0], 16)
+        become(OPTIONS["runner"], sum(1 << c for c in CAPS) & held)
+        LIBC.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+
+
+def become_run_user():
+    """In a forked child, before anything of the run: the run's uid and gid, no capability."""
+    if OPTIONS.get("runner"):
+        become(OPTIONS["run"])
+
+
+def process_state():
+    """What a process of the same uid could change in this one from outside (limits, priority,
+    affinity, scheduling, OOM score, timer slack) and what else it must keep (credentials,
+    capabilities, cgroup, folder, descriptors). Compared before and after each run."""
+    state = [tuple(resource.getrlimit(getattr(resource, n))) for n in sorted(dir(resource)) if n.startswith("RLIMIT_")]
+    state += [os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0),
+              os.sched_getparam(0).sched_priority, os.getcwd(), sorted(os.listdir("/proc/self/fd"))]
+    for name in ("oom_score_adj", "timerslack_ns", "cgroup", "autogroup", "status"):
+        try:
+            with open("/proc/self/" + name) as f:
+                text = f.read()
+        except OSError:
+            continue
+        if name == "autogroup":  # "/autogroup-N nice K": the nice is what a run could change
+            text = text.split()[-1]
+        if name == "status":  # the credential, capability and policy lines, not the counters
+            text = [l for l in text.splitlines() if l.split(":")[0] in (
+                "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")]
+        state.append((name, text))
+    return state
+
+
+def changed():
+    """Whether the server's own state differs from what it started serving with (then it exits, and
+    the host replaces it)."""
+    return OPTIONS.get("check", False) and process_state() != STATE
 
 
 def reap():
@@ -176,6 +255,7 @@ def wipe_dev(start):
             pid = os.fork()
             if pid == 0:
                 try:
+                    become_run_user()  # the objects are the run's: only their owner may remove them
                     null = os.open("/dev/null", os.O_RDWR)
                     os.dup2(null, 1)
                     os.dup2(null, 2)
@@ -192,6 +272,8 @@ def send(conn, kind, payload=b""):
 
 
 def child(argv, cwd, env, w, records):
+    SERVER.close()  # the listening socket: a run must not take the next request
+    become_run_user()
     os.setsid()
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
@@ -257,19 +339,27 @@ def serve(conn):
 
 
 def main(path):
+    global SERVER, STATE
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    os.chdir("/")
+    become_runner()
+    SERVER = srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     for name in (path, path + ".new"):
         if os.path.exists(name):
             os.unlink(name)
     srv.bind(path + ".new")  # listening before the host can see it: a connect is never refused
+    os.chmod(path + ".new", 0o600)  # the host's alone (root), never a run's
     srv.listen(8)
+    STATE = process_state()
     os.rename(path + ".new", path)
     while True:
         ready, _, _ = select.select([srv], [], [], 0.5)
         reap()
         if not ready:
             continue
+        if changed():  # a request waits: refused (reset), the host takes it to a fresh runner
+            srv.close()
+            sys.exit(1)
         conn, _ = srv.accept()
         try:
             serve(conn)
@@ -287,7 +377,7 @@ def main(path):
                 clean = all([wipe(folder, *BOUND) for folder in ("/tmp", "/dev/shm")] + [wipe_dev(DEV)])
             except Exception:  # e.g. a tree too deep to walk
                 clean = False
-            if not clean:  # the runner goes; the next run starts a fresh one, with a fresh /tmp
+            if not clean or changed():  # the runner goes; the next run starts a fresh one, with a fresh /tmp
                 srv.close()  # a run asked for from now on is refused, not left queued
                 sys.exit(1)
 
@@ -299,11 +389,36 @@ main(sys.argv[1])
 
 
 def server_program(part: str) -> str:
-    """A warm server's program in Python: the protocol's server side and its duties (reap orphans;
-    as PID 1, kill what each run left; after each run empty /tmp and /dev/shm and put /dev back,
-    and exit when that fails) around the language's `part`, which defines `declines(cwd)` and
+    """A warm server's program in Python: the protocol's server side and its duties (become the
+    runner's uid and fork each run as the run's; reap orphans; as PID 1, kill what each run left;
+    after each run empty /tmp and /dev/shm and put /dev back, and exit when that fails or when its
+    own state changed) around the language's `part`, which defines `declines(cwd)` and
     `run(argv, cwd, records)` (above)."""
     return _SERVER_HEAD + part + _SERVER_TAIL
+
+# Each run under another uid than its runner (`RUNNER_UID`, which nothing else on the host uses), and
+# a runner that checks its own state before and after each run (it exits when that changed, and the
+# host starts a fresh one). Tests turn either off to show what an attack gains without it.
+ISOLATE_RUNS = True
+CHECK_STATE = True
+RUNNER_UID = 2_000_000_000
+# what the runner keeps once it is RUNNER_UID (the server's CAPS): switch uids, kill and read what a run
+# left, empty /tmp
+RUNNER_CAPS = ("SETUID", "SETGID", "KILL", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER")
+
+
+def defences() -> tuple[bool, bool]:
+    """The settings a runner starts with: part of every pool key, so a runner serves only runs
+    of its own settings."""
+    return ISOLATE_RUNS, CHECK_STATE
+
+
+def server_argv(server: WarmServer, runner_ids: tuple[int, int], run_ids: tuple[int, int]) -> list[str]:
+    """The command line of `server` in a sandbox where the server starts with the `RUNNER_CAPS`
+    capabilities and `runner_ids` (uid, gid) are the runner's own (with ISOLATE_RUNS), `run_ids` the runs'."""
+    options = {"check": CHECK_STATE} | ({"runner": list(runner_ids), "run": list(run_ids)} if ISOLATE_RUNS else {})
+    return [*server.interpreter, server.program, f"{CTL_DIR}/{SOCKET_NAME}", json.dumps(options)]
+
 
 def warm_default() -> bool:
     """Warm runners are on unless CODE_GYM_WARM_RUNNER=0."""
