@@ -1,7 +1,8 @@
 """CodeRepo-v0 speed on a repository of about 500 files.
 
 Median over N runs of: reset (overlay and copy workspaces), an edit step (str_replace including its
-diff), and grading versus bare pytest on the same tests. Prints a table and writes the
+diff), and grading versus bare pytest on the same tests; then the worst steps issue 31 found (item 8:
+host time quadratic in repeated lines), one step each, median of 3. Prints a table and writes the
 "environment" section of docs/benchmarks.md.
 
     python benchmarks/env_bench.py [--runs 50]
@@ -16,30 +17,34 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
+from code_gym.actions.parse import MAX_ACTION_CHARS  # noqa: E402
 from code_gym.env.environment import CodeRepoEnv  # noqa: E402
 from code_gym.grading.grade import grade  # noqa: E402
 from code_gym.util.table import format_table, markdown_table  # noqa: E402
 from code_gym.tasks.task import load_task  # noqa: E402
 from code_gym.util.hostfs import overlay_supported  # noqa: E402
 
-NOTES = ("History: the first measurement gave reset 36 ms (overlay). A profile showed 37 ms of 55 ms in the "
-         "prompt's file tree (pathlib rglob + relative_to over 500 files) and ~10 ms in `mount`/`umount` "
-         "subprocesses; the tree now comes from the workspace's own scan and is cached per task, mount(2) "
-         "and umount2(2) are called through libc, and the overlay reuses the source's scan. Later the "
-         "one-commit .git written into each workspace made reset 50 ms on a busy disk: deleting the previous "
-         "episode's files (a few ms per unlink under load) was on the reset path; it now happens in a "
-         "background thread. Grading runs the tests through the warm pytest runner (pre-imported, forked per "
-         "run), so it can beat a cold bare pytest: a negative overhead means the runner saved more than the "
-         "copy, sandbox and junit cost.")
-PREDICTION = ("Prediction (written before measuring): reset ~5 ms with overlayfs and ~150 ms with a copy "
-              "(the initial scan stats 500 files, ~2 ms); an edit step ~5 ms (one stat walk + difflib on "
-              "one file); grading ~0.4 s above bare pytest's ~0.3 s, from the copy, bubblewrap start and "
-              "junit writing.")
+NOTES = ("History: the first reset took 36 ms, most of it in the prompt's file tree and `mount` subprocesses (now a "
+         "cached scan and libc calls); deleting the last episode's files runs in a background thread; the warm pytest "
+         "runner can beat a cold bare pytest. The worst steps took 28.5 s (40,000 lines: provenance's span queues), "
+         "5.2 s, and 89 s in difflib (SequenceMatcher without a budget); now linear or capped (docs/security.md).")
+# the worst steps of issue 31 (item 8): (row, the file made in a step before, the step's action on it)
+WORST = (
+    ("worst: create of 40,000 repeated lines (before: 28.5 s)", None,
+     lambda name: _call("create", path=name, file_text="x = 1\n" * 40_000)),
+    ("worst: create of 142,000 repeated lines, a 1,000,000-char action (3 MB before: > 900 s)", None,
+     lambda name: _call("create", path=name, file_text="x = 1\n" * 142_800)),
+    ("worst: bash heredoc of 18,000 `}` lines (before: 5.2 s)", None,
+     lambda name: f"```bash\ncat > {name} <<'EOF'\n" + "}\n" * 18_000 + "EOF\n```"),
+    ("worst: sed changing every other line of 2,000 repeated ones (before: 89 s)", "x = 1\n" * 2000,
+     lambda name: f"```bash\nsed -i '1~2s/.*/y = 2/' {name}\n```"),
+)
 
 
 def make_task(root: Path, modules: int = 480) -> Path:
@@ -88,6 +93,32 @@ def bench_reset_and_edit(task, strategy: str, runs: int) -> tuple[list[float], l
     return resets, edits
 
 
+def _call(name: str, **arguments) -> str:
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
+
+
+def bench_worst(task, runs: int = 3) -> list[list[str]]:
+    """One row per worst step: the median step time over `runs` steps, each on a fresh file."""
+    env = CodeRepoEnv(task=task, max_steps=100)
+    rows = []
+    for label, before, action in WORST:
+        samples = []
+        for k in range(runs):
+            env.reset(seed=k)
+            name = f"worst_{k}.py"
+            if before is not None:
+                env.step(_call("create", path=name, file_text=before))
+            text = action(name)
+            assert len(text) <= MAX_ACTION_CHARS, label
+            t0 = time.perf_counter()
+            _, _, _, _, info = env.step(text)
+            samples.append(time.perf_counter() - t0)
+            assert info["changed_files"] and not info["invalid_action"], (label, info["tool_results"])
+        rows.append([label, f"{median_ms(samples):.0f}", "<= 2000"])
+    env.close()
+    return rows
+
+
 def bench_grading(task, runs: int) -> tuple[list[float], list[float]]:
     graded, bare = [], []
     files = list(task.visible_tests)
@@ -124,11 +155,13 @@ def main() -> None:
         rows.append(["grading (copy + sandbox + junit)", f"{median_ms(graded):.0f}", ""])
         rows.append(["bare pytest, same tests", f"{median_ms(bare):.0f}", ""])
         rows.append(["grading overhead over bare pytest", f"{median_ms(graded) - median_ms(bare):.0f}", ""])
+        rows += bench_worst(task)
     headers = ["measure (median)", "ms", "target ms"]
     print(f"repo: {n_files} files; {args.runs} runs (grading {args.grading_runs})")
     print(format_table(headers, rows))
-    body = (f"`python benchmarks/env_bench.py --runs {args.runs}`: a synthetic repository of {n_files} files, "
-            f"median of {args.runs} runs (grading: {args.grading_runs}).\n\n{PREDICTION}\n\n"
+    body = (f"`python benchmarks/env_bench.py --runs {args.runs} --grading-runs {args.grading_runs}`: a synthetic "
+            f"repository of {n_files} files, median of {args.runs} runs (grading: {args.grading_runs}; worst steps: 3, "
+            f"each one step). Measured {date.today().isoformat()}.\n\n"
             f"{markdown_table(headers, rows)}\n\n{NOTES}\n")
     write_section("environment (CodeRepo-v0)", body)
 

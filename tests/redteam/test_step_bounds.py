@@ -230,7 +230,7 @@ def test_alternating_rewrite_of_repeated_lines_is_capped(env, monkeypatch):
         env.step(call("create", path=f"alt{n}.py", file_text="x = 1\n" * n))
         spent.clear()
         *_, info = env.step(f"```bash\nsed -i '1~2s/.*/y = 2/' alt{n}.py\n```")
-        assert f"+y = 2" in info["diff"] and info["diff"].count("\n+y = 2") == n // 2
+        assert "+y = 2" in info["diff"] and info["diff"].count("\n+y = 2") == n // 2
         work[n] = sum(spent)
     budget = linediff.MAX_MATCH_WORK
     assert all(w <= 3 * budget for w in work.values())  # the step diff, the patch, the attribution
