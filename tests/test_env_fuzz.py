@@ -149,7 +149,8 @@ def actions(draw, outside: str):
     if kind == "many":
         return '<tool_call>{"name": "view", "arguments": {"path": "calc"}}</tool_call>' * draw(st.integers(30, 200))
     if kind == "sampled":
-        return {"text": draw(st.text(max_size=30)), "logprobs": draw(st.none() | st.lists(st.floats(max_value=0), max_size=3))}
+        return {"text": draw(st.text(max_size=30)), "logprobs": draw(st.none() | st.lists(st.floats(max_value=0), max_size=3)
+                                                                      | json_values(outside))}
     return draw(st.sampled_from([None, 12, 1.5, b"bytes", ["x"], [{"name": 3}], {"tool_calls": "x"}, {"tool_calls": [[]]},
                                  set()]) | st.builds(lambda: nested(3000, {"name": "bash"})))
 

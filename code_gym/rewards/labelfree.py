@@ -80,7 +80,9 @@ class TokenLogprobs:
 
 def _number(x: Any, i: int, allow_nan: bool = False) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise ValueError(f"logprobs token {i}: a log-prob must be a number, got {x!r}")
+        raise ValueError(f"logprobs token {i}: a log-prob must be a number, got {type(x).__name__}")
+    if isinstance(x, int) and not -2**63 <= x < 2**63:  # float() of a larger one overflows
+        raise ValueError(f"logprobs token {i}: an integer of {x.bit_length()} bits is not a log-probability (need <= 0)")
     x = float(x)
     if math.isnan(x) and allow_nan:
         return x

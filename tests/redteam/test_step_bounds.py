@@ -9,6 +9,7 @@ the limit, `info["invalid_action"]`, the episode going on, and host work linear 
 counted (steps of a loop, characters read), never timed."""
 import dataclasses
 import json
+import math
 import re
 import shlex
 from collections import deque
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from code_gym.actions import parse, provenance, tools
 from code_gym.env import environment
+from code_gym.rewards import labelfree
 from code_gym.util import linediff
 from code_gym.util.linediff import BoundedMatcher
 
@@ -361,3 +363,35 @@ def test_python_strings_read_once_find_what_they_found_before(parts):
     body = provenance.Body(text, range(len(text) + 1), (0, len(text)))
     assert [(b.text, list(b.offsets)) for b in provenance._python_strings(body)] == \
         [(b.text, list(b.offsets)) for b in python_strings_before(body)]
+
+
+def deep_list(depth):
+    value = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def number_before(x, i, allow_nan=False):  # rewards/labelfree.py before the fix
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ValueError(f"logprobs token {i}: a log-prob must be a number, got {x!r}")
+    x = float(x)
+    if math.isnan(x) and allow_nan:
+        return x
+    if not (math.isfinite(x) and x <= 1e-6):
+        raise ValueError(f"logprobs token {i}: {x} is not a finite log-probability (need <= 0)")
+    return x
+
+
+@pytest.mark.parametrize("logprobs, message, raised", [
+    ([10**400], "1329 bits", OverflowError),
+    ([deep_list(5000)], "got list", RecursionError),
+], ids=["huge-int-logprob", "deep-logprob"])
+def test_sampled_response_logprobs_crashed_step(env, monkeypatch, logprobs, message, raised):
+    """A sampled-response action {"text", "logprobs"}: its log-probs are read on the host too."""
+    action = {"text": call("view", path="calc/ops.py"), "logprobs": logprobs}
+    obs, *_, info = env.step(action)
+    assert "return a - b" in obs and message in info["logprobs_error"]
+    monkeypatch.setattr(labelfree, "_number", number_before)
+    with pytest.raises(raised):
+        env.step(action)
