@@ -126,7 +126,7 @@ def privilege_cost(reps: int) -> list[list[str]]:
 
     with tempfile.TemporaryDirectory() as folder:
         box = local.LocalSandbox(folder, "bwrap", warm=False)
-        now = box._argv("true", {})
+        now = box._argv("true", {}, box._env())
         before = [local._BWRAP, "--die-with-parent", "--new-session", "--unshare-all"] + now[1 + len(local._BWRAP_PRIVILEGES):]
         times: dict[str, list[float]] = {"root's capabilities (before)": [], "uid 1000, no capabilities (after)": []}
         for _ in range(reps):

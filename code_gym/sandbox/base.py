@@ -4,6 +4,7 @@ The sandbox knows no language: what a task's commands need (folders, variables, 
 reporter, a warm server) comes from its language as a `Runtime`."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
@@ -39,10 +40,12 @@ class Reporter(Protocol):
 @dataclass(frozen=True)
 class WarmServer:
     """A server a backend starts once inside a long-lived sandbox and sends runs to
-    (code_gym.sandbox.runner). `[*interpreter, program, SOCKET]` is its command line; `takes(command)`
-    is the argv a run of `command` gets (None: the command runs cold). The program speaks the
-    runner's protocol and does its duties (`runner.server_program` writes both for a program in
-    Python): it may decline a run (the backend then runs it cold, through the reporter)."""
+    (code_gym.sandbox.runner). `[*interpreter, program, SOCKET, OPTIONS]` is its command line
+    (`runner.server_argv`: OPTIONS names the runner's uid and the runs'); `takes(command)` is the argv
+    a run of `command` gets (None: the command runs cold). The program speaks the runner's protocol
+    and does its duties (`runner.server_program` writes both for a program in Python: it runs as a
+    uid no run has and forks each run as the runs' uid); it may decline a run (the backend then runs
+    it cold, through the reporter)."""
     program: str
     interpreter: tuple[str, ...]
     takes: Callable[[str], list[str] | None]
@@ -98,6 +101,25 @@ class ExecResult:
         return text
 
 
+# The kernel's limit on one argument of a program (MAX_ARG_STRLEN, 32 pages, with its NUL): a command
+# reaches bash as one, so a longer one cannot start at all ("Argument list too long")
+MAX_ARGUMENT_BYTES = (128 << 10) - 1
+
+
+def oversized(argv: list[str], command: str) -> ExecResult | None:
+    """A result that refuses `command`, before anything starts, when the program line `argv` that
+    carries it is over the kernel's limits (one argument, or all of them together); None when it fits."""
+    sizes = [len(a.encode("utf-8", "surrogateescape")) for a in argv]
+    if max(sizes) <= MAX_ARGUMENT_BYTES and sum(sizes) + len(sizes) <= os.sysconf("SC_ARG_MAX") // 2:
+        return None
+    size = len(command.encode("utf-8", "surrogateescape"))
+    allowed = MAX_ARGUMENT_BYTES - max(0, max(sizes) - size)  # less what the sandbox wraps around it
+    return ExecResult(f"[code-gym: the command was not run: it is {size:,} bytes, and a command here may be at most "
+                      f"{allowed:,} bytes (the kernel's limit on one argument is 128 KiB, and this sandbox wraps the "
+                      f"command in {max(0, max(sizes) - size):,} more). Write long text to a file with the editor tool "
+                      f"(create), then run a short command on it (bash script.sh, python script.py)]", 126)
+
+
 class Sandbox(Protocol):
     """Runs shell commands with the workspace as the current directory.
 
@@ -138,6 +160,7 @@ class CappedOutput:
     """Collects command output, keeping the first and last `cap`/2 bytes and counting the rest."""
 
     def __init__(self, cap: int):
+        self.cap = cap
         self.half = cap // 2
         self.head = bytearray()
         self.tail = bytearray()
@@ -156,7 +179,10 @@ class CappedOutput:
     def text(self) -> str:
         text = self.head.decode("utf-8", "replace")
         if self.dropped:
-            text += f"\n[... {self.dropped} bytes of output omitted ...]\n" + self.tail.decode("utf-8", "replace")
+            text += (f"\n[... {self.dropped} bytes of output omitted: output is capped at {self.cap:,} bytes, its "
+                     f"head and tail kept; to see the rest, send it to a file and read parts of it "
+                     f"(command > out.txt; grep -n PATTERN out.txt; sed -n 100,200p out.txt) ...]\n")
+            text += self.tail.decode("utf-8", "replace")
         elif self.tail:
             text = (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
         return text

@@ -37,7 +37,7 @@ from pathlib import Path
 from code_gym.sandbox import leftovers, mounts, runner
 from code_gym.sandbox.records import ReporterFolder
 from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL
-from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, Runtime, check_records
+from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, Runtime, check_records, oversized
 from code_gym.sandbox.cgroup import pid_alive
 from code_gym.util.hostfs import TEMP_PREFIX, disk_full
 
@@ -459,6 +459,9 @@ class DockerSandbox:
         if warm is not None:  # the server killed a run that timed out (the host closed the connection)
             return ExecResult(warm.output.text(), warm.exit_code, warm.timed_out, warm.output.dropped > 0,
                               time.monotonic() - started, disk_full(self.root), warm.records if records else None)
+        refused = oversized(["bash", "-c", _RECORDS_WRAPPER, "code-gym", f"{timeout:g}", command], command)
+        if refused is not None:
+            return refused
         folder = ReporterFolder(self.runtime.reporter) if records else None
         binds = {**(binds or {}), **({folder.path: ""} if folder else {})}
         stream = bytearray() if records else None

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from code_gym.sandbox import cgroup, leftovers, mounts, runner
 from code_gym.sandbox.records import INSIDE as RECORDS_INSIDE, ReporterFolder
-from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, Runtime, check_records
+from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, Runtime, check_records, oversized
 from code_gym.util.hostfs import TEMP_PREFIX, disk_full
 
 WORKDIR = "/repo"
@@ -300,6 +300,12 @@ class LocalSandbox:
         inherits the write end and the stream read from it comes back in `records`; `read_only`:
         host folders bound read-only (the reporter's)."""
         env = env or self._env()  # bubblewrap's own environment is what /proc/1/environ shows inside
+        argv = self._argv(command, binds, env, read_only)
+        refused = oversized(argv, command)
+        if refused is not None:  # before anything starts (the kernel would refuse it: E2BIG)
+            if channel:
+                os.close(channel[1])
+            return refused
         group = cgroup.CommandGroup(self.limits.processes, self.limits.memory_bytes) if cgroup.available() else None
 
         def enter_limits() -> None:
@@ -309,7 +315,7 @@ class LocalSandbox:
 
         try:
             proc = subprocess.Popen(
-                self._argv(command, binds, env, read_only), cwd=self.root, env=env, stdin=subprocess.DEVNULL,
+                argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=enter_limits,
                 pass_fds=channel[1:] if channel else (),
             )
