@@ -33,9 +33,6 @@ class StepTable:
     index: np.ndarray
     reward: np.ndarray
     first_row: np.ndarray
-    # always None since credit's C input reader went (issue 30); didpo.py's branches on it go with
-    # its config rework
-    columns: None = None
 
 
 def step_table(trajectories: Iterable[Any]) -> StepTable:

@@ -110,7 +110,7 @@ def _didpo(trajectories, config: DiDPOConfig) -> Result:
     extra, coverage, n_covered = _project(table, units, selection, flat_advantage, config.lambda_, config.cover,
                                           outside)
     token_values = tokens(table, base[table.traj], extra)
-    n_tokens = _token_count(table, token_values)
+    n_tokens = _token_count(token_values)
     coverage = {"tokens": n_covered / n_tokens if n_tokens else 0.0, **coverage}
     clock.lap("project")
 
@@ -196,15 +196,12 @@ class _Units:
 def _units(table: StepTable, levels: Sequence[str], syntax: str) -> _Units:
     """Split every distinct diff of the batch once (`split_diffs`), compare its lines once
     (`line_table`), and give each step row its diff's units."""
-    if table.columns is not None:  # plain dicts: numbered as they were read
-        diff_of, distinct = table.columns.diff_of, table.columns.diffs
-    else:
-        numbers: dict[str, int] = {}
-        diff_of = np.full(len(table.steps), -1, np.int64)
-        for r, step in enumerate(table.steps):
-            if step.diff:
-                diff_of[r] = numbers.setdefault(step.diff, len(numbers))
-        distinct = list(numbers)
+    numbers: dict[str, int] = {}
+    diff_of = np.full(len(table.steps), -1, np.int64)
+    for r, step in enumerate(table.steps):
+        if step.diff:
+            diff_of[r] = numbers.setdefault(step.diff, len(numbers))
+    distinct = list(numbers)
     try:
         batch = split_diffs(distinct, levels=levels, syntax=syntax)
     except DiffError as err:
@@ -346,27 +343,20 @@ def _project(table: StepTable, units: _Units, selection, advantage: np.ndarray, 
     member_rows = np.flatnonzero(np.bincount(units.row[members], minlength=len(table.steps)))
     # (each step's attributes read in one pass: the steps lie far apart in memory)
     with_tokens = np.zeros(len(table.steps), bool)
-    if table.columns is not None:  # plain dicts: every step has offsets, read into columns
-        listed = member_rows.tolist()
-        steps, offsets, actions = ([x[r] for r in listed] for x in (table.steps, table.columns.offsets,
-                                                                     table.columns.actions))
-        with_tokens[member_rows] = True
-    else:
-        steps, offsets, actions = [], [], []
-        for r in member_rows.tolist():
-            step = table.steps[r]
-            if step.token_offsets is not None:
-                steps.append(step)
-                offsets.append(step.token_offsets)
-                actions.append(step.action)
-                with_tokens[r] = True
+    steps, offsets, actions = [], [], []
+    for r in member_rows.tolist():
+        step = table.steps[r]
+        if step.token_offsets is not None:
+            steps.append(step)
+            offsets.append(step.token_offsets)
+            actions.append(step.action)
+            with_tokens[r] = True
     occ = np.flatnonzero(with_tokens[units.row[members]])
     occ_units = members[occ]
     rows = np.flatnonzero(with_tokens)
     # the batch's flat arrays, not one SubDiffs per row (building those costs more than the search)
     batch, diff_of_row = units.batch, units.diff_of_row
-    line_spans, line_step, line_block, call = _line_spans(steps, batch, diff_of_row[rows], actions,
-                                                          plain=table.columns is not None)
+    line_spans, line_step, line_block, call = _line_spans(steps, batch, diff_of_row[rows], actions)
     lo, hi = units.line_ptr[occ_units], units.line_ptr[occ_units + 1]
     member_step = np.repeat(np.searchsorted(rows, units.row[occ_units]), hi - lo)
     first_line = np.searchsorted(line_step, np.arange(rows.shape[0]))
@@ -418,11 +408,9 @@ def _project(table: StepTable, units: _Units, selection, advantage: np.ndarray, 
     return extra, coverage, n_covered
 
 
-def _token_count(table: StepTable, token_values: list[list[Any]]) -> int:
-    """The batch's tokens: counted when plain dicts were read, else the per-step arrays' lengths
-    (not the steps' offsets, which lie far apart in memory)."""
-    if table.columns is not None:
-        return int(table.columns.n_tokens.sum())
+def _token_count(token_values: list[list[Any]]) -> int:
+    """The batch's tokens: the per-step arrays' lengths (not the steps' offsets, which lie far
+    apart in memory)."""
     return sum(len(v) for per_step in token_values for v in per_step if v is not None)
 
 
@@ -439,26 +427,23 @@ def _token_windows(table: StepTable, rows: np.ndarray, offsets: list, actions: l
                          f"step {int(table.index[r])}: {err}") from None
 
 
-def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray, actions: Optional[list] = None, plain: bool = False):
+def _line_spans(steps, batch: DiffBatch, diffs: np.ndarray, actions: Optional[list] = None):
     """Action spans of the changed lines of `steps` (diff diffs[i] for steps[i], one step's lines after
     another's), each line's step, its block (`locate_blocks`, -1: none) and the call that made it
     (`Step.line_calls`, -1: not given; None when no step gives them): provenance for added lines
     when a step has it, the text search for the rest, by blocks of lines of one kind with
     consecutive line numbers. A deleted line whose call is known is searched only in that call's
-    deleted edit arguments (`_deleted_windows`). plain: no step has provenance or line_calls (plain
-    dicts), so they are not looked for."""
+    deleted edit arguments (`_deleted_windows`)."""
     lo, hi = batch.line_ptr[diffs], batch.line_ptr[diffs + 1]
     line = ranges(lo, hi)
     line_step = np.repeat(np.arange(diffs.shape[0]), hi - lo)
     kinds, numbers = batch.kinds[line], batch.line_numbers[line]
     new_block = np.ones(line.shape[0], bool)
     new_block[1:] = (kinds[1:] != kinds[:-1]) | (numbers[1:] != numbers[:-1] + 1)
-    provenance = [None] * len(steps) if plain else [step.provenance for step in steps]
-    from_provenance = np.zeros(line.shape[0], bool)
-    if not plain:
-        from_provenance = (kinds == ADDED) & np.asarray([p is not None for p in provenance], bool)[line_step]
+    provenance = [step.provenance for step in steps]
+    from_provenance = (kinds == ADDED) & np.asarray([p is not None for p in provenance], bool)[line_step]
     call = None
-    if not plain and any(step.line_calls for step in steps):
+    if any(step.line_calls for step in steps):
         call = line_calls([s.line_calls for s in steps], line_step, batch.path_ids[line], batch.path_names,
                           kinds.astype(np.int64), numbers)
     window = None if call is None else _deleted_windows(steps, line_step, call, kinds)
