@@ -42,7 +42,7 @@ def git_apply(patch: str, where: Path, check: bool = True) -> subprocess.Complet
 def git_repo(root: Path) -> None:
     """Make `root` a git repository whose one commit is its files."""
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "-c",
-                                                  "commit.gpgsign=false", "commit", "-qm", "base"]):
+                                                  "commit.gpgsign=false", "commit", "--allow-empty", "-qm", "base"]):
         subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True)
 
 

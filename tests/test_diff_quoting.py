@@ -141,3 +141,11 @@ def test_grade_cache_key_takes_names_that_are_not_utf8(tiny_task):
     key = GradeCache.key(tiny_task, {raw: b"1"}, "auto", True)
     assert key != GradeCache.key(tiny_task, {other: b"1"}, "auto", True)
     assert key != GradeCache.key(tiny_task, {"x\ud800": b"1"}, "auto", True)
+
+
+@pytest.mark.parametrize("size", [1, 37, 52, 53, 104, 5000, 70_000])
+def test_a_binary_file_is_written_as_git_writes_it(tmp_path, size):
+    data = b"\x00" + os.urandom(size - 1)  # git writes literal hunks for a new file
+    git_repo(tmp_path)
+    (tmp_path / "b.bin").write_bytes(data)
+    assert file_diff("b.bin", None, data).text == git_diff(tmp_path, "--full-index")

@@ -13,6 +13,8 @@ import re
 import zlib
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from code_gym.util.hostfs import Digest, StatKey, fs_bytes
 from code_gym.util.linediff import BoundedMatcher
 
@@ -162,16 +164,29 @@ def file_diff(path: str, old: bytes | Digest | None, new: bytes | Digest | None,
     return FileDiff(path, status, "".join(header + body), added=added, removed=removed)
 
 
+_BASE85 = np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~",
+                        np.uint8)  # git's alphabet (base85.c), the same as base64.b85encode's
+
+
 def _literal(data: bytes) -> str:
-    """One hunk of git's binary patch: "literal SIZE", then zlib data (git's level, 1) in base85
-    lines of at most 52 bytes each, led by a length character (A-Z: 1-26, a-z: 27-52)."""
+    """One hunk of git's binary patch: "literal SIZE", then the zlib data (git's level, 1) in base85,
+    four bytes to five characters, on lines of 52 bytes each led by their count (A-Z: 1-26, a-z:
+    27-52), the last one zero-padded. Vectorized: base64.b85encode took 0.25 s a MiB here."""
     packed = zlib.compress(data, 1)
-    lines = [f"literal {len(data)}\n"]
-    for at in range(0, len(packed), 52):
-        chunk = packed[at:at + 52]
-        size = chr(ord("A") + len(chunk) - 1) if len(chunk) <= 26 else chr(ord("a") + len(chunk) - 27)
-        lines.append(size + base64.b85encode(chunk, pad=True).decode("ascii") + "\n")
-    return "".join(lines) + "\n"
+    words = np.frombuffer(packed + b"\0" * (-len(packed) % 4), ">u4").astype(np.uint32)
+    digits = np.empty((len(words), 5), np.uint8)
+    for k in range(4, -1, -1):
+        words, digits[:, k] = np.divmod(words, np.uint32(85))
+    chars = _BASE85[digits].reshape(-1)
+    full = len(packed) // 52
+    lines = np.empty((full, 67), np.uint8)
+    lines[:, 0], lines[:, 1:66], lines[:, 66] = ord("z"), chars[:full * 65].reshape(full, 65), ord("\n")
+    text = lines.tobytes().decode("ascii")
+    rest = len(packed) - full * 52
+    if rest:
+        count = chr(ord("A") + rest - 1) if rest <= 26 else chr(ord("a") + rest - 27)
+        text += count + chars[full * 65:].tobytes().decode("ascii") + "\n"
+    return f"literal {len(data)}\n{text}\n"
 
 
 def _blob_id(data: bytes | Digest | None) -> str:
