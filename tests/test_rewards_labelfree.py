@@ -14,7 +14,7 @@ from code_gym.rewards import Response, SelfCertainty, Submission, TokenLogprobs,
 from code_gym.workspace.diffs import file_diff
 from code_gym.rewards import execution_vote
 from code_gym.rewards.labelfree import token_kl_from_uniform
-from code_gym.languages.python.vote import generated_calls
+from code_gym.languages.python.vote import random_calls, scenario_calls
 from code_gym.env.trajectory import RecordTrajectory
 
 from replay_server import ReplayServer, answer
@@ -172,12 +172,13 @@ SAME = b"def add(a, b):\n    total = a + b\n    return total\n\n\ndef mul(a, b):
 HALF = b"def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
 
 
-def test_generated_calls_cover_changed_functions_with_seeded_inputs(tiny_task):
-    calls = generated_calls(tiny_task, [{"calc/ops.py": HALF}, {"calc/new.py": b"def f(x, y=1):\n    return x\n"}], 3, 0)
+def test_random_calls_cover_changed_functions_with_seeded_inputs(tiny_task):
+    """The fallback for a task without probes (the default calls: tests/test_vote_calls.py)."""
+    calls = random_calls(tiny_task, [{"calc/ops.py": HALF}, {"calc/new.py": b"def f(x, y=1):\n    return x\n"}], 3, 0)
     assert [c.split("(")[1] for c in calls] == ["'calc.new').f"] * 3 + ["'calc.ops').add"] * 3
-    assert all(c.count(",") == 1 for c in calls[3:]) and calls == generated_calls(
+    assert all(c.count(",") == 1 for c in calls[3:]) and calls == random_calls(
         tiny_task, [{"calc/ops.py": HALF}, {"calc/new.py": b"def f(x, y=1):\n    return x\n"}], 3, 0)
-    assert generated_calls(tiny_task, [{"tests/test_calc.py": b"def test_x():\n    pass\n"}], 3, 0) == ()
+    assert random_calls(tiny_task, [{"tests/test_calc.py": b"def test_x():\n    pass\n"}], 3, 0) == ()
 
 
 def test_execution_vote_is_the_share_of_the_group_that_behaves_alike(tiny_task):
@@ -188,7 +189,7 @@ def test_execution_vote_is_the_share_of_the_group_that_behaves_alike(tiny_task):
     assert result.votes == pytest.approx((2 / 5, 2 / 5, 0.0, 0.0, 0.0, 2 / 5))
     assert result.behaviour[0] == result.behaviour[1] == result.behaviour[5] != result.behaviour[2]
     assert result.errors[3] == "no changes" and result.errors[4] is None  # a broken module still behaves (it raises)
-    assert len(result.calls) == 12  # add and mul, 6 inputs each
+    assert result.calls == scenario_calls(tiny_task)  # the tests' calls of add and mul, perturbed
     own = execution_vote(tiny_task, group[:3], calls=["add(2, 3)", "mul(2, 3)"], setup="from calc.ops import add, mul")
     assert own.votes == (0.5, 0.5, 0.0)
 

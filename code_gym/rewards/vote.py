@@ -13,10 +13,14 @@ candidates of the group whose behaviour is identical:
 A candidate with no changes, or whose probe could not run (sandbox timeout, crash), agrees with
 no one and scores 0. Identical candidates are probed once.
 
-The calls come from the task's language (`Language.vote`; Python: every module-level function that
-some candidate changes or adds in a non-test `.py` file, called `inputs_per_function` times with
+The calls come from the task's language (`Language.vote`). Python: the task's own tests' calls,
+as the behavioural probes harvest and perturb them (one call per probe, replaying its steps: the
+constructors, methods and objects the tests use, on inputs near theirs), so candidates that
+differ in behaviour answer differently where random arguments would raise the same error in all
+of them; for a task without probes (no reference solution), every module-level function that some
+candidate changes or adds in a non-test `.py` file, called `inputs_per_function` times with
 positional arguments drawn with `seed` from small ints, floats, strings, lists, dicts, None and
-booleans, the arity read by parsing the source, never by importing it on the host). `calls`
+booleans, the arity read by parsing the source, never by importing it on the host. `calls`
 replaces them with your own expressions in that language, e.g. `["Inventory(5).reserve('a', 2)"]`
 with `setup="from stockroom.inventory import Inventory"`.
 
@@ -62,7 +66,7 @@ def execution_vote(task: Task, candidates: Sequence[Candidate], *, calls: Sequen
         raise ValueError(f"inputs_per_function and per_call must be >= 1, got {inputs_per_function}, {per_call}")
     changes = [_as_changes(task, c) for c in candidates]
     if calls is None:
-        calls = languages.of(task).vote.generated_calls(task, changes, inputs_per_function, seed)
+        calls = languages.of(task).vote.generated_calls(task, changes, inputs_per_function, seed, isolation=isolation)
     calls = tuple(calls)
     runs: dict[str, tuple[str, str | None]] = {}
     behaviour, errors = [], []

@@ -58,7 +58,7 @@ PROBE_DIR = "/probe"  # where the probe folder is bound inside the sandbox
 CHILD_FILE, REPLAY_FILE = "probe_child.py", "probe_replay.py"
 # the sources the probe processes run: both for making probes; a graded run carries the replay half alone
 _CHILD_SOURCE = Path(probe_child.__file__).read_text()
-_REPLAY_SOURCE = Path(probe_replay.__file__).read_text()
+REPLAY_SOURCE = Path(probe_replay.__file__).read_text()
 SPEC_NAME, OUT_NAME = "probe-spec.json", "probe-out.json"  # in the graded run's results folder
 STORED_NAME = "probes.json"  # a task folder's recorded probes
 VARIANTS = 3  # probes kept per test, fix probes first
@@ -424,7 +424,7 @@ def run_child(task: Task, root: Path, mode: str, spec: dict, isolation="auto", t
     folder = Path(tempfile.mkdtemp(prefix=owned_prefix("probes")))
     try:
         (folder / CHILD_FILE).write_text(_CHILD_SOURCE)
-        (folder / REPLAY_FILE).write_text(_REPLAY_SOURCE)
+        (folder / REPLAY_FILE).write_text(REPLAY_SOURCE)
         (folder / "spec.json").write_text(json.dumps(spec))
         sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), mask=(task.root,) if task.root else (),
                                image=task.image, runtime=task_runtime(task))
@@ -461,7 +461,7 @@ def _command(task: Task, mode: str, inside: str, hash_seed: int | None) -> str:
     return seed + shlex.join([python, f"{inside}/{CHILD_FILE}", mode, f"{inside}/spec.json", f"{inside}/out.json"])
 
 
-def _replayed(steps) -> list[dict]:
+def replayed(steps) -> list[dict]:
     """Steps as the probe process gets them: without what the test saw (the reference's answers
     stay in the grader)."""
     return [{k: v for k, v in step.items() if k != "seen"} for step in steps]
@@ -493,7 +493,7 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
         if not candidates:
             return ProbeSet(dropped=tuple(dropped), targets=names)
         try:
-            spec = {"probes": [{"steps": _replayed(c["steps"])} for c in candidates]}
+            spec = {"probes": [{"steps": replayed(c["steps"])} for c in candidates]}
             first, second = (run_child(task, copy.root, "replay", spec, isolation, hash_seed=seed)["results"]
                              for seed in (0, 1))
             third = _in_test_run(task, copy.root, spec, isolation)["results"]
@@ -550,7 +550,7 @@ def _confirmed(task: Task, changes, probes: list[Probe], isolation, rounds: int 
         try:
             apply_changes(task, copy.root, changes)
             lay_hidden_tests(task, copy.root)
-            got = _in_test_run(task, copy.root, {"probes": [{"steps": _replayed(p.steps)} for p in probes]},
+            got = _in_test_run(task, copy.root, {"probes": [{"steps": replayed(p.steps)} for p in probes]},
                                isolation).get("results")
         except ChildFailed as exc:
             return [], dropped + [f"the reference's confirming probe run failed: {exc}"]
@@ -592,7 +592,7 @@ def _untouched_results(task: Task, probes: list[Probe], isolation) -> list | Non
         return None
     copy = Workspace(task.repo, strategy="copy")
     try:
-        results = run_child(task, copy.root, "replay", {"probes": [{"steps": _replayed(p.steps)} for p in probes]},
+        results = run_child(task, copy.root, "replay", {"probes": [{"steps": replayed(p.steps)} for p in probes]},
                             isolation).get("results")
     except ChildFailed:
         return None
@@ -684,7 +684,7 @@ _LOCK = threading.Lock()
 
 def _digest(task: Task) -> str:
     return task_digest(task, f"probes-{_FORMAT}", *task.fail_to_pass, "|", *task.pass_to_pass,
-                       _CHILD_SOURCE, _REPLAY_SOURCE, _OWN_SOURCE)
+                       _CHILD_SOURCE, REPLAY_SOURCE, _OWN_SOURCE)
 
 
 def _to_json(task: Task, probes: ProbeSet, digest: str) -> str:
@@ -766,7 +766,7 @@ def lay(root: Path, spec: dict, results: Path, inside: str, test_files: tuple[st
     the sandbox) and writes its results there. Its path, relative to `root`."""
     path = canary_path(test_files, lambda p: (root / p).exists() or (root / p).is_symlink())
     (results / SPEC_NAME).write_text(json.dumps(spec))
-    source = _REPLAY_SOURCE + (f"\nSPEC_PATH, OUT_PATH = {inside + '/' + SPEC_NAME!r}, "
+    source = REPLAY_SOURCE + (f"\nSPEC_PATH, OUT_PATH = {inside + '/' + SPEC_NAME!r}, "
                                                         f"{inside + '/' + OUT_NAME!r}\n")
     (root / path).parent.mkdir(parents=True, exist_ok=True)
     (root / path).write_text(source)
@@ -779,7 +779,7 @@ def plant(task: Task, root: Path, results: Path, inside: str, isolation="auto") 
     probes = probe_set(task, isolation)
     if not probes.probes:
         return Planted(None, results, probes)
-    spec = {"probes": [{"steps": _replayed(p.steps)} for p in probes.probes]}
+    spec = {"probes": [{"steps": replayed(p.steps)} for p in probes.probes]}
     return Planted(lay(root, spec, results, inside, task.hidden_tests + task.visible_tests), results, probes)
 
 
