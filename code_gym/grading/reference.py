@@ -71,7 +71,7 @@ def task_digest(task: Task, *extra: str) -> str:
         digest.update(text.encode() + b"\0")
     for root in (task.repo, task.hidden_dir):
         for path in sorted(walk(root)):
-            digest.update(path.encode() + b"\0" + read_entry(root / path) + b"\0")
+            digest.update(path.encode("utf-8", "surrogatepass") + b"\0" + read_entry(root / path) + b"\0")
     return digest.hexdigest()
 
 

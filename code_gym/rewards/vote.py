@@ -110,7 +110,8 @@ def _changes_key(changes: Mapping[str, bytes | None]) -> str:
     digest = hashlib.sha256()
     for path in sorted(changes):
         data = changes[path]
-        digest.update(path.encode() + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
+        name = path.encode("utf-8", "surrogatepass")  # a name that is not UTF-8 must not raise
+        digest.update(name + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
     return digest.hexdigest()
 
 

@@ -281,7 +281,7 @@ def mount_overlay(lower: Path | str, upper: Path, work: Path, merged: Path) -> b
     try:
         names = [f"/proc/self/fd/{fd}" for fd in fds]
         opts = f"lowerdir={':'.join(names[:-2])},upperdir={names[-2]},workdir={names[-1]}".encode()
-        return libc().mount(b"overlay", str(merged).encode(), b"overlay", _MS_NOSUID | _MS_NODEV, opts) == 0
+        return libc().mount(b"overlay", os.fsencode(merged), b"overlay", _MS_NOSUID | _MS_NODEV, opts) == 0
     finally:
         for fd in fds:
             os.close(fd)
@@ -291,7 +291,7 @@ def mount_quota(target: Path, size: int, inodes: int | None = None) -> bool:
     """A tmpfs of `size` bytes and at most `inodes` files and folders (None: the kernel's default,
     half the RAM's pages) at `target` (nosuid, nodev): the disk quota of what is written there."""
     opts = (f"size={size},mode=0700" + (f",nr_inodes={inodes}" if inodes else "")).encode()
-    return libc().mount(b"code-gym", str(target).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts) == 0
+    return libc().mount(b"code-gym", os.fsencode(target), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts) == 0
 
 
 def disk_full(path: Path, slack: int = 1 << 20) -> int | None:
@@ -305,7 +305,7 @@ def disk_full(path: Path, slack: int = 1 << 20) -> int | None:
 
 def unmount(target: Path) -> None:
     """Lazily detach the mount at `target` (MNT_DETACH)."""
-    libc().umount2(str(target).encode(), _MNT_DETACH)
+    libc().umount2(os.fsencode(target), _MNT_DETACH)
 
 
 _TRASH: "queue.Queue[Path]" = queue.Queue()

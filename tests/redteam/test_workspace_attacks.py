@@ -396,3 +396,26 @@ def test_a_rewrite_on_a_ray_node_with_the_mtime_set_back_never_comes_back(tmp_pa
     os.utime(tmp_path / "ops.py", ns=(st.st_atime_ns, st.st_mtime_ns))
     _, changed, _ = ray_backend.changes(tmp_path, known)
     assert (changed == ["ops.py"]) is defended  # defence off: the host's workspace never gets the rewrite
+
+
+@DEFENCE
+def test_a_name_that_is_not_utf8_crashes_the_execution_vote(tiny_task, monkeypatch, defended):
+    import hashlib
+    from code_gym.rewards import vote
+    if not defended:
+        def old_key(changes):
+            digest = hashlib.sha256()
+            for path in sorted(changes):
+                data = changes[path]
+                digest.update(path.encode() + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
+            return digest.hexdigest()
+        monkeypatch.setattr(vote, "_changes_key", old_key)
+    fixed = (tiny_task.repo / "calc/ops.py").read_bytes().replace(b"a - b", b"a + b")
+    group = [{"calc/ops.py": fixed, os.fsdecode(b"n" + bytes([0xe9]) + b".txt"): b"x\n"}, {"calc/ops.py": fixed}]
+    run = functools.partial(vote.execution_vote, tiny_task, group, calls=["add(2, 3)"],
+                            setup="from calc.ops import add")
+    if defended:  # one member's odd name neither raises nor changes its behaviour
+        assert run().votes == (1.0, 1.0)
+    else:
+        with pytest.raises(UnicodeEncodeError):
+            run()
