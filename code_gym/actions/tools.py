@@ -20,6 +20,7 @@ from code_gym.grading import records as run_records
 from code_gym.actions.parse import ToolCall, shown_text
 from code_gym.grading.grade import RESULTS_DIR
 from code_gym.util.hostfs import make_dirs_beneath, owned_prefix, read_beneath, write_beneath
+from code_gym.workspace.diffs import quote_path
 from code_gym.sandbox.base import Sandbox
 from code_gym.sandbox.records import new_nonce
 
@@ -236,7 +237,7 @@ def tool_view(ctx: ToolContext, call: ToolCall) -> ToolResult:
                 dirnames[:] = []
             for name in sorted(filenames):
                 if not name.startswith("."):
-                    entries.append(_rel(ctx, Path(dirpath) / name))
+                    entries.append(quote_path(_rel(ctx, Path(dirpath) / name)))  # one line a name, as git writes it
         text = "\n".join(entries) or "(empty directory)"
         if len(text) > MAX_VIEW_CHARS:
             text = text[:MAX_VIEW_CHARS] + "\n[... listing truncated: view a subfolder, or search with bash (find, ls) ...]"

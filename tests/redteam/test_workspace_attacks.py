@@ -419,3 +419,22 @@ def test_a_name_that_is_not_utf8_crashes_the_execution_vote(tiny_task, monkeypat
     else:
         with pytest.raises(UnicodeEncodeError):
             run()
+
+
+@DEFENCE
+def test_names_in_a_folder_listing_forge_entries_and_break_the_observation(make_env, monkeypatch, defended):
+    from code_gym.actions import tools
+    if not defended:
+        monkeypatch.setattr(tools, "quote_path", lambda path, prefix="": prefix + path)
+    env = make_env()
+    forged = "calc/note\ncalc"  # a folder: its file lists as "calc/note" and "calc/solved.py"
+    env.step(bash(f"mkdir -p {word(forged)} && echo 1 > {word(forged + '/solved.py')} "
+                  f"&& echo 2 > {word(os.fsdecode(b'calc/' + bytes([0xe9])))}"))
+    observation = env.step("<tool_call>" + json.dumps({"name": "view", "arguments": {"path": "calc"}}) +
+                           "</tool_call>")[0]
+    assert ("calc/solved.py" in observation.splitlines()) is not defended  # a file no folder holds
+    if defended:  # a tokenizer takes only valid UTF-8
+        assert observation.encode("utf-8")
+    else:
+        with pytest.raises(UnicodeEncodeError):
+            observation.encode("utf-8")
