@@ -392,10 +392,42 @@ def harvest(spec):
     return {"exit_code": int(code), "scenarios": recorder.scenarios}
 
 
+def replay_bounded(probes, seconds):
+    """`replay`, probe by probe, each within `seconds`: a probe over it is answered
+    [{"t": "timeout"}] (its steps are interrupted until it returns), the others as usual."""
+    import signal
+
+    expired = [False]
+
+    def expire(*_):
+        expired[0] = True
+        signal.setitimer(signal.ITIMER_REAL, 0.05)  # interrupt every step until the probe returns
+        raise TimeoutError("probe time limit")
+
+    signal.signal(signal.SIGALRM, expire)
+    out = []
+    for probe in probes:
+        expired[0] = False
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            results = replay([probe])[0]
+        except TimeoutError:
+            results = None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        out.append([{"t": "timeout"}] if expired[0] or results is None else results)
+    return out
+
+
 def run(mode, spec_path, out_path):
     with _open(spec_path) as fh:
         spec = _json_load(fh)
-    result = harvest(spec) if mode == "harvest" else {"results": replay(spec["probes"])}
+    if mode == "harvest":
+        result = harvest(spec)
+    elif spec.get("per_probe"):
+        result = {"results": replay_bounded(spec["probes"], spec["per_probe"])}
+    else:
+        result = {"results": replay(spec["probes"])}
     text = _json_dumps(result)
     with _open(out_path, "w") as fh:
         fh.write(text)

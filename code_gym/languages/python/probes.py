@@ -64,6 +64,10 @@ STORED_NAME = "probes.json"  # a task folder's recorded probes
 VARIANTS = 3  # probes kept per test, fix probes first
 CANDIDATES = 12  # perturbations tried per test: most near a test's inputs answer as the untouched code does
 MAX_PROBES = 48
+# a perturbed input can send the reference into a long loop (HumanEval/44's change_base with base 1):
+# such a candidate is dropped alone, where it timed out the whole probe process before
+PER_PROBE_SECONDS = 2.0
+TIMED_OUT = {"t": "timeout"}
 MAX_STEPS = 200
 MAX_OUTPUT_BYTES = 32 << 20
 REL_TOL, ABS_TOL = 1e-9, 1e-12
@@ -493,11 +497,16 @@ def make_probes(task: Task, isolation="auto") -> ProbeSet:
         if not candidates:
             return ProbeSet(dropped=tuple(dropped), targets=names)
         try:
-            spec = {"probes": [{"steps": replayed(c["steps"])} for c in candidates]}
-            first, second = (run_child(task, copy.root, "replay", spec, isolation, hash_seed=seed)["results"]
-                             for seed in (0, 1))
+            spec = {"probes": [{"steps": replayed(c["steps"])} for c in candidates], "per_probe": PER_PROBE_SECONDS}
+            first = run_child(task, copy.root, "replay", spec, isolation, hash_seed=0)["results"]
+            slow = {i for i, result in enumerate(first) if result == [TIMED_OUT]}
+            dropped += [f"{candidates[i]['id']}: takes the reference more than {PER_PROBE_SECONDS:g}s" for i in sorted(slow)]
+            candidates = [c for i, c in enumerate(candidates) if i not in slow]
+            first = [r for i, r in enumerate(first) if i not in slow]
+            spec = {"probes": [{"steps": replayed(c["steps"])} for c in candidates], "per_probe": PER_PROBE_SECONDS}
+            second = run_child(task, copy.root, "replay", spec, isolation, hash_seed=1)["results"]
             third = _in_test_run(task, copy.root, spec, isolation)["results"]
-        except (ChildFailed, KeyError) as exc:
+        except (ChildFailed, KeyError, TypeError) as exc:
             return ProbeSet(dropped=tuple(dropped) + (f"the reference's probe run failed: {exc}",), targets=names)
     finally:
         copy.close()
@@ -592,8 +601,8 @@ def _untouched_results(task: Task, probes: list[Probe], isolation) -> list | Non
         return None
     copy = Workspace(task.repo, strategy="copy")
     try:
-        results = run_child(task, copy.root, "replay", {"probes": [{"steps": replayed(p.steps)} for p in probes]},
-                            isolation).get("results")
+        results = run_child(task, copy.root, "replay", {"probes": [{"steps": replayed(p.steps)} for p in probes],
+                                                        "per_probe": PER_PROBE_SECONDS}, isolation).get("results")
     except ChildFailed:
         return None
     finally:
