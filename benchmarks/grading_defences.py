@@ -146,7 +146,7 @@ def prepare(task, changes, variant: str, copies: list, full_probe_source: str) -
         extra.append("--maxfail=0")
     if variant in ("c0", "c"):
         found = probes.probe_set(task)
-        spec = {"probes": [{"steps": probes._replayed(p.steps)} for p in found.probes]}
+        spec = {"probes": [{"steps": probes.replayed(p.steps)} for p in found.probes]}
         path = probes.lay(root, spec, results, str(results), task.hidden_tests + task.visible_tests)
         if variant == "c0":
             text = (root / path).read_text()
@@ -165,7 +165,7 @@ def main() -> None:
     wanted = set(filter(None, args.tasks.split(",")))
     child = Path(probes.probe_child.__file__).read_text()
     harvest_half = child[child.index("# ------"):child.index('if __name__ == "__main__":')]
-    full_probe_source = probes._REPLAY_SOURCE + "\n" + harvest_half  # the probe file as a graded run carried it
+    full_probe_source = probes.REPLAY_SOURCE + "\n" + harvest_half  # the probe file as a graded run carried it
     rows, totals = [], {v: 0.0 for v in VARIANTS}
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": ""}
     for task in bundled_tasks():
