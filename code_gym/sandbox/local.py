@@ -410,19 +410,10 @@ class LocalSandbox:
         pass
 
 
-# Makes a user namespace (the creator holds every capability in it) and, once the host has written its
-# maps, sets its limit of nested user namespaces to 0; lives until its stdin ends.
-_USERNS_HELPER = """
-import ctypes, sys
-if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0:
-    sys.exit(1)
-print(flush=True)
-sys.stdin.readline()
-with open("/proc/sys/user/max_user_namespaces", "w") as f:
-    f.write("0")
-print("ok", flush=True)
-sys.stdin.readline()
-"""
+# Makes a user namespace (keeping the capabilities its creator holds there) and, once the host has
+# written its maps, sets its limit of nested user namespaces to 0; lives until its stdin ends.
+_USERNS_HELPER = ["unshare", "--user", "--keep-caps", "--", "sh", "-c",
+                  "echo; read go; echo 0 > /proc/sys/user/max_user_namespaces && echo ok; read done"]
 
 
 def _runner_user_namespace() -> int:
@@ -430,8 +421,7 @@ def _runner_user_namespace() -> int:
     host's own, as in every sandbox here (the runs are that uid), and 0 to runner.RUNNER_UID, the
     runner's own, which no run has; no user namespace can be made inside it (max_user_namespaces 0,
     what --disable-userns does for a plain sandbox)."""
-    helper = subprocess.Popen([sys.executable, "-S", "-c", _USERNS_HELPER], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    helper = subprocess.Popen(_USERNS_HELPER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         helper.stdout.readline()  # unshared
         for kind, host in (("uid", os.getuid()), ("gid", os.getgid())):
