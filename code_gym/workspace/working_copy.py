@@ -2,9 +2,8 @@
 
 A snapshot records each file's stat key (mtime, size, inode, mode and ctime: `touch -r` sets
 mtime back, nothing but the kernel's clock sets ctime); content is read only for files whose key
-changed (or whose ctime is too close to the previous scan to trust, as git does for "racily clean"
-entries),
-and unchanged content is read lazily from the pristine source. So a step that edits one file of a
+changed (or whose ctime is not older than the previous scan, as git does for "racily clean"
+entries), and unchanged content is read lazily from the pristine source. So a step that edits one file of a
 500-file repo reads one file, and its diff is computed in-process, with no subprocess. A file over
 `hostfs.MAX_DIFF_BYTES` is kept as its size and hash (`Digest`) and diffed as binary: a step that
 writes gigabytes costs the host process no memory.
@@ -31,9 +30,10 @@ from code_gym.workspace.diffs import FileDiff, file_diff, git_mode, is_link, ren
 from code_gym.util.hostfs import (discard, mount_overlay, mount_quota, overlay_supported, owned_prefix, read_bounded,
                              read_entry, stat_key, unmount, wait_for_cleanup, walk)
 
-# Linux stamps ctimes from a coarse clock (a few ms); entries this close to a scan are re-read.
+# The initial scan of a copy reads files whose mtime is this close to it (a source just written).
 _RACY_NS = 100_000_000
 _MTIME, _CTIME = 0, 4  # in a StatKey
+_CLOCK = ".clock"  # beside the repository, on its file system: stamped by each scan (`Workspace._clock`)
 DEFAULT_DISK_QUOTA = 1 << 30
 # files and folders an episode may add beyond its repository's: each step's scan walks them all
 # (~23 us each here); unbounded, 300k empty files made every later step take 7 s
@@ -60,7 +60,7 @@ def default_disk_quota() -> int:
 class Snapshot:
     keys: dict[str, StatKey]
     content: dict[str, bytes | Digest]  # files read at scan time; others equal the pristine source
-    taken_ns: int
+    horizon: int  # the ctime a write got as the scan began (`Workspace._clock`)
 
 
 def _skip_git(folder: str, names: list[str]) -> list[str]:
@@ -107,6 +107,7 @@ class Workspace:
         self.quota = quota if quota and overlay_supported() and mount_quota(self.base, quota, inodes) else 0
         _OPEN.add(self)  # from here on close() unmounts what is mounted
         self.root.mkdir()
+        (self.base / _CLOCK).touch()
         commit = base_commit(self.source) if git else None
         if strategy != "copy" and overlay_supported():
             upper = self.base / "upper"
@@ -140,13 +141,25 @@ class Workspace:
         if self.strategy != "overlay":
             return self.scan(None)
         stamp = (str(self.source), self.source.stat().st_mtime_ns)
+        horizon = self._clock()
         cached = _SOURCE_SCANS.get(stamp)
         if cached is None:
             keys = {path: stat_key(st) for path, st in walk(self.source).items()}
-            cached = _SOURCE_SCANS[stamp] = Snapshot(keys, {}, time.time_ns())
-        # The source does not change, so a file whose key was recorded more than _RACY_NS before now
-        # and still matches it is untouched: any write from now on stamps a newer mtime.
-        return Snapshot(dict(cached.keys), {}, time.time_ns())
+            cached = _SOURCE_SCANS[stamp] = Snapshot(keys, {}, horizon)
+        # The source does not change, so a file whose key still matches, with a ctime before now,
+        # is untouched: any write from now on stamps a newer ctime.
+        return Snapshot(dict(cached.keys), {}, horizon)
+
+    def _clock(self) -> int:
+        """The ctime a write on the workspace's file system gets now: that of a file beside the
+        repository, stamped here. Every later write stamps one at least as new (the kernel's clock,
+        which nothing in a sandbox sets), so a file whose key is unchanged and whose ctime is older
+        than a scan's horizon was not written since that scan. Git's "racily clean" check compares
+        with its index file's mtime the same way. A clock read instead would need a margin for
+        the file system's coarse stamps: with 100 ms, every file of a fresh copy was re-read."""
+        clock = self.base / _CLOCK
+        os.utime(clock)
+        return os.stat(clock).st_ctime_ns
 
     def _pristine(self, path: str) -> bytes | Digest | None:
         full = self.source / path
@@ -160,16 +173,13 @@ class Workspace:
         return self._pristine(path)
 
     def scan(self, prev: Snapshot | None) -> Snapshot:
-        started = time.time_ns()
+        started, horizon = time.time_ns(), self._clock()
         stats = walk(self.root)
         keys = {path: stat_key(st) for path, st in stats.items()}
         content: dict[str, bytes | Digest] = {}
         for path, key in keys.items():
             same = prev is not None and prev.keys.get(path) == key
-            # A write after the previous scan stamps a ctime no earlier than that scan's start
-            # (less the clock's coarseness): a key that is the same, with a ctime well before it,
-            # is the same file.
-            if same and key[_CTIME] < prev.taken_ns - _RACY_NS:
+            if same and key[_CTIME] < prev.horizon:  # the same file (`_clock`)
                 if path in prev.content:
                     content[path] = prev.content[path]
                 continue
@@ -181,7 +191,7 @@ class Workspace:
             if same and path not in prev.content and data == self._pristine(path):
                 continue  # re-read only for its recent ctime (a fresh copy), still the source's
             content[path] = data
-        return Snapshot(keys, content, started)
+        return Snapshot(keys, content, horizon)
 
     def diff(self, old: Snapshot, new: Snapshot) -> list[FileDiff]:
         diffs: list[FileDiff] = []
