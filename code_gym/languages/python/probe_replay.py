@@ -26,6 +26,7 @@ _BaseException, _Exception = BaseException, Exception
 _object_getattribute = object.__getattribute__
 _float_hex, _bytes_hex = float.hex, bytes.hex
 _property, _callable, _setattr, _enumerate, _any, _ValueError = property, callable, setattr, enumerate, any, ValueError
+_TypeError, _IndexError = TypeError, IndexError
 
 import decimal  # noqa: E402  (bound before the code under test can import anything)
 import enum  # noqa: E402
@@ -199,7 +200,7 @@ def _stand_in(key, params):
         try:
             stand_in.__signature__ = _Signature([_Parameter(name, _KINDS[kind], default=None if has_default
                                                             else _Parameter.empty) for name, kind, has_default in params])
-        except (_ValueError, TypeError, IndexError):
+        except (_ValueError, _TypeError, _IndexError):
             pass
     return stand_in
 

@@ -4,8 +4,16 @@ For each task (once, cached): the tests run with the reference applied under a p
 (`code_gym.languages.python.probe_child`, in the sandbox), which records per test the calls test code makes into
 the package (constructors, functions, methods, properties) with their plain-data arguments. A
 test whose calls reach a function or module the reference patch changes becomes a scenario;
-each scenario is perturbed (numbers shifted, some strings and flags changed) into inputs no test
-shows. The perturbed scenarios are replayed three times on the reference copy (twice in a
+each scenario is perturbed (one number or every number renumbered across its calls, or each
+argument on its own: numbers shifted, some strings and flags changed) into inputs no test shows.
+Arguments the recording can now carry besides plain data: objects an earlier call returned
+(handles), objects bound by name in an importable module (`ref`: builtins, the package's
+functions and module-level objects) and functions the test defines (`stub`: a stand-in with
+their signature that reports its calls); arguments left at a default that is not data are not
+recorded. Of each test's candidates, fix probes (the untouched code answers differently) are kept
+first, those that keep the fewest of the test's own values first among them: a FAIL_TO_PASS test
+without fix probes cannot be told from a lookup table of its inputs, and earns no credit
+(`ProbeReport.unchecked`, `rewards.tests`); `ProbeSet.census` and `probes.json` say which. The perturbed scenarios are replayed three times on the reference copy (twice in a
 sandboxed process of their own with hash seeds 0 and 1, once as grading runs them); a probe whose
 results differ is dropped as nondeterministic. A probe that differs from the untouched
 repository only where it repeats a test's call and answer is dropped too. The set that is left is
