@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 
-from code_gym.grading import canary  # noqa: E402
+from code_gym.languages.python import canary  # noqa: E402
 from code_gym.languages.python import probes  # noqa: E402
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests  # noqa: E402
 from code_gym.grading.reference import reference_changes  # noqa: E402
