@@ -421,19 +421,18 @@ def _runner_user_namespace() -> int:
     host's own, as in every sandbox here (the runs are that uid), and 0 to runner.RUNNER_UID, the
     runner's own, which no run has; no user namespace can be made inside it (max_user_namespaces 0,
     what --disable-userns does for a plain sandbox)."""
-    helper = subprocess.Popen(_USERNS_HELPER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        helper.stdout.readline()  # unshared
-        for kind, host in (("uid", os.getuid()), ("gid", os.getgid())):
-            Path(f"/proc/{helper.pid}/{kind}_map").write_text(f"0 {runner.RUNNER_UID} 1\n{SANDBOX_UID} {host} 1\n")
-        helper.stdin.write("go\n")
-        helper.stdin.flush()
-        if helper.stdout.readline() != "ok\n":
-            raise OSError("could not close the warm runner's user namespace to nested ones")
-        return os.open(f"/proc/{helper.pid}/ns/user", os.O_RDONLY)
-    finally:
-        helper.kill()
-        helper.wait()
+    with subprocess.Popen(_USERNS_HELPER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as helper:
+        try:
+            helper.stdout.readline()  # unshared
+            for kind, host in (("uid", os.getuid()), ("gid", os.getgid())):
+                Path(f"/proc/{helper.pid}/{kind}_map").write_text(f"0 {runner.RUNNER_UID} 1\n{SANDBOX_UID} {host} 1\n")
+            helper.stdin.write("go\n")
+            helper.stdin.flush()
+            if helper.stdout.readline() != "ok\n":
+                raise OSError("could not close the warm runner's user namespace to nested ones")
+            return os.open(f"/proc/{helper.pid}/ns/user", os.O_RDONLY)
+        finally:
+            helper.kill()
 
 
 def _runner_privileges(userns: int) -> tuple[str, ...]:
