@@ -191,3 +191,26 @@ def test_docs_name_the_module_of_a_class_they_show(doc, name, module):
     assert showing
     for paragraph in showing:  # each paragraph that shows it says where it comes from
         assert module in paragraph, paragraph[:200]
+
+
+def test_tasks_build_of_one_requirement_spec_goes_to_the_batch_builder_that_fetches_it(tmp_path, monkeypatch):
+    """`tasks build toolz==1.0.0` (one spec, no folder of that name) is fetched by the batch
+    builder; the one-project path takes a folder or sdist on disk only (it said "not a project
+    folder or an sdist")."""
+    class Report:
+        tasks = 1
+
+        def summary(self):
+            return "built"
+
+    batches, singles = [], []
+    monkeypatch.setattr(builder, "build_many", lambda sources, *a, **k: batches.append(sources) or Report())
+    monkeypatch.setattr(builder, "build_tasks", lambda source, *a, **k: singles.append(source) or Report())
+    monkeypatch.chdir(tmp_path)
+    assert main(["tasks", "build", "toolz==1.0.0", "--out", str(tmp_path / "out")]) == 0
+    assert batches == [["toolz==1.0.0"]] and singles == []
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'proj'\nversion = '1'\n")
+    assert main(["tasks", "build", str(project), "--out", str(tmp_path / "out2")]) == 0
+    assert singles == [str(project)]

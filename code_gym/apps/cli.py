@@ -335,8 +335,8 @@ def cmd_tasks_build(args) -> int:
     sources = builder.expand_sources(args.source)
     if args.projects is not None:
         sources = sources[: args.projects]
-    if sources == args.source and len(sources) == 1 and not (args.ray or args.max_minutes):
-        report = builder.build_tasks(sources[0], args.out, options)  # one project: its tasks and manifest in --out
+    if sources == args.source and len(sources) == 1 and Path(sources[0]).exists() and not (args.ray or args.max_minutes):
+        report = builder.build_tasks(sources[0], args.out, options)  # one local project: its tasks and manifest in --out
         print(report.summary())
         return 0 if report.tasks else 1
     batch = builder.build_many(sources, args.out, options, ray_address=args.ray, max_minutes=args.max_minutes,

@@ -152,7 +152,7 @@ def validate_task(task: Task, runs: int = 3, isolation: str = "auto") -> Verdict
     hidden_ids = {t for t in untouched.tests if any(Path(h).stem in t for h in task.hidden_tests)}
     verdict.untouched_total = len(hidden_ids)
     verdict.untouched_failing = sum(1 for t in hidden_ids if untouched.tests[t] != "passed")
-    if untouched.timed_out or untouched.exit_code not in (0, 1):
+    if untouched.timed_out or untouched.exit_code not in languages.of(task).run_ok:
         verdict.problems.append(f"untouched repo: the test run itself failed ({untouched.summary()})")
     elif verdict.untouched_failing == 0:
         verdict.problems.append("untouched repo passes every hidden test: the task asks for nothing")
