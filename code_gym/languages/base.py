@@ -120,27 +120,28 @@ class Language(Protocol):
         file is offered, and a file the language does not run has none."""
         ...
 
-    # -- test runs with records
-    def test_files(self, task: Task, tests: tuple[str, ...]) -> tuple[str, ...]:
-        """The test files among `tests` (test files or test ids)."""
+    # -- test runs with records (test ids read "FILE::NAME" in every language)
+    def test_run(self, test_command: str, selected: tuple[str, ...], results: str, *, known_ids: bool = False,
+                 canaries: bool = False) -> TestRun:
+        """The command that runs `selected` (files or test ids) with `test_command` (the task's) and
+        the records reporter on; it may write its own report under `results` (a folder inside the
+        sandbox). `known_ids`: the graded ids are known before the run, so a file that fails to load
+        fails only its own tests. `canaries`: the run carries must-fail canaries, so it must not stop
+        at a first failure."""
         ...
 
-    def test_run(self, task: Task, selected: tuple[str, ...], results: str, *, known_ids: bool,
-                 canaries: bool) -> TestRun:
-        """The command that runs `selected` (files or test ids) with the records reporter on; it may
-        write its own report under `results` (a folder inside the sandbox). `known_ids`: the graded
-        ids are known before the run, so a file that fails to load fails only its own tests.
-        `canaries`: the run carries must-fail canaries, so it must not stop at a first failure."""
+    def report_outcomes(self, results: Path, lookup: tuple[str, ...] | None = None) -> dict[str, str]:
+        """Outcomes by test id from the runner's own report in the host folder `results` (pytest:
+        junit XML), for the cross-check with the records and for a run without records; `lookup`:
+        the ids expected, so that the report's names are matched to them."""
         ...
 
-    def cross_check(self, results: Path, records: dict[str, str], exit_code: int | None,
-                    lookup: tuple[str, ...]) -> list[str]:
-        """What the runner's own report in the host folder `results` says against the streamed
-        `records` (test id -> outcome) and the exit code: one line per disagreement."""
+    def collect_command(self, test_command: str, test_files: tuple[str, ...]) -> str:
+        """The command that lists the test ids of `test_files` without running them."""
         ...
 
-    def report_outcomes(self, results: Path, lookup: tuple[str, ...]) -> dict[str, str]:
-        """Outcomes from the runner's own report alone (a run without the results channel)."""
+    def collected_ids(self, output: str) -> tuple[str, ...]:
+        """The test ids in the output of `collect_command`."""
         ...
 
     def canaries(self, test_files: tuple[str, ...], exists: Any) -> Canaries:
@@ -148,11 +149,17 @@ class Language(Protocol):
         tells whether a path is taken."""
         ...
 
-    # -- behavioural probes (a language may have none)
-    def probes(self) -> Any | None:
-        """The behavioural probes (`plant`, `collect`, `record`, `probe_set`), or None."""
+    # -- optional capabilities: None where a language has none
+    probes: Any  # behavioural probes: `plant`, `collect`, `record`, `probe_set` (Python: a module)
+    vote: Any  # the execution vote's `generated_calls`, `probe`, `MARK`
+    environments: Any  # project environments for the CLI and loaders: `project_requirements`, ...
+    builder: Any  # the task builder: `build_tasks`, `build_many`, `revalidate`, `BuildOptions`, ...
+    mutations: Any  # the built-in policy's wrong variants: `functions`, `mutation_sites`
+
+    def static_check(self, path: str, old: bytes | None, new: bytes) -> FileCheck:
+        """The `static` reward's check of one changed source file."""
         ...
 
-    def collected_ids(self, task: Task, isolation: Any) -> tuple[str, ...] | None:
-        """The test ids the task's tests give with the reference solution applied (None: unknown)."""
+    def enclosing_definition(self, data: bytes | None, lines: list[int]) -> str:
+        """The qualified name of the innermost function or class spanning `lines` ("" when none)."""
         ...

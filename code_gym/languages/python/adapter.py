@@ -82,14 +82,6 @@ class Python:
         return probes
 
     # -- source code
-    def parses(self, data: bytes) -> bool:
-        """Whether `data` is source the language's parser accepts."""
-        try:
-            source.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return False
-        return True
-
     def enclosing_definition(self, data: bytes | None, lines: list[int]) -> str:
         """The qualified name of the innermost function or class spanning `lines` ("" when none does)."""
         if not data or not lines:
