@@ -24,6 +24,7 @@ Writes the section "Grading cost: where the time goes" of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import secrets
@@ -48,36 +49,17 @@ from code_gym.tasks.task import bundled_tasks  # noqa: E402
 from code_gym.workspace.working_copy import Workspace  # noqa: E402
 
 TITLE = "Grading cost: where the time goes"
-PREDICTION = ("Prediction (written before measuring, from one cProfile of lru-memoize-keys): the canaries' cost "
-              "is almost all in pytest's report of the two must-fail canaries (its first traceback in a forked "
-              "child walks every module in sys.modules through inspect.getmodule, ~560 realpath calls in that "
-              "profile, and "
-              "compiles tokenize's patterns), not in collecting the file or the stream; filling those caches in "
-              "the runner halves the canaries' cost. The probes' cost is mostly pytest compiling the 460-line "
-              "probe file; laying the 230-line replay half saves about half of that; the replay itself is a "
-              "few ms.")
-COMPONENTS = """Where each defence's milliseconds go (per grade; from cProfile of single grades of lru-memoize-keys
-and units-temperature, the grader's phases timed around `grade()`, and compile/rewrite timed alone;
-CPU ms on this machine, profiles scaled down by the totals above):
-
-| defence | part | before | now |
-|---|---|---|---|
-| canaries | pytest's report of the two must-fail canaries: inspect.getmodule maps every loaded module's file (a realpath each) and tokenize compiles its patterns, both on a forked run's first traceback | ~15-20 | ~5-8 (the runner fills both caches before it forks; only what the run imported is mapped) |
-| canaries | assertion rewriting and compiling of the canary file (ten asserts: pytest's rewrite costs ~0.5 ms an assert) | ~5 | ~5 |
-| canaries | collecting the file, four more tests (twelve reports: terminal, junit, twelve stream records), the failures section | ~8-10 | ~8-10 |
-| canaries | host side: `canary.make`, writing the file, `canary.check` | <1 | <1 |
-| probes | pytest compiling the probe file (it opts out of rewriting) | ~8-14 (460 lines) | ~4-7 (230: the replay half) |
-| probes | the replay, the encoding, the JSON results file | ~5 | ~5 |
-| probes | host side: `probes.plant` (spec JSON, file), `probes.collect` (compare) | ~2.5 | ~2.5 |
-| results stream | one JSON line per test phase through a pipe (in every configuration) | within the noise | within the noise |
-
-The results stream was measured by this script's earlier version (grade time with and without
-it: +4.0% and -4.5% in two runs). Cut and not cut: the canaries keep their four tests and ten
-assertions, rewritten like every test file's (a canary file that opted out of rewriting would be
-one a patch could tell apart, and an attack on rewriting would leave it alone); combining the
-asserts saves nothing (pytest's rewrite costs the same per operand). A baseline cost every run
-pays, configuration (a) included: pytest's `unraisableexception` cleanup runs `gc.collect()` five
-times at the end of each session (30-40 ms in the profiles); not a defence, left as it is."""
+HISTORY = """Where each defence's milliseconds go (per grade, CPU ms; from cProfile of single grades, scaled to
+the totals above): the canaries in pytest's report of the two must-fail canaries (a forked run's
+first traceback maps every loaded module's file and compiles tokenize's patterns: ~15-20 ms before
+the runner filled both caches before it forks, ~5-8 now), rewriting and compiling the canary file
+(~5), collecting it (~8-10); the probes in compiling the probe file (~4-7 for the 230-line replay
+half, ~8-14 for the whole file) and the replay (~5); the host side (`make`/`check`, `plant`/
+`collect`) under 3; the results stream within the noise. History (per-task rows and the
+prediction in git): filling the caches saved less than predicted (25 -> 24 ms then); the fix
+probes of issue 31 cost ~1 ms a grade (1336 -> 1321 ms for (c) on the same machine: within the
+noise); every run pays pytest's `unraisableexception` cleanup (five `gc.collect()`, 30-40 ms):
+not a defence, left as it is."""
 VARIANTS = ("a", "b0", "b", "c0", "c")
 LABELS = {"a": "(a) none", "b0": "(b0) canaries, caches as before", "b": "(b) canaries",
           "c0": "(c0) + probes, whole probe file", "c": "(c) + probes, replay half"}
@@ -206,8 +188,9 @@ def main() -> None:
     print(result)
     body = (f"`python benchmarks/grading_defences.py --runs {args.runs}`: CPU time of the graded test process "
             f"(pytest forked from a preloaded worker as the warm runner does, results stream on), median of "
-            f"{args.runs} runs per variant, interleaved.\n\n{PREDICTION}\n\n{markdown_table(header, rows)}\n\n"
-            f"{result}\n\n{COMPONENTS}\n")
+            f"{args.runs} runs per variant, interleaved, the {len(rows) - 2} bundled tasks. Measured "
+            f"{datetime.date.today()} (the per-task rows are printed by the script).\n\n"
+            f"{markdown_table(header, rows[-2:])}\n\n{result}\n\n{HISTORY}\n")
     write_section(TITLE, body)
 
 
