@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # annotations only: the adapter's users import these themselves
-    from code_gym.sandbox.base import ExecResult, Runtime
+    from code_gym.sandbox.base import Runtime
     from code_gym.tasks.task import Task
 
 

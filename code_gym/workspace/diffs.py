@@ -7,7 +7,6 @@ change of file type (a file made a link) as a deletion and an addition. A name i
 raw: one holding a newline could otherwise start lines that read as another file's hunks."""
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 import zlib
