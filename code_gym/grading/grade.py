@@ -219,6 +219,22 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         shutil.rmtree(results, ignore_errors=True)
 
 
+def changes_digest(changes: Mapping[str, bytes | None], *context: str) -> str:
+    """A hash of final changes (path -> content, None when deleted) and `context` strings. Every text
+    is hashed as its UTF-8 with surrogates passed through: a name that is not UTF-8 (surrogate
+    escapes) must neither raise nor collide."""
+    def encoded(text: str) -> bytes:
+        return text.encode("utf-8", "surrogatepass")
+
+    digest = hashlib.sha256()
+    for part in context:
+        digest.update(encoded(part) + b"\0")
+    for path in sorted(changes):
+        data = changes[path]
+        digest.update(encoded(path) + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
+    return digest.hexdigest()
+
+
 class Grader(Protocol):
     """What the env calls to grade a final patch: `grade` itself, or a decorator over it such as
     `GradeCache`. Pass one as `CodeRepoEnv(grader=...)`."""
@@ -241,18 +257,8 @@ class GradeCache:
 
     @staticmethod
     def key(task: Task, changes: Mapping[str, bytes | None], isolation: Any, audit: bool) -> str:
-        """A hash of the grading's inputs. Every text is hashed as its UTF-8 with surrogates passed
-        through: a name that is not UTF-8 (surrogate escapes) must neither raise nor collide."""
-        def encoded(text: str) -> bytes:
-            return text.encode("utf-8", "surrogatepass")
-
-        digest = hashlib.sha256()
-        for part in (task.id, str(task.root), str(isolation), str(audit)):
-            digest.update(encoded(part) + b"\0")
-        for path in sorted(changes):
-            data = changes[path]
-            digest.update(encoded(path) + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
-        return digest.hexdigest()
+        """A hash of the grading's inputs (`changes_digest`)."""
+        return changes_digest(changes, task.id, str(task.root), str(isolation), str(audit))
 
     def __call__(self, task: Task, changes: dict[str, bytes | None], *, isolation: Any = "auto",
                  audit: bool = True) -> GradeResult:

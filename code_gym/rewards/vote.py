@@ -41,6 +41,7 @@ from typing import Any, Union
 
 from code_gym import languages
 from code_gym.grading.file_policy import apply_changes
+from code_gym.grading.grade import changes_digest
 from code_gym.util.hostfs import owned_prefix
 from code_gym.grading.reference import patch_changes
 from code_gym.sandbox import Limits, make_sandbox
@@ -76,7 +77,7 @@ def execution_vote(task: Task, candidates: Sequence[Candidate], *, calls: Sequen
         elif not calls:
             found = ("", "no calls to probe: the candidates change no module-level function; pass calls=[...]")
         else:
-            key = _changes_key(change)
+            key = changes_digest(change)
             if key not in runs:
                 runs[key] = _probe(task, change, calls, setup, per_call, isolation, timeout)
             found = runs[key]
@@ -104,15 +105,6 @@ def changes_from_patch(task: Task, patch: str) -> dict[str, bytes | None]:
         return patch_changes(task.repo, patch)
     except ValueError as exc:
         raise ValueError(f"the patch does not apply to {task.id}: {exc}") from None
-
-
-def _changes_key(changes: Mapping[str, bytes | None]) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(changes):
-        data = changes[path]
-        name = path.encode("utf-8", "surrogatepass")  # a name that is not UTF-8 must not raise
-        digest.update(name + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
-    return digest.hexdigest()
 
 
 def _probe(task: Task, changes: Mapping[str, bytes | None], calls: tuple[str, ...], setup: str, per_call: int,

@@ -409,7 +409,7 @@ def test_a_name_that_is_not_utf8_crashes_the_execution_vote(tiny_task, monkeypat
                 data = changes[path]
                 digest.update(path.encode() + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest()))
             return digest.hexdigest()
-        monkeypatch.setattr(vote, "_changes_key", old_key)
+        monkeypatch.setattr(vote, "changes_digest", old_key)
     fixed = (tiny_task.repo / "calc/ops.py").read_bytes().replace(b"a - b", b"a + b")
     group = [{"calc/ops.py": fixed, os.fsdecode(b"n" + bytes([0xe9]) + b".txt"): b"x\n"}, {"calc/ops.py": fixed}]
     run = functools.partial(vote.execution_vote, tiny_task, group, calls=["add(2, 3)"],
