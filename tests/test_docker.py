@@ -71,11 +71,11 @@ def test_warm_pool_reuses_a_clean_container_for_the_next_workspace(docker_ok, tm
     (second / "only_b.txt").write_text("b")
     backend = docker_ok.DockerBackend(pool=True)
     try:
-        box = backend.sandbox(first, LIMITS)
+        box = backend.sandbox(first, LIMITS, runtime=PYTHON)
         container = box._box.id
         box.exec("echo tmpdata > /tmp/left; ls")
         box.close()
-        box = backend.sandbox(second, LIMITS)
+        box = backend.sandbox(second, LIMITS, runtime=PYTHON)
         assert box._box.id == container
         assert box.exec("ls; ls -A /tmp").output == "only_b.txt\n"
         box.close()
@@ -91,11 +91,11 @@ def test_a_pooled_container_that_stopped_is_not_handed_out(docker_ok, tmp_path, 
     monkeypatch.setenv("CODE_GYM_WARM_RUNNER", "0")  # the cold path, where the 409 surfaced
     backend = docker_ok.DockerBackend(pool=True)
     try:
-        box = backend.sandbox(tmp_path, LIMITS)
+        box = backend.sandbox(tmp_path, LIMITS, runtime=PYTHON)
         stopped = box._box.id
         box.close()
         docker_ok.client().api.kill(stopped)  # what the runner's exit does to its container
-        box = backend.sandbox(tmp_path, LIMITS)
+        box = backend.sandbox(tmp_path, LIMITS, runtime=PYTHON)
         assert box._box.id != stopped
         assert box.exec("echo ok").output == "ok\n"
         box.close()
@@ -111,7 +111,7 @@ def test_a_forked_child_leaves_the_parents_idle_containers_alone(docker_ok, tmp_
 
     backend = docker_ok.DockerBackend(pool=True)
     try:
-        box = backend.sandbox(tmp_path, LIMITS)
+        box = backend.sandbox(tmp_path, LIMITS, runtime=PYTHON)
         container = box._box.id
         box.close()
         pid = os.fork()
@@ -122,7 +122,7 @@ def test_a_forked_child_leaves_the_parents_idle_containers_alone(docker_ok, tmp_
                 os._exit(0)
         os.waitpid(pid, 0)
         assert docker_ok.client().containers.list(filters={"id": container})
-        box = backend.sandbox(tmp_path, LIMITS)
+        box = backend.sandbox(tmp_path, LIMITS, runtime=PYTHON)
         assert box._box.id == container and box.exec("echo hi").output == "hi\n"
         box.close()
     finally:
@@ -139,7 +139,7 @@ def test_fresh_mode_removes_the_container_at_close(docker_ok, tmp_path):
 
 def test_dropped_sandbox_gives_its_container_back(docker_ok, tmp_path):
     backend = docker_ok.DockerBackend(pool=False)
-    box = backend.sandbox(tmp_path, LIMITS)
+    box = backend.sandbox(tmp_path, LIMITS, runtime=PYTHON)
     container = box._box.id
     del box
     assert not docker_ok.client().containers.list(all=True, filters={"id": container})
@@ -153,7 +153,7 @@ def test_parallel_starts_all_finish(docker_ok, tmp_path):
         ws = tmp_path / f"ws{i}"
         ws.mkdir()
         try:
-            box = backend.sandbox(ws, LIMITS)
+            box = backend.sandbox(ws, LIMITS, runtime=PYTHON)
             results.append(box.exec(f"echo {i}").output.strip())
             box.close()
         except Exception as exc:  # noqa: BLE001 - reported below
