@@ -166,7 +166,8 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         planted = None
         if canaries:
             planted = language.canaries(task.hidden_tests + task.visible_tests,
-                                        lambda p: (copy.root / p).exists() or (copy.root / p).is_symlink())
+                                        lambda p: (copy.root / p).exists() or (copy.root / p).is_symlink(),
+                                        task.test_command)
             (copy.root / planted.path).parent.mkdir(parents=True, exist_ok=True)
             (copy.root / planted.path).write_text(planted.source)
             at = secrets.randbelow(len(selected) + 1)

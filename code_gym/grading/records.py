@@ -103,11 +103,11 @@ def read(raw: bytes, nonce: str) -> Records:
     return out
 
 
-def check(records: Records, report: dict[str, str], exit_code: int | None,
+def check(records: Records, report: dict[str, str] | None, exit_code: int | None,
           run_ok: tuple[int, ...] = (0, 1)) -> list[Finding]:
     """Findings of a finished run (its exit code one of `run_ok`) whose stream is broken, lacks
     its end record, disagrees with the exit code, or disagrees with the runner's own `report`
-    (test id -> outcome; pytest's junit XML) about any pass."""
+    (test id -> outcome; pytest's junit XML; None for a runner without one) about any pass."""
     if exit_code not in run_ok:
         return []  # the run itself failed (crash, usage error, timeout): it scores nothing already
     problems = list(records.problems)
@@ -118,6 +118,8 @@ def check(records: Records, report: dict[str, str], exit_code: int | None,
         problems.append("the results stream has no end record")
     elif records.end is not None and records.end != exit_code:
         problems.append(f"the session ended with status {records.end} but the run exited {exit_code}")
+    if report is None:
+        return [Finding("", 0, RULE, p) for p in problems]
     passed = {t for t, o in records.outcomes.items() if o == "passed"}
     in_report = {t for t, o in report.items() if o == "passed"}
     for test_id in sorted(passed ^ in_report)[:3]:
@@ -135,7 +137,7 @@ def run_outcomes(language: Language, run: ExecResult, nonce: str | None, results
     if run.timed_out:
         return {}, []
     if nonce is None:
-        return language.report_outcomes(results, lookup or None), []
+        return language.report_outcomes(results, lookup or None) or {}, []
     stream = read(run.records or b"", nonce)
     report = language.report_outcomes(results, tuple(dict.fromkeys(lookup + tuple(stream.outcomes))))
     return stream.outcomes, check(stream, report, run.exit_code, language.run_ok)

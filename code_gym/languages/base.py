@@ -130,10 +130,11 @@ class Language(Protocol):
         at a first failure."""
         ...
 
-    def report_outcomes(self, results: Path, lookup: tuple[str, ...] | None = None) -> dict[str, str]:
+    def report_outcomes(self, results: Path, lookup: tuple[str, ...] | None = None) -> dict[str, str] | None:
         """Outcomes by test id from the runner's own report in the host folder `results` (pytest:
         junit XML), for the cross-check with the records and for a run without records; `lookup`:
-        the ids expected, so that the report's names are matched to them."""
+        the ids expected, so that the report's names are matched to them. None: the runner writes
+        no report of its own (the records stand alone, checked by the canaries and the exit code)."""
         ...
 
     def collect_command(self, test_command: str, test_files: tuple[str, ...]) -> str:
@@ -144,9 +145,9 @@ class Language(Protocol):
         """The test ids in the output of `collect_command`."""
         ...
 
-    def canaries(self, test_files: tuple[str, ...], exists: Any) -> Canaries:
-        """Fresh canary tests for one run, in a file named like the task's tests; `exists(path)`
-        tells whether a path is taken."""
+    def canaries(self, test_files: tuple[str, ...], exists: Any, test_command: str) -> Canaries:
+        """Fresh canary tests for one run, in a file named like the task's tests and written for the
+        runner `test_command` starts; `exists(path)` tells whether a path is taken."""
         ...
 
     # -- optional capabilities: None where a language has none

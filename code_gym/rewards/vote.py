@@ -65,9 +65,13 @@ def execution_vote(task: Task, candidates: Sequence[Candidate], *, calls: Sequen
     """The execution majority vote of a group of final patches of `task` (module docstring)."""
     if inputs_per_function < 1 or per_call < 1:
         raise ValueError(f"inputs_per_function and per_call must be >= 1, got {inputs_per_function}, {per_call}")
+    language = languages.of(task)
+    if language.vote is None:
+        raise ValueError(f"the execution vote needs calls to run, and {language.name} tasks have no generator of them: "
+                         "use a reward without 'vote' (e.g. 'f2p') for this task")
     changes = [_as_changes(task, c) for c in candidates]
     if calls is None:
-        calls = languages.of(task).vote.generated_calls(task, changes, inputs_per_function, seed, isolation=isolation)
+        calls = language.vote.generated_calls(task, changes, inputs_per_function, seed, isolation=isolation)
     calls = tuple(calls)
     runs: dict[str, tuple[str, str | None]] = {}
     behaviour, errors = [], []

@@ -72,7 +72,7 @@ class Python:
     def collected_ids(self, output: str) -> tuple[str, ...]:
         return tuple(line.strip() for line in output.splitlines() if "::" in line and not line.startswith(" "))
 
-    def canaries(self, test_files: tuple[str, ...], exists: Any) -> Canaries:
+    def canaries(self, test_files: tuple[str, ...], exists: Any, test_command: str = default_test_command) -> Canaries:
         return canary.make(test_files, exists)
 
     # -- behavioural probes
