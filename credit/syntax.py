@@ -58,6 +58,13 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
     Grammar("python", (".py", ".pyi"), "tree_sitter_python", (
         "function_definition", "class_definition", "decorated_definition", "if_statement", "for_statement",
         "while_statement", "try_statement", "with_statement", "match_statement"), marks=":", reader=python_spans),
+    # functions in every form (a callback's body, `describe(..., () => {...})`, is where JavaScript
+    # code lives), classes, methods and compound statements; each holds a "(" (a call, parameters,
+    # a condition), a "{" (a class or try body) or the "=" of an arrow
+    Grammar("javascript", (".js", ".cjs", ".mjs", ".jsx"), "tree_sitter_javascript", (
+        "function_declaration", "generator_function_declaration", "function_expression", "generator_function",
+        "arrow_function", "class_declaration", "class", "method_definition", "if_statement", "for_statement",
+        "for_in_statement", "while_statement", "do_statement", "try_statement", "switch_statement"), marks="({="),
 )}
 
 
