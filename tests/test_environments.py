@@ -320,7 +320,7 @@ def test_docker_runs_an_environment_bound_into_the_container(cache, python):
         sandbox.close()
     assert str(environment.prefix) in run.output, run.output
     assert "Read-only file system" in run.output and "pytest 9" in run.output
-    plain = subprocess.run(["docker", "run", "--rm", "--network", "none", "code-gym-python:bookworm", "python3", "-c",
+    plain = subprocess.run(["docker", "run", "--rm", "--network", "none", "code-gym:bookworm", "python3", "-c",
                             "import toolz"], capture_output=True, text=True)
     assert plain.returncode != 0  # the image alone lacks it
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import credit
 from code_gym import languages
 from code_gym.sandbox import ISOLATION_KINDS
+from code_gym.sandbox.images import DEFAULT_IMAGE
 from code_gym.util.table import format_table
 from code_gym.tasks.task import TaskError, bundled_tasks, load_task_dir
 
@@ -390,7 +391,8 @@ def cmd_env_build(args) -> int:
 def cmd_image_build(args) -> int:
     from code_gym.sandbox.images import build_image
 
-    build_image(args.tag, suite=args.suite, mirror=args.mirror, rebuild=args.rebuild)
+    packages = tuple(p for name in languages.NAMES for p in languages.get(name).image_packages)
+    build_image(args.tag, packages, suite=args.suite, mirror=args.mirror, rebuild=args.rebuild)
     return 0
 
 
@@ -512,8 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     image = sub.add_parser("image", help="container images for the Docker backend").add_subparsers(
         dest="image_command", required=True)
     build = image.add_parser("build", help="build the default image offline (debootstrap from this machine's apt "
-                             "mirror, then docker import); reused when present")
-    build.add_argument("--tag", default="code-gym-python:bookworm", help="image name (default: %(default)s)")
+                             "mirror, then docker import) with every language's packages; reused when it has them")
+    build.add_argument("--tag", default=DEFAULT_IMAGE, help="image name (default: %(default)s)")
     build.add_argument("--suite", default="bookworm", help="Debian suite (default: %(default)s)")
     build.add_argument("--mirror", help="Debian mirror URL (default: the one in /etc/apt sources)")
     build.add_argument("--rebuild", action="store_true", help="build even when the image exists")

@@ -89,6 +89,7 @@ class Language(Protocol):
     run_ok: tuple[int, ...]  # exit codes of a test run that ran to its end (tests may have failed)
     default_test_command: str  # task.toml's test_command when it names none
     grading_rules: str  # for the agent's prompt: the files and tricks the audit fails, in a phrase
+    image_packages: tuple[str, ...]  # the Debian packages a container needs to run its commands (`code-gym image build`)
 
     # -- environment
     def runtime(self, task: Task) -> Runtime:

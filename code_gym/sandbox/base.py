@@ -56,6 +56,7 @@ class Runtime:
     """What a language gives a sandbox to run a task's commands with (`Language.runtime(task)`).
 
     Backends bind `folders` read-only at their own paths, put `path` first on PATH and set `env`;
+    a container's image must hold the Debian `packages` (local backends use the host's programs);
     a run with records gets its results channel through `reporter`, and commands that `warm.takes`
     go to a warm server. Frozen and made of plain data and module-level functions: it keys runner
     and container pools, and travels to Ray workers by pickle."""
@@ -64,6 +65,7 @@ class Runtime:
     env: tuple[tuple[str, str], ...] = ()
     reporter: Reporter | None = None
     warm: WarmServer | None = None
+    packages: tuple[str, ...] = ()  # the Debian packages a container image needs for these commands
 
     def variables(self, path: str) -> dict[str, str]:
         """The environment variables it sets, given the backend's own PATH."""

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from code_gym.sandbox import leftovers, mounts, runner
 from code_gym.sandbox.records import ReporterFolder
-from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL
+from code_gym.sandbox.images import DEFAULT_IMAGE, LABEL, image_packages
 from code_gym.sandbox.base import CappedOutput, ExecResult, Limits, Runtime, check_records, oversized
 from code_gym.sandbox.cgroup import pid_alive
 from code_gym.util.hostfs import TEMP_PREFIX, disk_full
@@ -260,7 +260,7 @@ def _running(container_id: str) -> bool:
 def _create(key: tuple, image: str, limits: Limits, runtime: Runtime | None = None) -> _Container:
     from docker.types import Mount, Ulimit
 
-    _require_image(image)
+    _require_image(image, runtime)
     warm = runtime.warm if runtime is not None else None
     slot = Path(f"/tmp/{TEMP_PREFIX}docker-{os.getpid()}-{next(_COUNTER)}")
     mounts.shared_folder(slot / "repo")
@@ -306,15 +306,17 @@ def _create(key: tuple, image: str, limits: Limits, runtime: Runtime | None = No
     return _Container(container.id, key, slot, caps=bool(caps))
 
 
-def _require_image(image: str) -> None:
-    """Never pull (no registry is assumed reachable): a missing image is the user's to build or load."""
-    import docker.errors
-
-    try:
-        client().images.get(image)
-    except docker.errors.ImageNotFound:
+def _require_image(image: str, runtime: Runtime | None) -> None:
+    """Never pull (no registry is assumed reachable): a missing image is the user's to build or load.
+    An image code-gym built (it lists its packages) must hold the runtime's packages."""
+    held = image_packages(client(), image)
+    if held is None:
         hint = "build it with `code-gym image build`" if image == DEFAULT_IMAGE else "load or build it first"
-        raise RuntimeError(f"Docker image {image!r} is not on this machine: {hint}") from None
+        raise RuntimeError(f"Docker image {image!r} is not on this machine: {hint}")
+    missing = sorted(set(runtime.packages if runtime else ()) - held) if held else []
+    if missing:
+        raise RuntimeError(f"Docker image {image!r} lacks {', '.join(missing)}, which this task's commands need: "
+                           "build it again with `code-gym image build` (it adds every language's packages)")
 
 
 def _remove(box: _Container) -> None:

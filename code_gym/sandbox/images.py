@@ -1,7 +1,10 @@
 """`code-gym image build`: the default Docker image, built offline from the machine's own apt mirror.
 
-No registry is needed: debootstrap installs a minimal Debian (python3, python3-pytest, git) from
-the mirror the machine's apt sources already name, and the tree is streamed into `docker import`.
+No registry is needed: debootstrap installs a minimal Debian (git, and the Debian packages every
+language's runtime asks for: `Runtime.packages`, e.g. python3 and nodejs) from the mirror the
+machine's apt sources already name, and the tree is streamed into `docker import`. The image's
+label PACKAGES_LABEL lists what it holds: a build reuses an image that holds every package asked
+for, and the Docker backend refuses to run a runtime in an image that lacks one of its packages.
 """
 from __future__ import annotations
 
@@ -14,9 +17,10 @@ from pathlib import Path
 
 from code_gym.util.hostfs import owned_prefix
 
-DEFAULT_IMAGE = "code-gym-python:bookworm"
+DEFAULT_IMAGE = "code-gym:bookworm"
 LABEL = "code-gym"  # every image, container and volume code-gym creates carries this label
-PACKAGES = ("python3", "python-is-python3", "python3-pytest", "git")
+PACKAGES_LABEL = "code-gym.packages"  # the Debian packages an image holds, comma-separated
+BASE_PACKAGES = ("git",)
 _CHANGES = ["WORKDIR /repo", "ENV LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1",
             f"LABEL {LABEL}=image"]
 
@@ -51,15 +55,31 @@ def image_exists(client, tag: str) -> bool:
         return False
 
 
-def build_image(tag: str = DEFAULT_IMAGE, suite: str = "bookworm", mirror: str | None = None,
-                rebuild: bool = False, log=print) -> str:
-    """Build `tag` with debootstrap + docker import unless it exists (or `rebuild`). Returns the tag."""
+def image_packages(client, tag: str) -> frozenset[str] | None:
+    """The Debian packages image `tag` holds by its label (None: no such image; empty: unlabelled)."""
+    import docker.errors
+
+    try:
+        labels = client.images.get(tag).labels or {}
+    except docker.errors.ImageNotFound:
+        return None
+    return frozenset(p for p in labels.get(PACKAGES_LABEL, "").split(",") if p)
+
+
+def build_image(tag: str = DEFAULT_IMAGE, packages: tuple[str, ...] = (), suite: str = "bookworm",
+                mirror: str | None = None, rebuild: bool = False, log=print) -> str:
+    """Build `tag` holding BASE_PACKAGES and `packages` with debootstrap + docker import, unless an
+    image of that name holds them all already (or `rebuild`). Returns the tag."""
     import docker
 
     client = docker.from_env()
-    if image_exists(client, tag) and not rebuild:
-        log(f"image {tag} exists (pass --rebuild to build it again)")
+    wanted = tuple(sorted(set(BASE_PACKAGES) | set(packages)))
+    held = image_packages(client, tag)
+    if held is not None and held >= set(wanted) and not rebuild:
+        log(f"image {tag} exists with {', '.join(wanted)} (pass --rebuild to build it again)")
         return tag
+    if held is not None and not rebuild:
+        log(f"image {tag} lacks {', '.join(sorted(set(wanted) - held))}: building it again")
     if shutil.which("debootstrap") is None:
         raise RuntimeError("debootstrap is missing: apt-get install debootstrap")
     mirror = mirror or apt_mirror(suite=suite)
@@ -67,7 +87,7 @@ def build_image(tag: str = DEFAULT_IMAGE, suite: str = "bookworm", mirror: str |
     root = Path(tempfile.mkdtemp(prefix=owned_prefix("rootfs")))
     try:
         log(f"debootstrap {suite} from {mirror} (about 1-2 minutes)")
-        subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", suite,
+        subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(wanted)}", suite,
                         str(root), mirror], check=True, stdout=subprocess.DEVNULL)
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for entry in (root / junk).glob("*"):
@@ -76,7 +96,7 @@ def build_image(tag: str = DEFAULT_IMAGE, suite: str = "bookworm", mirror: str |
         (root / "repo").mkdir(exist_ok=True)
         tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-cf", "-", "."], stdout=subprocess.PIPE)
         repository, _, version = tag.rpartition(":") if ":" in tag.split("/")[-1] else (tag, "", "latest")
-        client.api.import_image_from_stream(tar.stdout, repository=repository, tag=version, changes=_CHANGES)
+        client.api.import_image_from_stream(tar.stdout, repository=repository, tag=version, changes=[*_CHANGES, f"LABEL {PACKAGES_LABEL}={','.join(wanted)}"])
         if tar.wait() != 0:
             raise RuntimeError("tar of the debootstrap tree failed")
     finally:

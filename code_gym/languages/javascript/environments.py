@@ -197,7 +197,8 @@ _PACKAGE_IN_ERROR = (
 
 def explain_failure(output: str, names: list[str]) -> tuple[str | None, str]:
     """(the dependency npm's output names as the one it could not install, or None; its error lines)."""
-    lines = [line for line in output.splitlines() if "ERR" in line or "error" in line.lower()]
+    lines = [line for line in output.splitlines()
+             if ("ERR" in line or "error" in line.lower()) and "complete log" not in line]
     error = " ".join(line.split(None, 2)[-1] if line.startswith("npm") else line for line in lines[:4]).strip()
     for pattern in _PACKAGE_IN_ERROR:
         match = pattern.search(output)

@@ -12,6 +12,7 @@ from typing import Any
 from code_gym.languages.base import Canaries, Finding, TestRun
 from code_gym.languages.python import audit, canary, files, junit, source, static
 from code_gym.languages.python.environments import read_environment, task_runtime
+from code_gym.languages.python.runtime import PACKAGES as IMAGE_PACKAGES
 from code_gym.tasks.task import Task
 
 JUNIT = "junit.xml"
@@ -24,6 +25,7 @@ class Python:
     rules = audit.RULES
     run_ok = (0, 1)  # pytest: all passed, some failed; anything else means the run itself failed
     default_test_command = "python -m pytest"
+    image_packages = IMAGE_PACKAGES
     # what the agent's prompt names besides the protected paths (the audit's rules, in a sentence)
     grading_rules = ("any conftest.py, pytest configuration, or code that games the test run (skipping tests, exiting "
                      "early, patching pytest or builtins, inspecting the caller's frames, always-equal objects)")

@@ -19,6 +19,7 @@ from code_gym.languages.python.warm import warm_server
 from code_gym.sandbox.base import Runtime
 
 _AUTOLOAD_OFF = ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+PACKAGES = ("python3", "python-is-python3", "python3-pytest")  # what a container image needs (Debian)
 
 
 def python_runtime(prefix: Path | None = None, base_prefix: Path | None = None,
@@ -26,11 +27,11 @@ def python_runtime(prefix: Path | None = None, base_prefix: Path | None = None,
     """The runtime of the virtualenv at `prefix`, made from the installation at `base_prefix`, whose
     pytest11 entry points are `pytest_plugins`; None: no environment (the backend's interpreter)."""
     if prefix is None:
-        return Runtime(env=(_AUTOLOAD_OFF,), reporter=PytestReporter(), warm=warm_server("python3"))
+        return Runtime(env=(_AUTOLOAD_OFF,), reporter=PytestReporter(), warm=warm_server("python3"), packages=PACKAGES)
     base = Path(base_prefix) if base_prefix is not None else None
     system = base is None or base == Path("/usr") or Path("/usr") in base.parents
     env = [_AUTOLOAD_OFF, ("VIRTUAL_ENV", str(prefix))]
     if pytest_plugins:
         env.append(("PYTEST_PLUGINS", ",".join(pytest_plugins)))
     return Runtime(folders=(Path(prefix),) + (() if system else (base,)), path=(f"{prefix}/bin",), env=tuple(env),
-                   reporter=PytestReporter(), warm=warm_server(f"{prefix}/bin/python"))
+                   reporter=PytestReporter(), warm=warm_server(f"{prefix}/bin/python"), packages=PACKAGES)
