@@ -1,0 +1,6 @@
+'use strict';
+
+const { parse } = require('./parse');
+const { stringify } = require('./stringify');
+
+module.exports = { parse, stringify };
