@@ -24,11 +24,27 @@ with their count.
 
 Requests time out after `timeout` seconds and are retried (timeouts, connection errors, HTTP 408,
 409, 429 and 5xx) up to `retries` times with exponential back-off; an episode whose request still
-fails, or whose reply is malformed, is reported and left out of the file. A request refused
-because the conversation outgrew the model's context ends its episode as the OpenRLHF executor
-ends one that ran out of length budget: the client submits for the agent, the episode is graded
-and recorded (`EpisodeOutcome.context_cut`). Episodes run `concurrency` at a time, each in its own
-environment; `Interrupt` is how Ctrl-C stops a rollout without losing the finished episodes.
+fails, or whose reply is malformed, is reported and left out of the file. Episodes run
+`concurrency` at a time, each in its own environment; `Interrupt` is how Ctrl-C stops a rollout
+without losing the finished episodes.
+
+The model's context (`ClientConfig.context_limit`, in tokens; None: the server's own limit only).
+Before each request the client estimates the prompt's tokens (`ChatClient.prompt_tokens`: the
+messages and tool schemas, counted by `tokenizer` when given, else one token per 3 characters,
+plus 8 tokens a message for the chat template; scaled up when the server's `usage` shows the
+estimate ran low) and keeps it within the limit less the reply's `max_tokens`:
+  - strategy "truncate" (the default): the contents of the oldest tool results (never the task's
+    prompt, the latest results or the model's own turns) are replaced by a line saying how much was
+    elided, oldest first, until the prompt fits; the episode goes on. When eliding every older
+    result is not enough, the client submits as below.
+  - strategy "submit": the client submits for the agent, as the OpenRLHF executor ends an episode
+    that ran out of length budget; the episode is graded as it stands.
+A request the server still refuses as too long (vLLM's HTTP 400) ends the episode the same way.
+Nothing is cut silently: each such `records.ContextEvent` is in `EpisodeOutcome.context_events`
+(and the episode records `code-gym eval` writes), and its note (`ContextEvent.note`, opening with
+`records.CONTEXT_NOTE`) is added to the observation of its step in the trajectory; after a
+truncation the model reads the same note at the end of the latest message. A submit the client
+made has no tokens (the model wrote nothing).
 """
 from __future__ import annotations
 
@@ -39,6 +55,7 @@ import re
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
@@ -46,7 +63,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import httpx
 from tqdm import tqdm
@@ -54,6 +71,8 @@ from tqdm import tqdm
 import credit
 from code_gym.env import episode
 from code_gym.actions.parse import parse_action, render_call
+from code_gym.apps.records import (REFUSED, SUBMITTED, TRUNCATED, ContextEvent, EpisodeRecord, RolloutWriter,
+                                   finished)
 from code_gym.util.chat import ChatError, http_client, post_chat
 from code_gym.env.environment import CodeRepoEnv
 from code_gym.tasks.task import Task
@@ -89,6 +108,13 @@ class ClientConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request body
     tokens: bool = True  # ask for logprobs and token ids (vLLM's return_token_ids) to record tokens
     tokenizer: str | None = None  # a tokenizer.json (or its folder) for replies whose tokens cannot be placed
+    context_limit: int | None = None  # the model's context in tokens, prompt and reply (None: the server's only)
+    context_strategy: str = "truncate"  # what outgrowing it does: CONTEXT_STRATEGIES (module docstring)
+
+
+CONTEXT_STRATEGIES = ("truncate", "submit")
+CHARS_PER_TOKEN = 3  # without a tokenizer: BPE vocabularies spend about 3.5-4.5 characters a token on code and prose
+MESSAGE_TOKENS = 8  # what a chat template adds around one message (role markers, separators), at most
 
 
 class ChatClient:
@@ -96,11 +122,49 @@ class ChatClient:
     Loads `config.tokenizer` here, so a wrong path fails before the first request (ValueError)."""
 
     def __init__(self, config: ClientConfig, transport: httpx.BaseTransport | None = None):
+        _check_context(config)
         self.config = config
         self.tokenizer = LocalTokenizer(config.tokenizer) if config.tokenizer else None
         self.http = http_client(config.base_url, config.timeout, config.api_key, transport)
         self.retried = 0  # requests sent again after a failure, over the client's life
         self._lock = threading.Lock()
+        self._scale = 1.0  # the server's prompt count over the estimate, at its highest (never below 1)
+        self._schema_tokens = self.text_tokens(json.dumps(TOOL_SCHEMAS))
+
+    @property
+    def prompt_budget(self) -> int | None:
+        """The prompt tokens a request may hold: the context limit less the reply's max_tokens."""
+        limit = self.config.context_limit
+        return None if limit is None else limit - self.config.max_tokens
+
+    def text_tokens(self, text: str) -> int:
+        """Tokens of `text`: the tokenizer's count, else one per CHARS_PER_TOKEN characters."""
+        if self.tokenizer is not None:
+            return len(self.tokenizer.tokenizer.encode(text, add_special_tokens=False).ids)
+        return -(-len(text) // CHARS_PER_TOKEN)
+
+    def message_tokens(self, message: dict) -> int:
+        """Unscaled tokens of one message: its content, its tool calls' JSON, the template's share."""
+        calls = message.get("tool_calls")
+        text = (message.get("content") or "") + (json.dumps(calls) if calls else "")
+        return self.text_tokens(text) + MESSAGE_TOKENS
+
+    def prompt_tokens(self, messages: list[dict], raw: int | None = None) -> int:
+        """The estimated prompt tokens of `messages` with the tool schemas (`raw`: their unscaled sum
+        of `message_tokens`, when the caller keeps it)."""
+        if raw is None:
+            raw = sum(map(self.message_tokens, messages))
+        return math.ceil((raw + self._schema_tokens) * self._scale)
+
+    def calibrate(self, messages: list[dict], usage: Any) -> None:
+        """Scale later estimates up when the server counted more prompt tokens for `messages` than
+        the estimate did (its `usage.prompt_tokens`)."""
+        counted = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        if not isinstance(counted, int) or counted <= 0:
+            return
+        estimate = sum(map(self.message_tokens, messages)) + self._schema_tokens
+        with self._lock:
+            self._scale = max(self._scale, counted / estimate)
 
     def complete(self, messages: list[dict]) -> dict:
         """The assistant message of the first choice; the choice's "logprobs" (when the server
@@ -131,6 +195,16 @@ class ChatClient:
 
     def close(self) -> None:
         self.http.close()
+
+
+def _check_context(config: ClientConfig) -> None:
+    """Refuse a context strategy or limit no episode could run under (ValueError saying why)."""
+    if config.context_strategy not in CONTEXT_STRATEGIES:
+        raise ValueError(f"context strategy {config.context_strategy!r} is not one of {', '.join(CONTEXT_STRATEGIES)}")
+    if config.context_limit is not None and config.context_limit <= config.max_tokens:
+        raise ValueError(f"the context limit ({config.context_limit} tokens) must exceed max_tokens "
+                         f"({config.max_tokens}), which it keeps free for the reply: raise the limit to the model's "
+                         "context length or lower --max-tokens")
 
 
 @dataclass(frozen=True)
@@ -289,9 +363,24 @@ class EpisodeOutcome:
     resolved: bool = False
     steps: int = 0
     error: str | None = None
-    context_cut: bool = False  # the model's context limit ended it: the client submitted for the agent
     abandoned: bool = False  # a second Ctrl-C stopped it before it ended (`error` says so)
     token_gaps: tuple[str, ...] = ()  # NO_LOGPROBS, UNPLACED or PARTIAL: one per step short of tokens
+    sample: int = 0  # which of the task's episodes (0-based)
+    context_events: tuple[ContextEvent, ...] = ()  # what outgrowing the model's context made the client do
+    seconds: float = 0.0
+    prompt_tokens: int | None = None  # the server's counts (`usage`), summed; None when a reply lacked them
+    completion_tokens: int | None = None
+
+    @property
+    def context_cut(self) -> bool:
+        """Whether the model's context ended it (the client submitted for the agent)."""
+        return any(e.ended for e in self.context_events)
+
+    def record(self, model: str) -> EpisodeRecord:
+        """What the records file keeps of it (a finished episode only)."""
+        return EpisodeRecord(self.task_id, self.sample, self.resolved, self.trajectory.reward, self.steps,
+                             round(self.seconds, 3), self.prompt_tokens, self.completion_tokens,
+                             self.context_events, model)
 
 
 # why a step lacks tokens (the first two) or its sampling logprobs (PARTIAL)
@@ -355,11 +444,13 @@ class ChatPolicy:
     """The served model as a `code_gym.env.episode.Policy`: the conversation so far goes to the server
     with each observation; a step's tool results come back as `tool` messages (`observe`).
 
-    When the server refuses the conversation as longer than the model's context, the policy plays
-    the env's submit for the agent (`context_cut`), so the episode is graded as it stands; that
-    step has no tokens, as the OpenRLHF executor's submit when the length budget runs out. The
-    first request refused so is an error: the task cannot be played. Once `interrupt` abandons
-    running episodes, the next call raises Abandoned."""
+    Before each request the conversation is kept within the model's context as the module
+    docstring says (`ClientConfig.context_limit`, `context_strategy`); each thing done about it is a
+    `ContextEvent` in `context_events`, and its note, per step, in `notes`. When the client submits
+    for the agent (the strategy, or the server refusing the conversation as too long), the step has
+    no tokens, as the OpenRLHF executor's submit when the length budget runs out. A first prompt
+    that does not fit is an error: the task cannot be played. Once `interrupt` abandons running
+    episodes, the next call raises Abandoned."""
 
     def __init__(self, client: ChatClient, interrupt: Interrupt | None = None):
         self.client = client
@@ -370,7 +461,10 @@ class ChatPolicy:
         self.messages: list[dict] = []
         self.tokens: list[StepTokens | None] = []  # per action, in order
         self.gaps: list[str] = []  # NO_LOGPROBS, UNPLACED or PARTIAL, per action short of tokens
-        self.context_cut = False
+        self.context_events: list[ContextEvent] = []
+        self.notes: dict[int, str] = {}  # step -> the context notes recorded in its observation
+        self.usage: list[dict | None] = []  # each reply's `usage` (None: the server gave none)
+        self._elided: set[int] = set()  # messages whose content was elided
         self._last: dict = {}
 
     def __call__(self, observation: str) -> str | dict:
@@ -378,13 +472,18 @@ class ChatPolicy:
             raise Abandoned("abandoned: the rollout was interrupted twice (Ctrl-C)")
         if not self.messages:
             self.messages.append({"role": "user", "content": observation})
+        submit = self._fit_context()
+        if submit is not None:
+            return submit
         try:
             choice = self.client.complete_choice(self.messages)
         except ContextLimit as exc:
             if not self.tokens:
                 raise ClientError(f"{exc}. The task's first prompt does not fit the model's context: serve it with "
                                   "a longer one (vllm serve --max-model-len) or lower --max-tokens") from None
-            return self._submit_for_agent()
+            return self._submit_for_agent(ContextEvent(REFUSED, len(self.tokens)))
+        self.usage.append(choice.get("usage"))
+        self.client.calibrate(self.messages, choice.get("usage"))
         self._last = _checked_message(choice)
         rendered = response_text(self._last)
         sampled = sampled_tokens(choice)
@@ -400,16 +499,72 @@ class ChatPolicy:
         logprobs = choice.get("logprobs")  # a sampled response: the env keeps them for the `certainty` reward
         return {"text": text, "logprobs": logprobs} if logprobs else text
 
+    def _fit_context(self) -> str | None:
+        """Keep the next request within the prompt budget: elide older tool results (strategy
+        "truncate"), else submit for the agent (returned: the action to play). None: it fits."""
+        budget = self.client.prompt_budget
+        if budget is None:
+            return None
+        counts = [self.client.message_tokens(m) for m in self.messages]
+        tokens = self.client.prompt_tokens(self.messages, sum(counts))
+        if tokens <= budget:
+            return None
+        step = len(self.tokens)
+        if self.client.config.context_strategy == "truncate":
+            elided, kept = self._elide(counts, budget)
+            if kept <= budget:
+                self._log(ContextEvent(TRUNCATED, step, tokens, budget, elided, kept))
+                self.messages[-1]["content"] += "\n\n" + self.notes[step]
+                return None
+        if not self.tokens:
+            raise ClientError(f"the task's first prompt is about {tokens:,} tokens, over the {budget:,} the context "
+                              f"limit ({self.client.config.context_limit:,}) leaves beside --max-tokens "
+                              f"({self.client.config.max_tokens:,}): raise --context-limit to the model's context "
+                              "length (vllm serve --max-model-len) or lower --max-tokens")
+        return self._submit_for_agent(ContextEvent(SUBMITTED, step, tokens, budget))
+
+    def _elide(self, counts: list[int], budget: int) -> tuple[int, int]:
+        """Replace the contents of the oldest tool results (past the task's prompt, before the latest
+        reply's results) until the prompt fits `budget`: (messages elided, the estimate after)."""
+        latest = max((i for i, m in enumerate(self.messages) if m["role"] == "assistant"), default=0)
+        raw, elided = sum(counts), 0
+        for i in range(1, latest):
+            message = self.messages[i]
+            if self.client.prompt_tokens(self.messages, raw) <= budget:
+                break
+            if message["role"] == "assistant" or i in self._elided:
+                continue
+            message["content"] = (f"[elided to fit the model's context: {len(message['content']):,} characters of "
+                                  "tool output]")
+            self._elided.add(i)
+            new = self.client.message_tokens(message)
+            raw, counts[i], elided = raw - counts[i] + new, new, elided + 1
+        return elided, self.client.prompt_tokens(self.messages, raw)
+
+    def _log(self, event: ContextEvent) -> None:
+        self.context_events.append(event)
+        note = self.notes.get(event.step)
+        self.notes[event.step] = event.note() if note is None else f"{note}\n{event.note()}"
+
     def _record(self, tokens: StepTokens | None, gap: str | None) -> None:
         self.tokens.append(tokens)
         if gap is not None:
             self.gaps.append(gap)
 
-    def _submit_for_agent(self) -> str:
-        self.context_cut = True
+    def _submit_for_agent(self, event: ContextEvent) -> str:
+        self._log(event)
         self._last = {}
         self._record(StepTokens([], [], []), None)  # the model wrote nothing: zero tokens, not unknown ones
         return episode.SUBMIT
+
+    def token_counts(self) -> tuple[int | None, int | None]:
+        """(prompt, completion) tokens over the episode's replies, from the server's `usage`; None
+        where a reply came without that count."""
+        def total(key: str) -> int | None:
+            counts = [u.get(key) if isinstance(u, dict) else None for u in self.usage]
+            return sum(counts) if all(isinstance(c, int) for c in counts) else None
+
+        return total("prompt_tokens"), total("completion_tokens")
 
     def observe(self, observation: str, info: dict) -> None:
         message = self._last
@@ -419,60 +574,53 @@ class ChatPolicy:
         self.messages += [assistant] + _replies(message, info, observation)
 
 
-def with_tokens(trajectory: credit.Trajectory, tokens: list[StepTokens | None]) -> credit.Trajectory:
-    """The trajectory with each step's token offsets, ids and logprobs (steps without tokens keep none)."""
-    steps = [credit.Step.from_dict(step.to_dict(), token_offsets=t.offsets, token_ids=t.token_ids,
-                                   logprobs=t.logprobs) if t is not None else step
-             for step, t in zip(trajectory.steps, list(tokens) + [None] * len(trajectory.steps))]
+def with_tokens(trajectory: credit.Trajectory, tokens: list[StepTokens | None],
+                notes: dict[int, str] | None = None) -> credit.Trajectory:
+    """The trajectory with each step's token offsets, ids and logprobs (steps without tokens keep
+    none), and the context notes (`notes`: step -> text) added to their steps' observations."""
+    notes = notes or {}
+    steps = []
+    for t, step in enumerate(trajectory.steps):
+        tokens_t = tokens[t] if t < len(tokens) else None
+        fields = {} if tokens_t is None else {"token_offsets": tokens_t.offsets, "token_ids": tokens_t.token_ids,
+                                              "logprobs": tokens_t.logprobs}
+        if t in notes:
+            fields["observation"] = f"{step.observation or ''}\n\n{notes[t]}".lstrip("\n")
+        steps.append(credit.Step.from_dict(step.to_dict(), **fields) if fields else step)
     return credit.Trajectory(task_id=trajectory.task_id, steps=steps, reward=trajectory.reward)
 
 
 def run_episode(client: ChatClient, task: Task, max_steps: int = 30, isolation: str = "auto",
-                interrupt: Interrupt | None = None) -> EpisodeOutcome:
-    """One episode of the served model on `task`. A request that fails for good or a malformed reply
-    fails this episode only (the outcome's `error`)."""
+                interrupt: Interrupt | None = None, sample: int = 0) -> EpisodeOutcome:
+    """Episode number `sample` of the served model on `task`. A request that fails for good or a
+    malformed reply fails this episode only (the outcome's `error`)."""
+    started = time.monotonic()
     env = CodeRepoEnv(tasks=[task], max_steps=max_steps, isolation=isolation, tool_schemas=False)
     policy = ChatPolicy(client, interrupt)
     try:
         result = episode.run_episode(env, policy, task)
     except Abandoned as exc:
-        return EpisodeOutcome(task.id, None, error=str(exc), abandoned=True)
+        return EpisodeOutcome(task.id, None, error=str(exc), abandoned=True, sample=sample)
     except ClientError as exc:
-        return EpisodeOutcome(task.id, None, error=str(exc))
+        return EpisodeOutcome(task.id, None, error=str(exc), sample=sample)
     finally:
         env.close()
-    tokens = policy.tokens[:len(result.trajectory.steps)]
-    return EpisodeOutcome(task.id, with_tokens(result.trajectory, tokens), result.resolved, result.steps,
-                          context_cut=policy.context_cut, token_gaps=tuple(policy.gaps))
-
-
-class _TrajectoryFile:
-    """Finished trajectories to `path`, one JSON line each. The file is opened (an existing one
-    replaced) only when the first trajectory is ready, so a run that finishes none (a dead server)
-    leaves it as it was; each line goes out in one write and is flushed, so the finished episodes
-    of a run that dies midway are in the file, readable by `credit.load_jsonl`."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._file: BinaryIO | None = None
-
-    def write(self, trajectory: credit.Trajectory) -> None:
-        if self._file is None:
-            self._file = self.path.open("wb")
-        self._file.write(json.dumps(trajectory.to_dict(), ensure_ascii=False).encode() + b"\n")
-        self._file.flush()
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+    trajectory = with_tokens(result.trajectory, policy.tokens[:len(result.trajectory.steps)], policy.notes)
+    prompt, completion = policy.token_counts()
+    return EpisodeOutcome(task.id, trajectory, result.resolved, result.steps, token_gaps=tuple(policy.gaps),
+                          sample=sample, context_events=tuple(policy.context_events),
+                          seconds=time.monotonic() - started, prompt_tokens=prompt, completion_tokens=completion)
 
 
 def rollout(tasks: Sequence[Task], client: ChatClient, out: Path, episodes_per_task: int = 1, concurrency: int = 4,
             max_steps: int = 30, isolation: str = "auto", progress: bool = False,
-            interrupt: Interrupt | None = None) -> list[EpisodeOutcome]:
-    """`episodes_per_task` episodes of the served model on each task, `concurrency` at a time; each
-    finished trajectory is written to `out` (JSON lines) as it completes (see `_TrajectoryFile`:
+            interrupt: Interrupt | None = None, records: bool = False, resume: bool = False) -> list[EpisodeOutcome]:
+    """`episodes_per_task` episodes (samples 0, 1, ...) of the served model on each task,
+    `concurrency` at a time; each finished trajectory is written to `out` (JSON lines) as it
+    completes, and with `records` its `records.EpisodeRecord` beside it (`records.RolloutWriter`:
     an existing `out` is replaced when the first one is ready, and left as it was when none is).
+    With `resume` (which needs `records`) the files are appended to, and the (task, sample) pairs
+    they hold already are not played again.
 
     `interrupt` (pressed by Ctrl-C under `Interrupt.on_sigint`) stops the run early; the episodes it
     kept from starting are not among the outcomes. A KeyboardInterrupt or any other exception out
@@ -480,26 +628,30 @@ def rollout(tasks: Sequence[Task], client: ChatClient, out: Path, episodes_per_t
     lack tokens or logprobs."""
     if episodes_per_task < 1 or concurrency < 1:
         raise ValueError("episodes_per_task and concurrency must be >= 1")
+    if resume and not records:
+        raise ValueError("resume needs records: they say which (task, sample) pairs are done")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     interrupt = interrupt or Interrupt()
-    queued = deque(task for task in tasks for _ in range(episodes_per_task))
+    done_before = finished(out) if resume else set()
+    queued = deque((task, k) for task in tasks for k in range(episodes_per_task) if (task.id, k) not in done_before)
     outcomes: list[EpisodeOutcome] = []
-    trajectories = _TrajectoryFile(out)
+    writer = RolloutWriter(out, records=records, append=resume)
     bar = tqdm(total=len(queued), desc="rollouts", unit="episode", disable=not progress)
     with ThreadPoolExecutor(concurrency) as pool:
         running: set[Future] = set()
         try:
             while queued or running:
                 while queued and len(running) < concurrency and not interrupt.stopping:
-                    running.add(pool.submit(run_episode, client, queued.popleft(), max_steps, isolation, interrupt))
+                    task, sample = queued.popleft()
+                    running.add(pool.submit(run_episode, client, task, max_steps, isolation, interrupt, sample))
                 if not running:
                     break
                 done, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
                 for future in done:
                     outcome = future.result()
                     if outcome.trajectory is not None:
-                        trajectories.write(outcome.trajectory)
+                        writer.write(outcome.trajectory, outcome.record(client.config.model))
                     outcomes.append(outcome)
                     bar.update()
                 interrupt.tell(len(running))
@@ -507,7 +659,7 @@ def rollout(tasks: Sequence[Task], client: ChatClient, out: Path, episodes_per_t
             interrupt.abandon()  # else leaving the pool waits for every running episode to end
             raise
         finally:
-            trajectories.close()
+            writer.close()
             bar.close()
     _warn_token_gaps(outcomes)
     return outcomes

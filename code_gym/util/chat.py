@@ -43,8 +43,9 @@ def check_base_url(base_url: str) -> None:
 
 def post_chat(http: httpx.Client, body: dict[str, Any], retries: int, backoff: float,
               on_retry: Callable[[], None] | None = None) -> dict:
-    """The first choice of the chat completion for `body` (a dict with "message", and "logprobs"
-    when the request asked for them). Raises ChatError when the request fails for good."""
+    """The first choice of the chat completion for `body` (a dict with "message", "logprobs" when
+    the request asked for them, "usage" when the server counts tokens). Raises ChatError when the
+    request fails for good."""
     where = f"{str(http.base_url).rstrip('/')}/chat/completions"
     delay = backoff
     for attempt in range(retries + 1):
@@ -72,10 +73,14 @@ def post_chat(http: httpx.Client, body: dict[str, Any], retries: int, backoff: f
 
 
 def _first_choice(response: httpx.Response) -> dict:
+    """The reply's first choice; the reply's `usage` (token counts, when the server gives them) is
+    copied into it under "usage"."""
     try:
-        choice = response.json()["choices"][0]
+        reply = response.json()
+        choice = reply["choices"][0]
         if isinstance(choice["message"], dict):
-            return choice
+            usage = reply.get("usage")
+            return {**choice, "usage": usage} if isinstance(usage, dict) else choice
     except (ValueError, KeyError, IndexError, TypeError):
         pass
     raise ChatError(f"the server's reply is not a chat completion: {response.text[:300]}")
