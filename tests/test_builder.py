@@ -366,7 +366,7 @@ def test_a_whole_test_set_over_half_the_timeout_is_refused_by_the_grader_check(t
     assert not report.tasks and report.rejected("runtime")
     assert all("whole test set took" in r.reason for r in report.rejected("runtime"))
     # the check off: the same build writes tasks, and the independent re-validation fails them
-    monkeypatch.setattr(pipeline, "_grader_check", lambda tasks, options, slots=None: {})
+    monkeypatch.setattr(pipeline, "grader_check", lambda tasks, workers, isolation, slots=None: {})
     unchecked = build_tasks(project, tmp_path / "unchecked", options)
     assert unchecked.tasks
     assert revalidate_task(load_task_dir(tmp_path / "unchecked")[0], runs=1).gate == "runtime"
@@ -398,7 +398,7 @@ def test_tests_that_write_into_their_own_folder_are_refused_by_the_grader_check(
     report = build_tasks(project, tmp_path / "out", options)
     assert not report.tasks and report.rejected("original")
     assert all("test files changed during the run" in r.reason for r in report.rejected("original"))
-    monkeypatch.setattr(pipeline, "_grader_check", lambda tasks, options, slots=None: {})
+    monkeypatch.setattr(pipeline, "grader_check", lambda tasks, workers, isolation, slots=None: {})
     unchecked = build_tasks(project, tmp_path / "unchecked", options)
     assert unchecked.tasks
     # the untouched repo's run already changes the test folder: voided, so `fails` comes first
@@ -412,13 +412,13 @@ def test_a_void_of_the_untouched_run_must_repeat_before_a_project_is_refused(tmp
     grader: the first untouched grade (or every one) comes back with a canary finding."""
     import dataclasses
 
-    import code_gym.languages.python.builder.pipeline as pipeline
+    import code_gym.grading.builder as shared
     from code_gym.grading.audit import Finding
 
     project = tmp_path / "words"
     files = {k: v for k, v in INHERITED.items() if k != "tests/test_more.py"}
     write_files(project, files)
-    real, untouched = pipeline.grade, []
+    real, untouched = shared.grade, []
 
     def flaky_void(always):
         def grade(task, changes, **kw):
@@ -431,11 +431,11 @@ def test_a_void_of_the_untouched_run_must_repeat_before_a_project_is_refused(tmp
         return grade
 
     options = BuildOptions(mutations_per_function=1, remove_bodies=False, progress=False, multi_ratio=0)
-    monkeypatch.setattr(pipeline, "grade", flaky_void(always=False))
+    monkeypatch.setattr(shared, "grade", flaky_void(always=False))
     once = build_tasks(project, tmp_path / "once", options)
     assert once.tasks and len(untouched) == 2
     untouched.clear()
-    monkeypatch.setattr(pipeline, "grade", flaky_void(always=True))
+    monkeypatch.setattr(shared, "grade", flaky_void(always=True))
     every = build_tasks(project, tmp_path / "every", options)
     assert not every.tasks and len(untouched) == 2
     assert all("voids the untouched repo's test run" in r.reason for r in every.rejected("original"))

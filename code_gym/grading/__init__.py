@@ -7,5 +7,7 @@
 - `file_policy`: the one home of "which paths the grader owns" and of applying changes.
 - `audit`: the integrity audit (path rules here, code rules from the language) and `Finding`.
 - `reference`: the reference solution's changes and test ids.
-- `gates`: the gates a task passes before it is used for training.
+- `gates`: the gates a task passes before it is used for training (and the builder's `GATES`).
+- `builder`, `multiregion`, `revalidate`: what every language's task builder shares (its reports,
+  the grader's check, the batch loop over many sources, multi-region plans, re-validation).
 """

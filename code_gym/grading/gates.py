@@ -15,6 +15,19 @@ from code_gym.tasks.loaders.folder import dump_manifest
 from code_gym.tasks.task import MANIFEST, Task, TaskError, load_task
 from code_gym.grading.reference import reference_changes
 
+# The builder's gates (every language's), in the order docs/tasks.md's table gives them: a candidate
+# task's rejection names the first it fails, and `tasks revalidate` checks them again.
+GATES = {
+    "original": "the original code passes every test of the task, laid out as the grader lays it",
+    "fails": "the changed code fails at least one test (FAIL_TO_PASS is not empty) and the run itself works",
+    "flaky": "every FAIL_TO_PASS test passes in each rerun of the original, reruns back to back in one folder",
+    "runtime": "the task's tests finish within half its test timeout (and the changed code's within all of it)",
+    "leak": "the statement does not contain the removed or original code",
+    "regions": "a multi-region task needs every region: with any one region's fix left out, a test fails",
+}
+# code fragments shorter than this (spaces ignored) are too generic to count as a leak ("return x")
+MIN_LEAK_CHARS = 10
+
 # APIs whose use in tests makes results depend on the clock or the network.
 _NONDETERMINISTIC = re.compile(
     r"\b(time\.time|time\.monotonic|time\.perf_counter|datetime\.now|datetime\.utcnow|date\.today|"

@@ -6,7 +6,7 @@
 2. Candidates: for each function some test runs, its body removed (when it has a docstring) and a
    few AST mutations (see mutations.py).
 3. Gates, each candidate in its own copy and sandbox; the first gate that fails is the rejection
-   reason recorded in the manifest (see GATES).
+   reason recorded in the manifest (see code_gym.grading.gates.GATES).
 """
 from __future__ import annotations
 
@@ -29,33 +29,25 @@ from pathlib import Path
 from tqdm import tqdm
 
 from code_gym.languages.python.builder import bytecode
-from code_gym.languages.python.builder.multiregion import Component, plan, state, unneeded_regions
-from code_gym.languages.python.builder.multiregion import apply_changes as apply_region_changes
 from code_gym.languages.python.builder.mutations import Change, Function, functions, pick_mutations, remove_body
 from code_gym.languages.python.builder.mutations import checker as mutation_checker
-from code_gym.languages.python.builder.project import BuildError, EnvOptions, Project, open_project, test_folders
+from code_gym.languages.python.builder.project import EnvOptions, Project, open_project, test_folders
 from code_gym.languages.python.builder.runner import SuiteRun, run_tests
 from code_gym.languages.python.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
 from code_gym.languages.python.environments import task_runtime
+from code_gym.grading.builder import (MANIFEST_NAME, BuildError, BuildReport, Rejection, check_reference_runs,
+                                      grader_check, grow)
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
-from code_gym.grading.grade import grade
-from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
-from code_gym.util.table import format_table
-from code_gym.tasks.task import Task, load_task
+from code_gym.grading.gates import GATES
+from code_gym.grading.multiregion import Component, plan, state, unneeded_regions
+from code_gym.grading.multiregion import apply_changes as apply_region_changes
 from code_gym.grading.reference import reference_changes
+from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
+from code_gym.tasks.task import Task, load_task
 from code_gym.workspace.diffs import file_diff
 from code_gym.util.hostfs import owned_prefix
 from code_gym.workspace.working_copy import Workspace
 
-GATES = {
-    "original": "the original code passes every test of the task, laid out as the grader lays it",
-    "fails": "the changed code fails at least one test (FAIL_TO_PASS is not empty) and the run itself works",
-    "flaky": "every FAIL_TO_PASS test passes in each rerun of the original, reruns back to back in one folder",
-    "runtime": "the task's tests finish within half its test timeout (and the changed code's within all of it)",
-    "leak": "the statement does not contain the removed or original code",
-    "regions": "a multi-region task needs every region: with any one region's fix left out, a test fails",
-}
-MANIFEST_NAME = "manifest.json"
 MAX_DESELECTED = 200  # tests of the untouched project that fail, deselected by node id in the test command
 
 
@@ -79,31 +71,6 @@ class BuildOptions:
     # (the others are not checked; 0: check every one): a project whose tests cannot run in the
     # task layout fails each candidate alike, and cost 11-13 min each in the 50-project run
     give_up_after: int = 12
-
-
-@dataclass(frozen=True)
-class Rejection:
-    candidate: str
-    gate: str  # a key of GATES
-    reason: str
-
-
-@dataclass
-class BuildReport:
-    out: Path
-    tasks: list[Task]
-    rejections: list[Rejection]
-    manifest: dict = field(repr=False)
-
-    def rejected(self, gate: str) -> list[Rejection]:
-        return [r for r in self.rejections if r.gate == gate]
-
-    def summary(self) -> str:
-        """The gates with their rejection counts, then the totals."""
-        rows = [[gate, len(self.rejected(gate)), description] for gate, description in GATES.items()]
-        return (format_table(["gate", "rejected", "what it checks"], rows) +
-                f"\n\n{len(self.tasks)} tasks from {self.manifest['candidates']} candidates written to {self.out} "
-                f"(reasons per candidate in {self.out / MANIFEST_NAME})")
 
 
 @dataclass(frozen=True)
@@ -310,30 +277,6 @@ def _write_task(project: Project, baseline: _Baseline, cand: _Candidate, fail_to
                       {f: (project.root / f).read_bytes() for f in hidden}, patch)
 
 
-def check_reference_runs(runs: list[SuiteRun], fail_to_pass: list[str], timeout: float,
-                         rerun=None) -> tuple[str, str] | None:
-    """The first gate that back-to-back runs of the original in one folder fail, as (gate, reason);
-    None when they pass every gate. `runs[0]` ran the task's tests, the others the FAIL_TO_PASS
-    tests in `rerun` (default: all of them)."""
-    first = runs[0]
-    if first.timed_out:
-        return "runtime", f"the original code's tests run past the {timeout:g}s timeout"
-    failing = [t for t, o in first.outcomes.items() if o != "passed"]
-    if first.exit_code != 0 or failing or not first.outcomes:
-        return "original", ("the original code fails tests of the task: " + ", ".join(failing[:5])
-                            if failing else f"the original code's test run fails (pytest exit code {first.exit_code})")
-    rerun = set(fail_to_pass) if rerun is None else set(rerun)
-    expected = {t: len(runs) if t in rerun else 1 for t in fail_to_pass}
-    passes = {t: sum(r.outcomes.get(t) == "passed" for r in (runs if t in rerun else runs[:1])) for t in fail_to_pass}
-    unstable = {t: n for t, n in passes.items() if n < expected[t]}
-    if unstable:
-        return "flaky", ("FAIL_TO_PASS tests pass in only some reruns of the original: " +
-                         ", ".join(f"{t} ({n}/{expected[t]})" for t, n in sorted(unstable.items())))
-    if first.duration > timeout / 2:
-        return "runtime", f"the task's tests took {first.duration:.1f}s, over half the {timeout:g}s test timeout"
-    return None
-
-
 class _Runs:
     """The builder's sandbox runs of one project: `slots` bounds how many run at once across a
     whole multi-project build; `failing` remembers which tests failed on which code."""
@@ -460,53 +403,6 @@ def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | 
     return _Outcome(cand, task, frozenset(fail_to_pass), symptoms)
 
 
-def _grader_check(tasks: list[Task], options: BuildOptions, slots=None) -> dict[str, tuple[str, str]]:
-    """The grader on `tasks` (the whole test set, as `tasks revalidate` and training run it):
-    (gate, reason) by the id of each task it refuses. The candidates' own checks run only the
-    tests that cover each change; the grader also guards the test files through the run, plants
-    canaries and reads pytest's own node ids. Every task of a project has the original code as its
-    reference and the same tests, laid out by which files are hidden, so the reference is graded
-    once per hidden-file set: it must pass every test its task lists within half the test timeout.
-    The untouched repo is graded once per project: a run the grader voids there (a conftest that
-    runs only the test modules it lists leaves the canaries out) voids every task. Without the
-    behavioural probes (made on first use, tens of seconds a task; `tasks revalidate` runs them).
-    `slots` (a semaphore) bounds the grades running at once, as for the builder's other runs."""
-    slots = slots or threading.BoundedSemaphore(max(1, options.workers))
-
-    def graded(task: Task, changes: dict):
-        with slots:
-            return grade(task, changes, isolation=options.isolation, probes=False, audit=False)
-
-    tasks = sorted(tasks, key=lambda t: t.id)
-    result = graded(tasks[0], {})
-    if not result.run_ok:  # graded again before a whole project is refused: a void must repeat
-        # (inflection's untouched run, fine in 10 of 10 grades alone, was once voided under load)
-        result = graded(tasks[0], {})
-    if not result.run_ok:
-        reason = f"the grader voids the untouched repo's test run of the project's tasks: {result.summary()}"[:500]
-        return {t.id: ("original", reason) for t in tasks}
-    layouts: dict[tuple[str, ...], list[Task]] = {}
-    for task in tasks:
-        layouts.setdefault(tuple(task.hidden_tests), []).append(task)
-    refused = {}
-    firsts = [group[0] for group in layouts.values()]
-    with ThreadPoolExecutor(max(1, options.workers)) as pool:
-        results = list(pool.map(lambda t: graded(t, reference_changes(t)), firsts))
-    for group, result in zip(layouts.values(), results):
-        task = group[0]
-        verdict = None
-        if result.timed_out or result.duration > task.timeouts.tests / 2:
-            verdict = "runtime", (f"the grader's run of the whole test set took {result.duration:.1f}s, over half "
-                                  f"the {task.timeouts.tests:g}s test timeout (raise --timeout)")
-        elif not result.resolved:
-            failing = sorted(t for t, o in result.tests.items() if o != "passed")
-            verdict = "original", (f"the reference fails the grader's run of the whole test set: "
-                                   f"{result.summary()}; first failing: {', '.join(failing[:3])}")[:500]
-        if verdict:
-            refused.update((t.id, verdict) for t in group)
-    return refused
-
-
 def _combinations(project: Project, singles: list[_Outcome], options: BuildOptions) -> list[_Candidate]:
     """Multi-region candidates from the accepted one-region ones (see multiregion.py)."""
     accepted = sorted((o for o in singles if isinstance(o.result, Task)), key=lambda o: o.candidate.id)
@@ -570,17 +466,8 @@ def _check_all(runs: _Runs, candidates: list[_Candidate], staging: Path, bar, ow
             bar.update()
             if len(outcomes) == give_up_after and not any(isinstance(o.result, Task) for o in outcomes):
                 dropped = sum(f.cancel() for f in futures)
-                _grow(bar, -dropped)
+                grow(bar, -dropped)
     return outcomes
-
-
-def _grow(bar, n: int) -> None:
-    """Add `n` to a progress bar's total (a shared bar of a multi-project run has its own lock)."""
-    if hasattr(bar, "grow"):
-        bar.grow(n)
-    else:
-        bar.total += n
-        bar.refresh()
 
 
 def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
@@ -611,20 +498,20 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
                 baseline, project = _baseline(project, options)
             runs = _Runs(project, baseline, options, slots)
             candidates, counts = _candidates(project, baseline, options)
-            _grow(bar, len(candidates))
+            grow(bar, len(candidates))
             if own_bar:
                 bar.set_description(f"{project.name}: candidate tasks")
             outcomes = _check_all(runs, candidates, staging, bar, give_up_after=options.give_up_after)
             given_up = len(candidates) - len(outcomes)
             candidates = [o.candidate for o in outcomes] if given_up else candidates
             combined = _combinations(project, outcomes, options) if options.multi_ratio > 0 else []
-            _grow(bar, len(combined))
+            grow(bar, len(combined))
             own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
             outcomes += _check_all(runs, combined, staging, bar, own)
             candidates += combined
             accepted = [o.result for o in outcomes if isinstance(o.result, Task)]
             rejections = [o.result for o in outcomes if isinstance(o.result, Rejection)]
-            refused = _grader_check(accepted, options, runs.slots) if accepted else {}
+            refused = grader_check(accepted, options.workers, options.isolation, runs.slots) if accepted else {}
             for task in accepted:
                 if task.id in refused:
                     shutil.rmtree(task.root, ignore_errors=True)

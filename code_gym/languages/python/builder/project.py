@@ -9,20 +9,16 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from code_gym.grading.builder import BuildError
 from code_gym.languages.python.environments import Environment, EnvironmentBuildError, Requirements, project_environment, pytest_config
 from code_gym.tasks.loaders.folder import copy_tree, task_id
 from code_gym.languages.python.runtime import python_runtime
 from code_gym.sandbox import Runtime
-from code_gym.tasks.task import TaskError
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "build", "dist",
                        ".eggs", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules", "site-packages"})
 TEST_DIRS = frozenset({"tests", "test", "testing"})
 SDIST_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".zip")
-
-
-class BuildError(TaskError):
-    """The source cannot be turned into tasks; the message says why and what to do."""
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,10 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from code_gym.grading.gates import MIN_LEAK_CHARS
 from code_gym.languages.python import source as pysource
 from code_gym.languages.python.builder.mutations import Change
 
-# code fragments shorter than this (spaces ignored) are too generic to count as a leak ("return x")
-MIN_LEAK_CHARS = 10
 MAX_VALUE_CHARS = 100  # a printed value longer than this is cut
 MAX_SYMPTOMS = 3  # per region
 
