@@ -213,20 +213,39 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_rollout(args) -> int:
-    from code_gym.apps.client import ChatClient, ClientConfig, Interrupt, rollout
+def _count(n: int, noun: str, nouns: str = "") -> str:
+    return f"{n} {noun if n == 1 else nouns or noun + 's'}"
 
-    def count(n: int, noun: str, nouns: str = "") -> str:
-        return f"{n} {noun if n == 1 else nouns or noun + 's'}"
 
-    tasks = _tasks(args.tasks)
+def _chat_client(args):
+    """The model client the served-model options describe; a bad option (a tokenizer path that is
+    not one, a context limit no reply fits) is a UsageError before any request."""
+    from code_gym.apps.client import ChatClient, ClientConfig
+
     config = ClientConfig(base_url=args.base_url, model=args.model, api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
                           temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout,
-                          retries=args.retries, tokenizer=args.tokenizer)
+                          retries=args.retries, tokenizer=args.tokenizer, context_limit=args.context_limit,
+                          context_strategy=args.context_strategy)
     try:
-        client = ChatClient(config)
-    except ValueError as exc:  # the tokenizer is loaded here: a wrong path fails before any request
+        return ChatClient(config)
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _context_line(outcomes) -> str:
+    """What the model's context made the client do, for the closing line ("" when nothing)."""
+    cut = sum(o.context_cut for o in outcomes)
+    truncated = sum(any(not e.ended for e in o.context_events) for o in outcomes if o.trajectory is not None)
+    parts = ([f"{cut} cut by the model's context limit (graded as if submitted)"] if cut else []) + (
+        [f"{truncated} with older tool results elided to fit the model's context"] if truncated else [])
+    return "".join(f"; {p}" for p in parts)
+
+
+def cmd_rollout(args) -> int:
+    from code_gym.apps.client import Interrupt, rollout
+
+    tasks = _tasks(args.tasks)
+    client = _chat_client(args)
     interrupt = Interrupt()  # Ctrl-C: finish the running episodes and write them; twice: abandon them
     try:
         with interrupt.on_sigint():
@@ -249,15 +268,57 @@ def cmd_rollout(args) -> int:
     for o in failed[:3]:
         print(f"failed ({o.task_id}): {o.error}", file=sys.stderr)
     written = sum(o.trajectory is not None for o in outcomes)
-    cut = sum(o.context_cut for o in outcomes)
-    print(f"\n{count(written, 'trajectory', 'trajectories') if written else 'no trajectories'} -> {args.out}"
+    print(f"\n{_count(written, 'trajectory', 'trajectories') if written else 'no trajectories'} -> {args.out}"
           + (" (credit.load_jsonl)" if written else " (not written: an existing file is left as it was)")
-          + f"; {count(client.retried, 'request')} retried; {count(len(failed), 'episode')} failed"
-          + (f"; {cut} cut by the model's context limit (graded as if submitted)" if cut else ""))
+          + f"; {_count(client.retried, 'request')} retried; {_count(len(failed), 'episode')} failed"
+          + _context_line(outcomes))
     if interrupt.stopping:
         planned, abandoned = len(tasks) * args.episodes, sum(o.abandoned for o in outcomes)
-        print(f"interrupted (Ctrl-C): {len(outcomes) - abandoned} of {count(planned, 'episode')} played"
+        print(f"interrupted (Ctrl-C): {len(outcomes) - abandoned} of {_count(planned, 'episode')} played"
               + (f", {abandoned} abandoned" if abandoned else "") + f", {planned - len(outcomes)} never started")
+        return 130
+    return 1 if failed and len(failed) == len(outcomes) else 0
+
+
+def cmd_eval(args) -> int:
+    from code_gym.apps.client import Interrupt, rollout
+    from code_gym.apps.evaluate import TRAJECTORIES, headline, read_records, score, table, write_summary
+    from code_gym.apps.records import finished, recorded_models, records_path
+
+    ks = sorted(set(args.k or (1, args.samples)))
+    if ks[-1] > args.samples:
+        raise UsageError(f"-k {ks[-1]} needs at least that many --samples (got {args.samples}): pass@k draws k of "
+                         "a task's samples")
+    trajectories = Path(args.out) / TRAJECTORIES
+    others = recorded_models(trajectories) - {args.model}
+    if others:
+        raise UsageError(f"{args.out} holds an evaluation of {', '.join(sorted(others))}: pass another --out for "
+                         f"{args.model!r} (a run resumes the results of its own model only)")
+    tasks = _tasks(args.tasks)
+    done = finished(trajectories)
+    skipped = sum((t.id, k) in done for t in tasks for k in range(args.samples))
+    client = _chat_client(args)
+    interrupt = Interrupt()  # Ctrl-C: finish the running episodes and write them; twice: abandon them
+    started = time.monotonic()
+    try:
+        with interrupt.on_sigint():
+            outcomes = rollout(tasks, client, trajectories, episodes_per_task=args.samples,
+                               concurrency=args.concurrency, max_steps=args.max_steps, isolation=args.isolation,
+                               progress=True, interrupt=interrupt, records=True, resume=True)
+    finally:
+        client.close()
+    summary = score(read_records(Path(args.out)), [t.id for t in tasks], args.samples, ks, args.model)
+    print(format_table(*table(summary)))
+    failed = [o for o in outcomes if o.error and not o.abandoned]
+    for o in failed[:3]:
+        print(f"failed ({o.task_id}, sample {o.sample}): {o.error}", file=sys.stderr)
+    print(f"\n{headline(summary)}\nthis run: {_count(len(outcomes), 'episode')} played in "
+          f"{time.monotonic() - started:.1f}s, {skipped} found finished in {args.out}; "
+          f"{_count(client.retried, 'request')} retried; {_count(len(failed), 'episode')} failed"
+          + _context_line(outcomes))
+    print(f"trajectories: {trajectories} (credit.load_jsonl); records: {records_path(trajectories)}; "
+          f"summary: {write_summary(summary, Path(args.out))}")
+    if interrupt.stopping:
         return 130
     return 1 if failed and len(failed) == len(outcomes) else 0
 
@@ -412,6 +473,31 @@ def cmd_openrlhf_dataset(args) -> int:
     return 0
 
 
+def _served_model_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the commands that play a served model (rollout, eval)."""
+    parser.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--model", required=True, help="the served model name")
+    parser.add_argument("--api-key", help="bearer token (default: $OPENAI_API_KEY, if set)")
+    parser.add_argument("--tasks", nargs="*", help="task folders or folders of tasks ('bundled' or none: the bundled "
+                        "suite), 'humaneval', or a SWE-bench-style .jsonl file")
+    parser.add_argument("--concurrency", type=positive_int, default=4, help="episodes at a time (>= 1; default 4)")
+    parser.add_argument("--max-steps", type=positive_int, default=30, help="steps per episode (>= 1; default 30)")
+    parser.add_argument("--temperature", type=non_negative_float, default=1.0)
+    parser.add_argument("--max-tokens", type=positive_int, default=4096, help="per response (default 4096)")
+    parser.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per request (default 300)")
+    parser.add_argument("--retries", type=non_negative_int, default=3, help="retries of a failed request (default 3)")
+    parser.add_argument("--tokenizer", help="the served model's tokenizer.json (or its folder): records the tokens of "
+                        "replies that come without logprobs or with tool calls the client cannot place in the sampled "
+                        "text (ids, no logprobs), and counts the prompt's tokens for --context-limit; without it such "
+                        "steps have no tokens")
+    parser.add_argument("--context-limit", type=positive_int, metavar="TOKENS",
+                        help="the model's context length (prompt + reply); the client keeps each request within it "
+                        "by --context-strategy and records what it did (default: none, only the server's refusal)")
+    parser.add_argument("--context-strategy", choices=["truncate", "submit"], default="truncate",
+                        help="when the conversation outgrows --context-limit: elide the oldest tool results "
+                        "(truncate, the default; submit when that is not enough) or submit for the agent and grade")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="code-gym", description="Repository-editing RL environments and DiDPO credit.")
     parser.add_argument("--isolation", default="auto",
@@ -465,23 +551,20 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=cmd_train)
     roll = sub.add_parser("rollout", help="roll out a model served by an OpenAI-compatible server (e.g. vllm serve); "
                           "trajectories as JSONL")
-    roll.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8000/v1")
-    roll.add_argument("--model", required=True, help="the served model name")
-    roll.add_argument("--api-key", help="bearer token (default: $OPENAI_API_KEY, if set)")
-    roll.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
+    _served_model_options(roll)
     roll.add_argument("--episodes", type=positive_int, default=1, help="episodes per task (>= 1; default 1)")
-    roll.add_argument("--concurrency", type=positive_int, default=4, help="episodes at a time (>= 1; default 4)")
-    roll.add_argument("--max-steps", type=positive_int, default=30, help="steps per episode (>= 1; default 30)")
-    roll.add_argument("--temperature", type=non_negative_float, default=1.0)
-    roll.add_argument("--max-tokens", type=positive_int, default=4096, help="per response (default 4096)")
-    roll.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per request (default 300)")
-    roll.add_argument("--retries", type=non_negative_int, default=3, help="retries of a failed request (default 3)")
-    roll.add_argument("--tokenizer", help="the served model's tokenizer.json (or its folder): records the tokens of "
-                      "replies that come without logprobs or with tool calls the client cannot place in the sampled "
-                      "text (ids, no logprobs); without it such steps have no tokens")
     roll.add_argument("--out", default="out/rollouts.jsonl", help="JSONL trajectories, replaced when the first episode "
                       "finishes (default: out/rollouts.jsonl)")
     roll.set_defaults(func=cmd_rollout)
+    evaluate = sub.add_parser("eval", help="evaluate a served model: n samples per task, pass@k (unbiased estimator), "
+                              "resolve rate, rewards, tokens, time; resumable")
+    _served_model_options(evaluate)
+    evaluate.add_argument("-n", "--samples", type=positive_int, default=1, help="samples per task (>= 1; default 1)")
+    evaluate.add_argument("-k", type=positive_int, nargs="+", help="the k of pass@k, each <= --samples (default: 1 "
+                          "and --samples)")
+    evaluate.add_argument("--out", default="out/eval", help="folder for rollouts.jsonl, rollouts.episodes.jsonl and "
+                          "summary.json; a run there plays only the (task, sample) pairs it lacks (default: out/eval)")
+    evaluate.set_defaults(func=cmd_eval)
     tasks = sub.add_parser("tasks", help="list, validate or build tasks").add_subparsers(dest="tasks_command", required=True)
     lst = tasks.add_parser("list", help="list tasks")
     lst.add_argument("paths", nargs="*", help="task folders (default: the bundled suite)")
