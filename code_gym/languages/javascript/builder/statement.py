@@ -15,10 +15,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from code_gym.grading.gates import MIN_LEAK_CHARS
 from code_gym.languages.javascript.builder.mutations import Change
 
-# code fragments shorter than this (spaces ignored) are too generic to count as a leak ("return x")
-MIN_LEAK_CHARS = 10
 MAX_VALUE_CHARS = 100  # a value longer than this is cut
 MAX_SYMPTOMS = 3  # per region
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
