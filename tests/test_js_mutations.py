@@ -125,6 +125,17 @@ def test_every_mutant_parses_and_edits_only_its_function():
     assert operators == set(mutations.OPERATORS)
 
 
+def test_offsets_are_bytes_and_line_breaks_are_kept():
+    """Sites after non-ASCII text land where they are; CRLF files keep their line breaks."""
+    code = 'function greet(name) {\r\n  const hi = "héllo ✓";\r\n  if (name.length < 3) return hi;\r\n  return hi + name;\r\n}\r\n'
+    (fn,) = mutations.functions("m.js", code)
+    got = {(c.operator, c.removed[0]): c.source for c in mutations.mutation_sites(fn, code)}
+    assert got[("flip-comparison", "name.length < 3")] == code.replace("name.length < 3", "name.length > 3")
+    assert got[("off-by-one", "3")] == code.replace("< 3", "< 4")
+    removed = mutations.remove_body(fn, code).source
+    assert removed == 'function greet(name) {\r\n  throw new Error("not implemented");\r\n}\r\n'
+
+
 def test_the_sites_of_one_function():
     fn = next(f for f in mutations.functions("lib/shop.js", MODULE) if f.qualname == "load")
     got = sorted((c.operator, c.removed[0]) for c in mutations.mutation_sites(fn, MODULE))
