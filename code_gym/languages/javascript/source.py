@@ -81,13 +81,15 @@ def syntax_error(tree: Tree) -> str | None:
     node = tree.root_node
     if not node.has_error:
         return None
-    while True:  # down to the first ERROR or MISSING node
-        if node.is_missing:
-            return f"line {node.start_point[0] + 1}: missing `{node.type}`"
-        if node.type == "ERROR":
-            first_line = node_text(node).partition("\n")[0]
-            return f"line {node.start_point[0] + 1}: unexpected `{_cut(first_line)}`"
-        node = next(c for c in node.children if c.has_error or c.is_missing)
+    while not (node.is_missing or node.type == "ERROR"):  # down to the first ERROR or MISSING node
+        inner = next((c for c in node.children if c.has_error or c.is_missing), None)
+        if inner is None:
+            return f"line {node.start_point[0] + 1}: syntax error"
+        node = inner
+    if node.is_missing:
+        return f"line {node.start_point[0] + 1}: missing `{node.type}`"
+    first_line = node_text(node).partition("\n")[0]
+    return f"line {node.start_point[0] + 1}: unexpected `{_cut(first_line)}`"
 
 
 def node_text(node: Node) -> str:
@@ -125,10 +127,12 @@ def member_name(node: Node) -> str | None:
     if target.type == "this":
         return prop
     head = member_name(target)
-    if head is None or f"{head}.{prop}" == "module.exports":
-        return head and "module.exports"
+    if head is None:
+        return None
     if head in ("exports", "module.exports"):
         return prop
+    if head == "module" and prop == "exports":
+        return "module.exports"
     return head if prop == "prototype" else f"{head}.{prop}"
 
 
