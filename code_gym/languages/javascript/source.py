@@ -32,7 +32,9 @@ MAX_SOURCE_BYTES = MAX_DIFF_BYTES
 
 # names a file may read without declaring them: node 20's globals (`Object.getOwnPropertyNames(
 # globalThis)` in a script), CommonJS's module wrapper, newer node's, the globals of mocha, jest and
-# jasmine, and the common ones of a browser and of AMD
+# jasmine, the common ones of a browser, a worker and AMD, those the global object inherits from
+# Object.prototype, and the contextual keywords tree-sitter reads as names in places (`await (0, f)(x)`
+# in compiled code parses as a call of `await`)
 GLOBALS = frozenset("""
 AbortController AbortSignal AggregateError Array ArrayBuffer Atomics BigInt BigInt64Array BigUint64Array Blob
 Boolean BroadcastChannel Buffer ByteLengthQueuingStrategy CompressionStream CountQueuingStrategy Crypto CryptoKey
@@ -55,6 +57,9 @@ describe it test expect before after beforeEach afterEach beforeAll afterAll con
 suiteSetup suiteTeardown xit xdescribe xcontext xspecify fit fdescribe jest jasmine spyOn fail pending
 window document self location history localStorage sessionStorage alert confirm prompt XMLHttpRequest
 HTMLElement Element Node NodeList getComputedStyle requestAnimationFrame cancelAnimationFrame define
+Window Worker addEventListener removeEventListener dispatchEvent postMessage importScripts
+hasOwnProperty isPrototypeOf propertyIsEnumerable toString toLocaleString valueOf constructor
+await yield async let static get set of
 """.split())
 
 _DEFINITIONS = frozenset({"function_declaration", "generator_function_declaration", "class_declaration",

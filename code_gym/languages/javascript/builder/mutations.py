@@ -333,9 +333,11 @@ def _drop_if(src: _Source, node: Node) -> _Edit:
 
 
 def _swappable(node: Node) -> bool:
-    """A call or `new` with two or more plain arguments (no spread among the first two)."""
+    """A call or `new` with two or more plain arguments (no spread among the first two); not
+    `await (a, b)`, which tree-sitter can read as a call of `await`."""
     arguments = node.child_by_field_name("arguments")
-    if arguments is None or arguments.type != "arguments":
+    callee = node.child_by_field_name("function") or node.child_by_field_name("constructor")
+    if arguments is None or arguments.type != "arguments" or (callee is not None and callee.text == b"await"):
         return False
     items = [c for c in arguments.named_children if c.type != "comment"]
     return len(items) >= 2 and not any(c.type == "spread_element" for c in items[:2])
