@@ -22,8 +22,10 @@ import contextvars
 import functools
 from typing import Any, Callable, Iterator, Optional, Sequence
 
+import numpy as np
+
 import credit
-from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord
+from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord, StepRecord
 
 # verl's own estimators of these names stay verl's; credit's are registered as "credit-<name>"
 VERL_OWN = ("grpo", "rloo")
@@ -143,12 +145,23 @@ def stored_records(tq: Any, batch: Any) -> list[Optional[EpisodeRecord]]:
     for key, tag, extra in zip(batch.keys, batch.tags, data.pop("extra_fields").tolist(), strict=True):
         if tag.get("is_padding", False):
             records.append(None)
-        elif not isinstance(extra, dict) or not isinstance(extra.get(RECORD_KEY), EpisodeRecord):
+        elif not isinstance(extra, dict) or extra.get(RECORD_KEY) is None:
             raise ValueError(f"row {key} has no code-gym episode record in its extra_fields: the step-level "
                              "estimators need the episodes of the agent loop in integrations/verl/agent_loop.py")
         else:
-            records.append(extra[RECORD_KEY])
+            records.append(stored_record(extra[RECORD_KEY]))
     return records
+
+
+def stored_record(value: Any) -> EpisodeRecord:
+    """The `EpisodeRecord` of a stored row: verl stores an agent loop's output through
+    `AgentLoopOutput.as_dict`, whose pydantic `model_dump` turns the record's dataclasses into dicts."""
+    if isinstance(value, EpisodeRecord):
+        return value
+    steps = tuple(StepRecord(**{**step, "token_span": tuple(step["token_span"]),
+                                "token_offsets": np.asarray(step["token_offsets"], np.int64).reshape(-1, 2)})
+                  for step in value["steps"])
+    return EpisodeRecord(**{**value, "steps": steps})
 
 
 def patch_trainer(module: Any) -> None:

@@ -1,0 +1,153 @@
+"""A verl agent loop (`verl.experimental.agent_loop.AgentLoopBase`) that plays one CodeRepo-v0
+episode per sample.
+
+verl's agent-loop workers build the loop a dataset row names in `agent_name` (or
+`actor_rollout_ref.rollout.agent.default_agent_loop`) from the configs listed in
+`actor_rollout_ref.rollout.agent.agent_loop_config_path`; agent_loop.yaml beside this file names
+this class `code_gym`, and its other keys are this class's keyword arguments: the fields of the
+OpenRLHF executor's `AgentConfig` (env, system, feedback_role, template_tools, reset_attempts,
+budget_submit), which mean the same here.
+
+Per sample, the row's `extra_info["task"]` names the task (a bundled id or a task folder). As in
+the OpenRLHF executor, the model sees the environment's own first observation, not the dataset's
+`prompt`. Each turn, verl's Continuous Token builder renders the conversation with the model's chat
+template (the task, then each observation as a `feedback_role` turn), verl's LLM server generates
+the action from token ids, and the environment steps on its decoded text. The loop returns verl's
+`AgentLoopOutput`: the response ids with the action tokens masked 1 and everything else 0, the
+rollout log-probs, the graded outcome as `reward_score` (verl's reward workers are then not
+asked), and in `extra_fields[RECORD_KEY]` the episode's `EpisodeRecord`, whose steps' token spans
+are positions in the response ids, for the step-level estimators (estimator.py).
+
+The response never exceeds `rollout.response_length`: each action may use what is left, and when
+the next observation would not fit, the loop submits for the agent (graded like an episode that
+max_steps truncated). A reset is tried `reset_attempts` times; an exception after that, or from a
+step, is raised: verl then marks the prompt's group failed and trains on none of its samples.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from uuid import uuid4
+
+import gymnasium as gym
+import numpy as np
+from omegaconf import OmegaConf
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+import code_gym
+from code_gym.env.episode import EpisodeRun
+from integrations.openrlhf.agent import SUBMIT, AgentConfig, token_offsets
+from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord, StepRecord, observation_key
+
+logger = logging.getLogger(__name__)
+
+AGENT_NAME = "code_gym"
+TASK_KEY = "task"  # the dataset row's extra_info key that names the task
+
+
+@register(AGENT_NAME)
+class CodeRepoAgentLoop(AgentLoopBase):
+    """One CodeRepo-v0 episode per `run` (see the module docstring)."""
+
+    def __init__(self, *args, env: Any = None, system: str | None = None, feedback_role: str = "user",
+                 template_tools: bool = False, reset_attempts: int = 3, budget_submit: str = "train", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.agent = AgentConfig(env=_plain(env or {}), system=system, feedback_role=feedback_role,
+                                 template_tools=bool(template_tools), reset_attempts=int(reset_attempts),
+                                 budget_submit=budget_submit)
+        self.schemas = code_gym.TOOL_SCHEMAS if self.agent.template_tools else None
+        self.response_length = self.rollout_config.response_length
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        task = (kwargs.get("extra_info") or {}).get(TASK_KEY)
+        if not task:
+            raise ValueError(f"the dataset row names no task: CodeRepo-v0 rows need extra_info[{TASK_KEY!r}] "
+                             "(a bundled task id or a task folder; `python -m integrations.verl.dataset` writes it)")
+        env, run = await self._start(str(task))
+        try:
+            return await self._play(run, sampling_params)
+        finally:
+            await asyncio.to_thread(env.close)
+
+    async def _start(self, task: str) -> tuple[gym.Env, EpisodeRun]:
+        for attempt in range(1, self.agent.reset_attempts + 1):
+            env = await asyncio.to_thread(gym.make, code_gym.ENV_ID, **self.agent.env_options())
+            try:
+                return env, await asyncio.to_thread(EpisodeRun.start, env, task)
+            except Exception:
+                await asyncio.to_thread(env.close)
+                if attempt == self.agent.reset_attempts:
+                    raise
+                logger.warning("task %r: reset attempt %d of %d raised", task, attempt, self.agent.reset_attempts,
+                               exc_info=True)
+        raise AssertionError("unreachable")
+
+    async def _play(self, run: EpisodeRun, sampling_params: dict[str, Any]) -> AgentLoopOutput:
+        messages = ([{"role": "system", "content": self.agent.system}] if self.agent.system else []) + \
+            [{"role": "user", "content": run.observation}]
+        tokens = await self.ct_build_initial_tokens(messages, tools=self.schemas)
+        mask: list[int] = []
+        log_probs: list[float] | None = [] if sampling_params.get("logprobs") else None
+        spans, offsets, rewards, budget_submit, request_id = [], [], [], False, uuid4().hex
+        while True:
+            params = {**sampling_params, "max_tokens": max(1, self.response_length - len(mask))}
+            output = await self.server_manager.generate(request_id=request_id, prompt_ids=tokens, sampling_params=params)
+            action_ids = list(output.token_ids)
+            merged, mask, log_probs = await self.ct_merge_assistant_token(
+                tokens, action_ids, mask, log_probs, assistant_logprobs=output.log_probs if log_probs is not None else None)
+            tokens = merged.token_ids
+            spans.append((len(mask) - merged.appended_token_count, len(mask)))
+            text = self.tokenizer.decode(action_ids, skip_special_tokens=True)
+            offsets.append(await asyncio.to_thread(token_offsets, self.tokenizer, action_ids, text, True))
+            observation, reward, _ = await asyncio.to_thread(run.step, text)
+            rewards.append(reward)
+            if run.done:
+                break
+            turns = messages + [{"role": "assistant", "content": text},
+                                {"role": self.agent.feedback_role, "content": observation}]
+            merged, next_mask, next_log_probs = await self.ct_merge_context_msg(
+                messages + [{"role": "assistant", "content": text}], turns, tokens, mask, log_probs, tools=self.schemas)
+            if len(next_mask) >= self.response_length:
+                budget_submit = True
+                await asyncio.to_thread(run.step, SUBMIT)
+                spans.append((len(mask), len(mask)))
+                offsets.append(np.zeros((0, 2), np.int64))
+                break
+            _trim_last_step(spans, offsets, len(mask) - merged.removed_prefix_token_count)
+            messages, tokens, mask, log_probs = turns, merged.token_ids, next_mask, next_log_probs
+        result = run.result()
+        excluded = "budget_submit" if budget_submit and self.agent.budget_submit == "mask" else ""
+        record = episode_record(result.trajectory, result.resolved, spans, offsets, excluded)
+        return AgentLoopOutput(
+            prompt_ids=tokens[:len(tokens) - len(mask)], response_ids=tokens[len(tokens) - len(mask):],
+            response_mask=mask, response_logprobs=log_probs, reward_score=record.outcome,
+            num_turns=len(messages) + 1, metrics=AgentLoopMetrics(),
+            extra_fields={RECORD_KEY: record, "code_gym/resolved": float(record.resolved),
+                          "code_gym/steps": float(len(spans)), "code_gym/budget_submit": float(budget_submit)})
+
+
+def _plain(options: Any) -> dict[str, Any]:
+    """Options as plain Python (hydra hands a config's mappings over as DictConfig)."""
+    return OmegaConf.to_container(options, resolve=True) if OmegaConf.is_config(options) else dict(options)
+
+
+def _trim_last_step(spans: list[tuple[int, int]], offsets: list[np.ndarray], length: int) -> None:
+    """Cut the last action back to the response's first `length` tokens (a template's boundary
+    handling may drop trailing tokens of the turn before it appends the next one)."""
+    start, end = spans[-1]
+    if end > length:
+        spans[-1] = (start, max(start, length))
+        offsets[-1] = offsets[-1][:max(0, length - start)]
+
+
+def episode_record(trajectory: Any, resolved: bool, spans: list[tuple[int, int]], offsets: list[np.ndarray],
+                   excluded: str) -> EpisodeRecord:
+    """The record of a finished episode whose step k owns response positions `spans[k]`."""
+    steps = tuple(
+        StepRecord(action=step.action, diff=step.diff, provenance=step.provenance or (), reward=step.reward,
+                   observation=observation_key(step.observation or ""), token_span=span, token_offsets=offset,
+                   calls=step.calls, edits=step.edits, line_calls=step.line_calls)
+        for step, span, offset in zip(trajectory.steps, spans, offsets, strict=True))
+    return EpisodeRecord(task_id=str(trajectory.task_id), outcome=trajectory.reward, resolved=resolved, steps=steps,
+                         excluded=excluded)
