@@ -36,7 +36,7 @@ MARKERS = (None, "#", "//", "--")  # line-comment markers, by code (0: none)
 _COMMENT_MARKERS = {
     "#": (".py", ".pyi", ".sh", ".bash", ".rb", ".pl", ".r", ".yaml", ".yml", ".toml", ".cfg", ".jl",
           ".ps1", ".mk", "makefile", "dockerfile", ".cmake", ".txt"),
-    "//": (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".java", ".js", ".jsx", ".ts", ".tsx", ".go",
+    "//": (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".java", ".js", ".cjs", ".mjs", ".jsx", ".ts", ".tsx", ".go",
            ".rs", ".swift", ".kt", ".scala", ".cs", ".php", ".dart", ".m"),
     "--": (".sql", ".lua", ".hs"),
 }

@@ -2,9 +2,9 @@
 
 The language's reporter (Python: the pytest plugin code_gym/languages/python/records_plugin.py)
 writes one JSON line per event to a channel only the trusted parent reads: "start", a "report"
-per test phase (setup, call, teardown) the moment the runner makes it, "collect" for a file that
-failed to load or build, "end" with the
-session's exit status. A subtest's report (unittest `subTest`, pytest's `subtests`) is marked
+per test phase (setup, call, teardown) the moment the runner makes it (a failing one may carry
+its "message"), "collect" for a file that failed to load or build, "end" with the session's exit
+status. A subtest's report (unittest `subTest`, pytest's `subtests`) is marked
 "sub": it is one more call report of its test, and a failed one fails the test, as in junit.
 Every line carries the run's nonce and a sequence number. `read` turns the
 stream into outcomes by node id, merged over phases the way pytest's junit XML merges them, and
@@ -36,6 +36,7 @@ class Records:
     end: int | None = None  # the exit status in the end record
     started: bool = False
     problems: list[str] = field(default_factory=list)
+    messages: dict[str, str] = field(default_factory=dict)  # node id -> the failure message its record carried
 
 
 def _merge(phases: dict[str, str]) -> str:
@@ -89,8 +90,12 @@ def read(raw: bytes, nonce: str) -> Records:
                 out.problems.append(f"{record['id']} ({record['when']}) was reported twice")
                 break
             done[record["when"]] = record["outcome"]
+            if isinstance(record.get("message"), str):
+                out.messages[record["id"]] = record["message"]
         elif kind == "collect" and isinstance(record.get("id"), str):
             out.outcomes[record["id"]] = "error"
+            if isinstance(record.get("message"), str):
+                out.messages[record["id"]] = record["message"]
         elif kind == "end" and isinstance(record.get("exitstatus"), int):
             out.end = record["exitstatus"]
         else:
