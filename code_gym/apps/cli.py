@@ -323,6 +323,53 @@ def cmd_eval(args) -> int:
     return 1 if failed and len(failed) == len(outcomes) else 0
 
 
+def _rollouts(path: str):
+    """A trajectories file and its episode records; a file that cannot be read is a UsageError."""
+    from code_gym.apps.records import load_rollouts
+
+    try:
+        return load_rollouts(path)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_export_sft(args) -> int:
+    from code_gym.apps.export import SftFilter, write_sft
+
+    rollouts = _rollouts(args.rollouts)
+    if args.pass_band and not 0.0 <= args.pass_band[0] <= args.pass_band[1] <= 1.0:
+        raise UsageError(f"--pass-band takes LOW HIGH with 0 <= LOW <= HIGH <= 1, got {args.pass_band}")
+    keep = SftFilter(args.resolved, args.min_reward, tuple(args.pass_band) if args.pass_band else None)
+    try:
+        count = write_sft(rollouts, keep, Path(args.out))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"{count} of {len(rollouts.trajectories)} episodes -> {args.out} (chat messages with tool calls and a "
+          "`tools` column: tokenizer.apply_chat_template(row['messages'], tools=row['tools']), or TRL's SFTTrainer)")
+    return 0 if count else 1
+
+
+def cmd_export_predictions(args) -> int:
+    from code_gym.apps.export import predictions, write_predictions
+
+    rollouts = _rollouts(args.rollouts)
+    models = {r.model for r in rollouts.records or ()} - {""}
+    model = args.model_name or (models.pop() if len(models) == 1 else None)
+    if model is None:
+        raise UsageError("name the model for the harness (--model-name NAME): the rollouts' records name "
+                         + (f"several ({', '.join(sorted(models))})" if models else "none"))
+    try:
+        found = predictions(rollouts, _tasks(args.tasks), model, args.sample)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    write_predictions(found, Path(args.out))
+    print(f"{len(found.rows)} predictions -> {args.out} ({found.empty} with an empty patch)"
+          + (f"; no episode with sample {args.sample} for {len(found.missing)} tasks: {', '.join(found.missing[:5])}"
+             if found.missing else "")
+          + f"\nthe SWE-bench harness: python -m swebench.harness.run_evaluation --predictions_path {args.out} ...")
+    return 0 if found.rows else 1
+
+
 def cmd_tasks_list(args) -> int:
     tasks = _tasks(args.paths)
     rows = [[t.id, t.kind, len(t.visible_tests), len(t.hidden_tests), t.statement.splitlines()[0][:70]] for t in tasks]
@@ -565,6 +612,28 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--out", default="out/eval", help="folder for rollouts.jsonl, rollouts.episodes.jsonl and "
                           "summary.json; a run there plays only the (task, sample) pairs it lacks (default: out/eval)")
     evaluate.set_defaults(func=cmd_eval)
+    export = sub.add_parser("export", help="rollouts out to other tools: fine-tuning data, SWE-bench predictions"
+                            ).add_subparsers(dest="export_command", required=True)
+    sft = export.add_parser("sft", help="trajectories -> chat-message JSON lines with tool calls and the tool schemas, "
+                            "for Hugging Face chat templates and TRL's SFTTrainer (rejection-sampling fine-tuning)")
+    sft.add_argument("rollouts", help="a trajectories file (code-gym rollout / eval, credit.dump_jsonl)")
+    sft.add_argument("--out", required=True, help="the .jsonl file to write")
+    sft.add_argument("--resolved", action="store_true", help="only episodes that resolved their task (needs the "
+                     "episode records `code-gym eval` writes beside the trajectories)")
+    sft.add_argument("--min-reward", type=float, help="only episodes with at least this outcome reward")
+    sft.add_argument("--pass-band", type=float, nargs=2, metavar=("LOW", "HIGH"), help="only tasks whose share of "
+                     "resolved episodes in the file lies in [LOW, HIGH] (needs episode records)")
+    sft.set_defaults(func=cmd_export_sft)
+    preds = export.add_parser("predictions", help="rollouts of SWE-bench-style tasks -> instance_id / model_patch / "
+                              "model_name_or_path JSON lines for the official SWE-bench harness")
+    preds.add_argument("rollouts", help="a trajectories file (code-gym rollout / eval)")
+    preds.add_argument("--tasks", nargs="+", required=True, help="the SWE-bench-style .jsonl file (or the task "
+                       "folders) the rollouts were made on: their repositories give each episode's final patch")
+    preds.add_argument("--model-name", help="model_name_or_path (default: the model the episode records name)")
+    preds.add_argument("--sample", type=non_negative_int, default=0, help="which of a task's episodes: its sample "
+                       "number in the records, else its place among the task's episodes in the file (default 0)")
+    preds.add_argument("--out", required=True, help="the .jsonl file to write")
+    preds.set_defaults(func=cmd_export_predictions)
     tasks = sub.add_parser("tasks", help="list, validate or build tasks").add_subparsers(dest="tasks_command", required=True)
     lst = tasks.add_parser("list", help="list tasks")
     lst.add_argument("paths", nargs="*", help="task folders (default: the bundled suite)")
