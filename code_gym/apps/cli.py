@@ -94,7 +94,8 @@ def cmd_check(args) -> int:
 
 def cmd_demo(args) -> int:
     import credit
-    from code_gym.apps.demo import ESTIMATORS, run_demo, summary, write_report
+    from code_gym.apps.demo import run_demo, summary, write_report
+    from code_gym.apps.report import ESTIMATORS
 
     tasks = _tasks(args.tasks)
     demo = run_demo(tasks, group_size=args.group_size, variants=args.variants, seed=args.seed,
@@ -370,6 +371,20 @@ def cmd_export_predictions(args) -> int:
     return 0 if found.rows else 1
 
 
+def cmd_report(args) -> int:
+    from code_gym.apps.report import ESTIMATORS, credit_report, write_rollouts_report
+
+    estimators = args.estimator or list(ESTIMATORS)
+    options = _estimator_options(args.option, estimators)
+    rollouts = _rollouts(args.rollouts)
+    report = credit_report(rollouts, estimators, options)
+    index = write_rollouts_report(report, Path(args.out), args.per_page)
+    print(f"{len(report.trajectories)} episodes of {len(report.tasks)} tasks; credit: {', '.join(estimators)}"
+          + (f"; {report.display_tokens} steps without token offsets coloured over words" if report.display_tokens
+             else "") + f"\nreport: {index}")
+    return 0
+
+
 def cmd_tasks_list(args) -> int:
     tasks = _tasks(args.paths)
     rows = [[t.id, t.kind, len(t.visible_tests), len(t.hidden_tests), t.statement.splitlines()[0][:70]] for t in tasks]
@@ -612,6 +627,18 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--out", default="out/eval", help="folder for rollouts.jsonl, rollouts.episodes.jsonl and "
                           "summary.json; a run there plays only the (task, sample) pairs it lacks (default: out/eval)")
     evaluate.set_defaults(func=cmd_eval)
+    report = sub.add_parser("report", help="the HTML credit report for any rollouts (a model's, the built-in "
+                            "policy's, a trainer's dump): index and paginated task pages")
+    report.add_argument("rollouts", help="a trajectories file (code-gym rollout / eval / demo, credit.dump_jsonl)")
+    report.add_argument("--estimator", nargs="+", choices=list(credit.ESTIMATORS), default=None,
+                        help="estimators whose credit colours the lines (default: grpo and every step-level one: "
+                        + ", ".join(credit.STEP_LEVEL) + ")")
+    report.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="estimator option, checked against every --estimator (as for train)")
+    report.add_argument("--per-page", type=positive_int, default=50, help="episodes on one task page (default 50)")
+    report.add_argument("--out", default="out/report", help="folder for index.html and the task pages "
+                        "(default: out/report)")
+    report.set_defaults(func=cmd_report)
     export = sub.add_parser("export", help="rollouts out to other tools: fine-tuning data, SWE-bench predictions"
                             ).add_subparsers(dest="export_command", required=True)
     sft = export.add_parser("sft", help="trajectories -> chat-message JSON lines with tool calls and the tool schemas, "
