@@ -354,7 +354,7 @@ def test_a_whole_test_set_over_half_the_timeout_is_refused_by_the_grader_check(t
     A slow test elsewhere in the suite (4 s here, against a 6 s test timeout) passes every
     candidate check, and every task it makes then fails `tasks revalidate` (the mako task of the
     supply run). The build's grader check runs the whole set once per project and refuses them."""
-    import code_gym.languages.python.builder.pipeline as pipeline
+    import code_gym.grading.builder as shared
     from code_gym.languages.python.builder.revalidate import revalidate_task
 
     project = tmp_path / "words"
@@ -366,7 +366,7 @@ def test_a_whole_test_set_over_half_the_timeout_is_refused_by_the_grader_check(t
     assert not report.tasks and report.rejected("runtime")
     assert all("whole test set took" in r.reason for r in report.rejected("runtime"))
     # the check off: the same build writes tasks, and the independent re-validation fails them
-    monkeypatch.setattr(pipeline, "grader_check", lambda tasks, workers, isolation, slots=None: {})
+    monkeypatch.setattr(shared, "grader_check", lambda tasks, workers, isolation, slots=None: {})
     unchecked = build_tasks(project, tmp_path / "unchecked", options)
     assert unchecked.tasks
     assert revalidate_task(load_task_dir(tmp_path / "unchecked")[0], runs=1).gate == "runtime"
@@ -376,7 +376,7 @@ def test_tests_that_write_into_their_own_folder_are_refused_by_the_grader_check(
     """mako's cache tests write .dbm files under test/templates/ while they run; the grader counts
     any change to protected test paths during the run as tampering and scores nothing, so every
     such task failed re-validation (`original`) after passing the build's own checks."""
-    import code_gym.languages.python.builder.pipeline as pipeline
+    import code_gym.grading.builder as shared
     from code_gym.languages.python.builder.revalidate import revalidate_task
 
     project = tmp_path / "words"
@@ -398,7 +398,7 @@ def test_tests_that_write_into_their_own_folder_are_refused_by_the_grader_check(
     report = build_tasks(project, tmp_path / "out", options)
     assert not report.tasks and report.rejected("original")
     assert all("test files changed during the run" in r.reason for r in report.rejected("original"))
-    monkeypatch.setattr(pipeline, "grader_check", lambda tasks, workers, isolation, slots=None: {})
+    monkeypatch.setattr(shared, "grader_check", lambda tasks, workers, isolation, slots=None: {})
     unchecked = build_tasks(project, tmp_path / "unchecked", options)
     assert unchecked.tasks
     # the untouched repo's run already changes the test folder: voided, so `fails` comes first

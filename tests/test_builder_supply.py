@@ -17,7 +17,8 @@ from code_gym.languages.python.builder import BuildOptions, build_tasks
 from code_gym.languages.python.builder.batch import STATE_NAME, build_many
 from code_gym.languages.python.builder.multiregion import apply_changes
 from code_gym.languages.python.builder.mutations import functions, mutation_sites
-from code_gym.languages.python.builder.pipeline import _baseline, _Candidate, _evaluate, _Runs
+from code_gym.grading.builder import Candidate
+from code_gym.languages.python.builder.pipeline import _baseline, _evaluate, _Runs
 from code_gym.languages.python.builder.project import open_project
 from code_gym.languages.python.builder.revalidate import revalidate, revalidate_task
 from code_gym.languages.python.builder.runner import run_tests
@@ -71,7 +72,7 @@ def test_the_regions_gate_rejects_a_region_no_test_needs(shop):
     [equivalent] = [c for c in mutation_sites(receipt, sources["shop/text.py"]) if c.operator == "off-by-one"]
     tests = frozenset(t for t in runs.baseline.passed if "test_pricing" in t or "test_receipt_line" in t)
     staging = project_dir.parent / "staging"
-    outcome = _evaluate(runs, _Candidate("shop-combo", (flip, equivalent), tests), staging)
+    outcome = _evaluate(runs, Candidate("shop-combo", (flip, equivalent), tests), staging)
     assert outcome.result.gate == "regions" and "shop/text.py:receipt_line (off-by-one)" in outcome.result.reason
     # the same flip with a region that is needed passes the gate (and every later one)
     inventory = (project.root / "shop/inventory.py").read_text()
@@ -79,7 +80,7 @@ def test_the_regions_gate_rejects_a_region_no_test_needs(shop):
                                               if f.qualname == "Inventory.remove"), inventory)
                if c.operator == "flip-comparison"]
     both = frozenset(t for t in runs.baseline.passed if "test_inventory" in t or "test_pricing" in t)
-    ok = _evaluate(runs, _Candidate("shop-combo-2", (flip, other), both), staging)
+    ok = _evaluate(runs, Candidate("shop-combo-2", (flip, other), both), staging)
     assert not hasattr(ok.result, "gate"), ok.result
     assert len(ok.result.fail_to_pass) == 5 and ok.result.statement.count("### Report") == 2
 

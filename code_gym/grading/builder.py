@@ -1,5 +1,7 @@
-"""What every language's task builder shares: its errors and reports, the reference runs' gates,
-the grader's check of a project's accepted tasks, and the batch loop over many sources.
+"""What every language's task builder shares: its errors and reports, candidates and their
+outcomes, checking them in parallel, multi-region combinations, the reference runs' gates, the
+grader's check of a project's accepted tasks and their move into place, and the batch loop over
+many sources.
 
 A language's builder (`code_gym.languages.get(name).builder`) opens its projects, makes its
 candidates and runs its tests; the gates' names (`code_gym.grading.gates.GATES`), the multi-region
@@ -20,7 +22,9 @@ nodes build projects side by side; each node runs its sandboxes itself."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import math
 import os
 import shutil
 import tarfile
@@ -28,8 +32,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+import random
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,8 +42,9 @@ from tqdm import tqdm
 
 from code_gym.grading.gates import GATES
 from code_gym.grading.grade import grade
+from code_gym.grading.multiregion import Component, plan
 from code_gym.grading.reference import reference_changes
-from code_gym.tasks.task import Task, TaskError
+from code_gym.tasks.task import Task, TaskError, load_task
 from code_gym.util.hostfs import owned_prefix
 from code_gym.util.table import format_table
 
@@ -79,6 +85,110 @@ class BuildReport:
                 f"(reasons per candidate in {self.out / MANIFEST_NAME})")
 
 
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    changes: tuple  # one change per region (the language's mutations.Change); a one-region task has one
+    tests: frozenset[str]  # passing tests that can notice the change (they run the changed code)
+
+    @property
+    def change(self):
+        return self.changes[0]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    candidate: Candidate
+    result: Task | Rejection
+    fail_to_pass: frozenset[str] = frozenset()
+    symptoms: dict = field(default_factory=dict, compare=False)  # test -> the language's Symptom, from the changed code's run
+
+
+def unique_id(base: str, taken: set[str]) -> str:
+    """`base`, or `base-2`, `base-3`, ...: the first that is not in `taken` (which it joins)."""
+    name = base
+    for n in itertools.count(2):
+        if name not in taken:
+            break
+        name = f"{base}-{n}"
+    taken.add(name)
+    return name
+
+
+def check_all(evaluate: Callable[[Candidate], Outcome], candidates: list[Candidate], workers: int, bar,
+              give_up_after: int = 0) -> list[Outcome]:
+    """Every candidate's outcome (`evaluate`, `workers` at once), in the order they finish. With
+    `give_up_after`, once that many are in and none was accepted, the candidates not yet started
+    are dropped (not in the result)."""
+    outcomes = []
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        futures = [pool.submit(evaluate, c) for c in candidates]
+        for future in as_completed(futures):
+            if future.cancelled():
+                continue
+            outcomes.append(future.result())
+            bar.update()
+            if len(outcomes) == give_up_after and not any(isinstance(o.result, Task) for o in outcomes):
+                dropped = sum(f.cancel() for f in futures)
+                grow(bar, -dropped)
+    return outcomes
+
+
+def combinations(singles: list[Outcome], ratio: float, seed: int) -> list[Candidate]:
+    """Multi-region candidates from the accepted one-region ones (`ratio` per accepted one; see
+    code_gym.grading.multiregion): named after their first region, `<id>-plus-<n>`."""
+    accepted = sorted((o for o in singles if isinstance(o.result, Task)), key=lambda o: o.candidate.id)
+    components = [Component(o.candidate.change, o.fail_to_pass) for o in accepted]
+    count = math.ceil(len(components) * ratio)
+    combos = plan(components, count, random.Random(f"{seed}:combine")) if count else []
+    out, ids = [], set()
+    for combo in combos:
+        parts = [accepted[i].candidate for i in combo]
+        name = unique_id(f"{parts[0].id}-plus-{len(parts) - 1}", ids)
+        out.append(Candidate(name, tuple(p.change for p in parts), frozenset().union(*(p.tests for p in parts))))
+    return out
+
+
+def place_tasks(outcomes: list[Outcome], out: Path, workers: int, isolation: str,
+                slots=None) -> tuple[list[Task], list[Rejection]]:
+    """The accepted tasks (written under a staging folder) through the grader check, moved to
+    `out/TASK_ID` (replacing a folder of that id) and loaded from there; and every rejection,
+    the grader's included, sorted by candidate."""
+    accepted = [o.result for o in outcomes if isinstance(o.result, Task)]
+    rejections = [o.result for o in outcomes if isinstance(o.result, Rejection)]
+    refused = grader_check(accepted, workers, isolation, slots) if accepted else {}
+    for task in accepted:
+        if task.id in refused:
+            shutil.rmtree(task.root, ignore_errors=True)
+            rejections.append(Rejection(task.id, *refused[task.id]))
+    tasks = []
+    for task in sorted((t for t in accepted if t.id not in refused), key=lambda t: t.id):
+        dest = out / task.id
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(task.root, dest)
+        tasks.append(load_task(dest))
+    return tasks, sorted(rejections, key=lambda r: r.candidate)
+
+
+def outcome_manifest(candidates: list[Candidate], tasks: list[Task], rejections: list[Rejection]) -> dict:
+    """The manifest's counts, gates, tasks and rejections (every language's manifest.json has these;
+    the batch run reads them)."""
+    by_id = {c.id: c for c in candidates}
+    return {
+        "candidates": len(candidates),
+        "multi_region_candidates": sum(len(c.changes) > 1 for c in candidates),
+        "accepted": len(tasks),
+        "multi_region": sum(len(by_id[t.id].changes) > 1 for t in tasks),
+        "gates": {g: {"description": d, "rejected": sum(r.gate == g for r in rejections)} for g, d in GATES.items()},
+        "tasks": [{"id": t.id, "kind": t.kind, "regions": len(by_id[t.id].changes),
+                   "operator": "+".join(c.operator for c in by_id[t.id].changes),
+                   "file": by_id[t.id].change.function.path, "function": by_id[t.id].change.function.qualname,
+                   "fail_to_pass": len(t.fail_to_pass), "pass_to_pass": len(t.pass_to_pass)} for t in tasks],
+        "rejections": [asdict(r) for r in rejections],
+    }
+
+
 class SuiteRun(Protocol):
     """One run of a project's tests as a builder sees it."""
     outcomes: dict[str, str]  # test id -> "passed" | "failed" | "error" | "skipped"
@@ -88,15 +198,18 @@ class SuiteRun(Protocol):
 
 
 def check_reference_runs(runs: list[SuiteRun], fail_to_pass: list[str], timeout: float,
-                         rerun=None) -> tuple[str, str] | None:
+                         rerun=None, listed=None) -> tuple[str, str] | None:
     """The first gate that back-to-back runs of the original in one folder fail, as (gate, reason);
     None when they pass every gate. `runs[0]` ran the task's tests, the others the FAIL_TO_PASS
-    tests in `rerun` (default: all of them)."""
+    tests in `rerun` (default: all of them). `listed`: the tests of `runs[0]` the task lists, the
+    only ones that must pass there (a runner that cannot leave out a file's other tests runs them
+    too); None: every test that ran, and the run's exit code 0."""
     first = runs[0]
     if first.timed_out:
         return "runtime", f"the original code's tests run past the {timeout:g}s timeout"
-    failing = [t for t, o in first.outcomes.items() if o != "passed"]
-    if first.exit_code != 0 or failing or not first.outcomes:
+    outcomes = first.outcomes if listed is None else {t: first.outcomes.get(t, "missing") for t in listed}
+    failing = [t for t, o in outcomes.items() if o != "passed"]
+    if (listed is None and first.exit_code != 0) or failing or not outcomes:
         return "original", ("the original code fails tests of the task: " + ", ".join(failing[:5])
                             if failing else f"the original code's test run fails (exit code {first.exit_code})")
     rerun = set(fail_to_pass) if rerun is None else set(rerun)

@@ -2,7 +2,8 @@
 source code is the only task-specific input). See docs/tasks.md, "The builder". Reached from
 outside through the adapter: `code_gym.languages.get("python").builder`."""
 from code_gym.languages.python.builder.batch import build_many, expand_sources, read_as_folder_of_projects
-from code_gym.languages.python.builder.pipeline import GATES, BuildOptions, BuildReport, Rejection, build_tasks
+from code_gym.grading.gates import GATES
+from code_gym.languages.python.builder.pipeline import BuildOptions, BuildReport, Rejection, build_tasks
 from code_gym.languages.python.builder.project import BuildError, EnvOptions
 from code_gym.languages.python.builder.revalidate import revalidate
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import math
 import os
 import random
 import shlex
@@ -22,28 +21,27 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from tqdm import tqdm
 
 from code_gym.languages.python.builder import bytecode
-from code_gym.languages.python.builder.mutations import Change, Function, functions, pick_mutations, remove_body
+from code_gym.languages.python.builder.mutations import Function, functions, pick_mutations, remove_body
 from code_gym.languages.python.builder.mutations import checker as mutation_checker
 from code_gym.languages.python.builder.project import EnvOptions, Project, open_project, test_folders
 from code_gym.languages.python.builder.runner import SuiteRun, run_tests
 from code_gym.languages.python.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
 from code_gym.languages.python.environments import task_runtime
-from code_gym.grading.builder import (MANIFEST_NAME, BuildError, BuildReport, Rejection, check_reference_runs,
-                                      grader_check, grow)
+from code_gym.grading.builder import (MANIFEST_NAME, BuildError, BuildReport, Candidate, Outcome, Rejection,
+                                      check_all, check_reference_runs, combinations, grow, outcome_manifest,
+                                      place_tasks, unique_id)
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
-from code_gym.grading.gates import GATES
-from code_gym.grading.multiregion import Component, plan, state, unneeded_regions
+from code_gym.grading.multiregion import state, unneeded_regions
 from code_gym.grading.multiregion import apply_changes as apply_region_changes
 from code_gym.grading.reference import reference_changes
 from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
-from code_gym.tasks.task import Task, load_task
+from code_gym.tasks.task import Task
 from code_gym.workspace.diffs import file_diff
 from code_gym.util.hostfs import owned_prefix
 from code_gym.workspace.working_copy import Workspace
@@ -82,25 +80,6 @@ class _Baseline:
     duration: float
     deselected: dict[str, int] = field(default_factory=dict)  # test file -> tests of it deselected
     rewritten: int = 0  # test modules whose rewritten bytecode later runs reuse
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    id: str
-    changes: tuple[Change, ...]  # one per region; a one-region task has one
-    tests: frozenset[str]  # passing tests that run the changed functions
-
-    @property
-    def change(self) -> Change:
-        return self.changes[0]
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    candidate: _Candidate
-    result: "Task | Rejection"
-    fail_to_pass: frozenset[str] = frozenset()
-    symptoms: dict = field(default_factory=dict, compare=False)  # test -> Symptom, from the changed code's run
 
 
 def _file(node_id: str) -> str:
@@ -190,7 +169,7 @@ def _covering(fn: Function, baseline: _Baseline) -> frozenset[str]:
     return frozenset(t for n in range(first, last + 1) for t in lines.get(n, ()) if t in baseline.passed)
 
 
-def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) -> tuple[list[_Candidate], dict]:
+def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) -> tuple[list[Candidate], dict]:
     """Candidates in round-robin order over functions (so a cap keeps variety), and counts of
     functions found and run by tests."""
     per_function, found, covered, ids = [], 0, 0, set()
@@ -214,13 +193,8 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
             prefix = "" if module == project.name or module.startswith(project.name + "-") else project.name + "-"
             batch = []
             for change in filter(None, changes):
-                base = name = task_id(f"{prefix}{module}-{fn.qualname}-{change.operator}")
-                for n in itertools.count(2):
-                    if name not in ids:
-                        break
-                    name = f"{base}-{n}"
-                ids.add(name)
-                batch.append(_Candidate(name, (change,), tests))
+                name = unique_id(task_id(f"{prefix}{module}-{fn.qualname}-{change.operator}"), ids)
+                batch.append(Candidate(name, (change,), tests))
             turn = len(per_function) % max(len(batch), 1)
             per_function.append(batch[turn:] + batch[:turn])  # the first round mixes kinds and operators
     ordered = [c for round_ in itertools.zip_longest(*per_function) for c in round_ if c is not None]
@@ -233,11 +207,11 @@ def _originals(project: Project, changes) -> dict[str, str]:
     return {c.function.path: (project.root / c.function.path).read_text() for c in changes}
 
 
-def _changed_files(project: Project, cand: _Candidate) -> dict[str, str]:
+def _changed_files(project: Project, cand: Candidate) -> dict[str, str]:
     return apply_region_changes(_originals(project, cand.changes), cand.changes)
 
 
-def _write_task(project: Project, baseline: _Baseline, cand: _Candidate, fail_to_pass: list[str],
+def _write_task(project: Project, baseline: _Baseline, cand: Candidate, fail_to_pass: list[str],
                 statement: str, staging: Path, options: BuildOptions) -> Task:
     hidden = sorted({_file(t) for t in fail_to_pass})
     originals = _originals(project, cand.changes)
@@ -347,7 +321,7 @@ class _Runs:
             copy.close()
 
 
-def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | None = None) -> _Outcome:
+def _evaluate(runs: _Runs, cand: Candidate, staging: Path, symptoms_of: dict | None = None) -> Outcome:
     """Every gate on one candidate, in the order of GATES' table in docs/tasks.md."""
     project, baseline, options = runs.project, runs.baseline, runs.options
     files = sorted({_file(t) for t in cand.tests})
@@ -357,20 +331,20 @@ def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | 
     try:
         changed = _changed_files(project, cand)
     except ValueError as exc:
-        return _Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
+        return Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
     run = runs.changed(changed, chosen)
     if not run.ok and not run.timed_out and chosen != files:
         chosen = files
         run = runs.changed(changed, chosen)
     if run.timed_out:
-        return _Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's tests run past the "
+        return Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's tests run past the "
                                         f"{options.timeout:g}s timeout (an endless loop?)"))
     if not run.ok:
-        return _Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (pytest exit "
+        return Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (pytest exit "
                                         f"code {run.exit_code}), so no test can be singled out"))
     fail_to_pass = sorted(runs.failed[state(changed)])
     if not fail_to_pass:
-        return _Outcome(cand, Rejection(cand.id, "fails",
+        return Outcome(cand, Rejection(cand.id, "fails",
                                         "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
     symptoms = parse_failures(run.output, fail_to_pass)
     if len(cand.changes) == 1:
@@ -384,13 +358,13 @@ def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | 
     for change in cand.changes:
         reason = leak(statement, change)
         if reason:
-            return _Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
+            return Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
     if len(cand.changes) > 1:
         unneeded = unneeded_regions(_originals(project, cand.changes), cand.changes,
                                     lambda state_files: runs.failing(state_files, chosen))
         if unneeded:
             names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
-            return _Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
+            return Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
                                             f"{names}"), frozenset(fail_to_pass))
     task = _write_task(project, baseline, cand, fail_to_pass, statement, staging, options)
     reference_runs, rerun = runs.reference(task)
@@ -399,32 +373,12 @@ def _evaluate(runs: _Runs, cand: _Candidate, staging: Path, symptoms_of: dict | 
         runs.stable.update(rerun)
     if verdict:
         shutil.rmtree(task.root, ignore_errors=True)
-        return _Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
-    return _Outcome(cand, task, frozenset(fail_to_pass), symptoms)
+        return Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
+    return Outcome(cand, task, frozenset(fail_to_pass), symptoms)
 
 
-def _combinations(project: Project, singles: list[_Outcome], options: BuildOptions) -> list[_Candidate]:
-    """Multi-region candidates from the accepted one-region ones (see multiregion.py)."""
-    accepted = sorted((o for o in singles if isinstance(o.result, Task)), key=lambda o: o.candidate.id)
-    components = [Component(o.candidate.change, o.fail_to_pass) for o in accepted]
-    count = math.ceil(len(components) * options.multi_ratio)
-    combos = plan(components, count, random.Random(f"{options.seed}:combine")) if count else []
-    out, ids = [], set()
-    for combo in combos:
-        parts = [accepted[i].candidate for i in combo]
-        base = name = f"{parts[0].id}-plus-{len(parts) - 1}"
-        for n in itertools.count(2):
-            if name not in ids:
-                break
-            name = f"{base}-{n}"
-        ids.add(name)
-        out.append(_Candidate(name, tuple(p.change for p in parts), frozenset().union(*(p.tests for p in parts))))
-    return out
-
-
-def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candidates: list[_Candidate],
+def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candidates: list[Candidate],
               tasks: list[Task], rejections: list[Rejection], options: BuildOptions, duration: float) -> dict:
-    by_id = {c.id: c for c in candidates}
     return {
         "source": str(source),
         "project": project.name,
@@ -438,36 +392,9 @@ def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candi
                      "excluded_test_files": baseline.excluded,
                      "deselected_tests": baseline.deselected, "duration": round(baseline.duration, 3)},
         "functions": counts,
-        "candidates": len(candidates),
-        "multi_region_candidates": sum(len(c.changes) > 1 for c in candidates),
-        "accepted": len(tasks),
-        "multi_region": sum(len(by_id[t.id].changes) > 1 for t in tasks),
         "duration": round(duration, 2),
-        "gates": {g: {"description": d, "rejected": sum(r.gate == g for r in rejections)} for g, d in GATES.items()},
-        "tasks": [{"id": t.id, "kind": t.kind, "regions": len(by_id[t.id].changes),
-                   "operator": "+".join(c.operator for c in by_id[t.id].changes),
-                   "file": by_id[t.id].change.function.path, "function": by_id[t.id].change.function.qualname,
-                   "fail_to_pass": len(t.fail_to_pass), "pass_to_pass": len(t.pass_to_pass)} for t in tasks],
-        "rejections": [asdict(r) for r in rejections],
+        **outcome_manifest(candidates, tasks, rejections),
     }
-
-
-def _check_all(runs: _Runs, candidates: list[_Candidate], staging: Path, bar, own: dict | None = None,
-               give_up_after: int = 0) -> list[_Outcome]:
-    """Every candidate's outcome, in the order they finish. With `give_up_after`, once that many
-    are in and none was accepted, the candidates not yet started are dropped (not in the result)."""
-    outcomes = []
-    with ThreadPoolExecutor(max(1, runs.options.workers)) as pool:
-        futures = [pool.submit(_evaluate, runs, c, staging, own) for c in candidates]
-        for future in as_completed(futures):
-            if future.cancelled():
-                continue
-            outcomes.append(future.result())
-            bar.update()
-            if len(outcomes) == give_up_after and not any(isinstance(o.result, Task) for o in outcomes):
-                dropped = sum(f.cancel() for f in futures)
-                grow(bar, -dropped)
-    return outcomes
 
 
 def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
@@ -501,30 +428,16 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
             grow(bar, len(candidates))
             if own_bar:
                 bar.set_description(f"{project.name}: candidate tasks")
-            outcomes = _check_all(runs, candidates, staging, bar, give_up_after=options.give_up_after)
+            outcomes = check_all(lambda c: _evaluate(runs, c, staging), candidates, options.workers, bar,
+                                 options.give_up_after)
             given_up = len(candidates) - len(outcomes)
             candidates = [o.candidate for o in outcomes] if given_up else candidates
-            combined = _combinations(project, outcomes, options) if options.multi_ratio > 0 else []
+            combined = combinations(outcomes, options.multi_ratio, options.seed) if options.multi_ratio > 0 else []
             grow(bar, len(combined))
             own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
-            outcomes += _check_all(runs, combined, staging, bar, own)
+            outcomes += check_all(lambda c: _evaluate(runs, c, staging, own), combined, options.workers, bar)
             candidates += combined
-            accepted = [o.result for o in outcomes if isinstance(o.result, Task)]
-            rejections = [o.result for o in outcomes if isinstance(o.result, Rejection)]
-            refused = grader_check(accepted, options.workers, options.isolation, runs.slots) if accepted else {}
-            for task in accepted:
-                if task.id in refused:
-                    shutil.rmtree(task.root, ignore_errors=True)
-                    rejections.append(Rejection(task.id, *refused[task.id]))
-            accepted = [t for t in accepted if t.id not in refused]
-            rejections.sort(key=lambda r: r.candidate)
-            tasks = []
-            for task in sorted(accepted, key=lambda t: t.id):
-                dest = out / task.id
-                if dest.exists():
-                    shutil.rmtree(dest)
-                os.replace(task.root, dest)
-                tasks.append(load_task(dest))
+            tasks, rejections = place_tasks(outcomes, out, options.workers, options.isolation, runs.slots)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
             if own_bar:
