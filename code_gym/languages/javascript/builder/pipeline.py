@@ -1,0 +1,551 @@
+"""The builder for npm packages: a package with tests in, task folders and a manifest out. Its
+shape is the Python builder's; what is shared (gates, reports, multi-region combinations, the
+grader check, the batch run) is in `code_gym.grading.builder`.
+
+1. Baseline: each test file runs on its own in the sandbox, through the adapter (the runner's
+   records reporter, per-test outcomes and failure messages from the records), with V8's coverage
+   on (NODE_V8_COVERAGE), so every line knows which test files ran it; then the files that pass run
+   together once, as the grader runs them. A file where no test passes is left out; a test that
+   does not pass in both runs is never listed (the runners cannot leave it out, so its file's other
+   tests still count, and the gates check only the listed tests).
+2. Candidates: for each function whose body some test file runs, its body removed (when it has a
+   JSDoc comment) and a few mutations (mutations.py) whose line a test file runs.
+3. Gates, each candidate in its own copy and sandbox (code_gym.grading.gates.GATES); the changed
+   code runs only the test files whose coverage reaches the changed line.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import posixpath
+import random
+import shutil
+import tempfile
+import threading
+import time
+from bisect import bisect_left, bisect_right
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from code_gym import languages
+from code_gym.grading import records as run_records
+from code_gym.grading.builder import (MANIFEST_NAME, BuildError, BuildReport, Candidate, Outcome, Rejection,
+                                      check_all, check_reference_runs, combinations, grow, outcome_manifest,
+                                      place_tasks, unique_id)
+from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
+from code_gym.grading.grade import RESULTS_DIR
+from code_gym.grading.multiregion import apply_changes as apply_region_changes
+from code_gym.grading.multiregion import state, unneeded_regions
+from code_gym.grading.reference import reference_changes
+from code_gym.languages.javascript.builder.mutations import Function, checker, functions, pick_mutations, remove_body
+from code_gym.languages.javascript.builder.project import TEST_DIRS, EnvOptions, Project, open_project
+from code_gym.languages.javascript.builder.statement import leak, parse_failures, write_multi_statement, write_statement
+from code_gym.sandbox import Limits, Runtime, make_sandbox
+from code_gym.sandbox.records import new_nonce
+from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
+from code_gym.tasks.task import Task
+from code_gym.util.hostfs import owned_prefix
+from code_gym.workspace.diffs import file_diff
+from code_gym.workspace.working_copy import Workspace
+
+COVERAGE_DIR = "v8-coverage"  # in the run's results folder
+MAX_JOINT_RUNS = 3  # runs of the clean files together before the baseline gives up on agreeing
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    timeout: float = 60.0  # the tasks' test timeout in seconds (task.toml [timeouts] tests)
+    command_timeout: float = 30.0  # the tasks' agent command timeout
+    reruns: int = 3  # runs of the original that must all pass
+    mutations_per_function: int = 2
+    remove_bodies: bool = True
+    max_candidates: int | None = None  # None: every candidate
+    seed: int = 0
+    workers: int = 2  # sandbox runs at once
+    multi_ratio: float = 0.6  # multi-region candidates per accepted one-region task (0: none)
+    isolation: str = "auto"
+    progress: bool = True
+    environment: EnvOptions = EnvOptions()  # the package's node_modules (code_gym.languages.javascript.environments)
+    # stop a project once this many one-region candidates were checked and none passed the gates
+    # (0: check every one): a package whose tests cannot run in the task layout fails each alike
+    give_up_after: int = 12
+
+
+@dataclass
+class SuiteRun:
+    outcomes: dict[str, str]  # test id -> "passed" | "failed" | "error" | "skipped"; a file that failed to load: its id
+    messages: dict[str, str]  # test or file id -> the failure message its record carried
+    exit_code: int | None
+    timed_out: bool
+    duration: float
+    output: str
+    problems: list[str] = field(default_factory=list)  # what voids the records (a broken stream)
+    lines: dict[str, set[int]] | None = None  # with coverage: repo file -> the lines that ran (None: unknown)
+
+    @property
+    def ok(self) -> bool:
+        """The run itself worked (tests may have failed)."""
+        return not self.timed_out and self.exit_code in languages.get("javascript").run_ok and \
+            not self.problems and bool(self.outcomes)
+
+
+def _messages(raw: bytes | None, nonce: str) -> dict[str, str]:
+    """The failure messages of a run's records by id (records.read has checked the stream)."""
+    found = {}
+    for line in (raw or b"").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("nonce") == nonce and isinstance(record.get("id"), str) \
+                and isinstance(record.get("message"), str) and record.get("outcome") == "failed":
+            found.setdefault(record["id"], record["message"])
+    return found
+
+
+def _line_starts(text: str) -> list[int]:
+    starts, at = [], 0
+    for line in text.splitlines(keepends=True):
+        stripped = len(line) - len(line.lstrip())
+        starts.append(at + min(stripped, max(len(line.rstrip("\r\n")) - 1, 0)))
+        at += len(line)
+    return starts
+
+
+def _executed(functions_: list[dict], text: str) -> set[int]:
+    """The 1-based lines of `text` whose first character ran, from one script's V8 block coverage:
+    an offset's count is its innermost range's (ranges nest; the outer ones come first)."""
+    starts = _line_starts(text)
+    counts = [0] * len(starts)
+    ranges = sorted(((r["startOffset"], r["endOffset"], r["count"]) for fn in functions_ for r in fn.get("ranges", ())),
+                    key=lambda r: (r[0], -r[1]))
+    for start, end, count in ranges:
+        for i in range(bisect_left(starts, start), bisect_right(starts, end - 1)):
+            counts[i] = count
+    return {i + 1 for i, count in enumerate(counts) if count > 0}
+
+
+def _coverage(folder: Path, root: Path, ran: tuple[str, ...]) -> dict[str, set[int]] | None:
+    """Repo file -> lines that ran, from the V8 coverage files in `folder`; None when the run's test
+    files do not show in them (a runner that compiles tests itself, such as jest's transforms)."""
+    scripts: dict[str, list[dict]] = {}
+    for path in folder.glob("*.json") if folder.is_dir() else ():
+        try:
+            for script in json.loads(path.read_text()).get("result", []):
+                scripts.setdefault(script.get("url", ""), []).extend(script.get("functions", []))
+        except (OSError, ValueError, AttributeError):
+            continue
+    prefix = next((url[: -len(test)] for url in scripts for test in ran
+                   if url.startswith("file://") and url.endswith("/" + test)), None)
+    if prefix is None:
+        return None
+    lines = {}
+    for url, fns in scripts.items():
+        rel = url[len(prefix):] if url.startswith(prefix) else None
+        if rel and "node_modules/" not in rel and (root / rel).is_file():
+            lines[rel] = _executed(fns, (root / rel).read_text(encoding="utf-8", errors="replace"))
+    return lines
+
+
+def run_suite(root: Path, test_command: str, files: list[str] | tuple[str, ...], timeout: float, runtime: Runtime,
+              isolation: str = "auto", repeat: int = 1, coverage: bool = False) -> list[SuiteRun]:
+    """Run the test `files` with `test_command`'s runner in a sandbox on `root`, `repeat` times in a
+    row in the same folder (a test that leaves state behind fails its rerun), with the records on:
+    outcomes and failure messages by test id, through the adapter as the grader reads them. With
+    `coverage`, each run also tells which lines of which files ran."""
+    language = languages.get("javascript")
+    results = Path(tempfile.mkdtemp(prefix=owned_prefix("build")))
+    sandbox = make_sandbox(isolation, root, Limits(timeout=timeout), runtime=runtime)
+    try:
+        binds = {results: RESULTS_DIR}
+        inside = sandbox.inside(results, binds)
+        plan = language.test_run(test_command, tuple(files), inside)
+        command = f"export NODE_V8_COVERAGE={inside}/{COVERAGE_DIR}; {plan.command}" if coverage else plan.command
+        runs = []
+        for _ in range(repeat):
+            shutil.rmtree(results / COVERAGE_DIR, ignore_errors=True)
+            nonce = new_nonce()
+            run = sandbox.exec(command, timeout=timeout, binds=binds, records=nonce)
+            outcomes, void = run_records.run_outcomes(language, run, nonce, results, ())
+            lines = _coverage(results / COVERAGE_DIR, root, tuple(files)) if coverage and not run.timed_out else None
+            runs.append(SuiteRun(outcomes, _messages(run.records, nonce), run.exit_code, run.timed_out, run.duration,
+                                 run.output, [f.message for f in void], lines))
+        return runs
+    finally:
+        sandbox.close()
+        shutil.rmtree(results, ignore_errors=True)
+
+
+def _file(test_id: str) -> str:
+    return test_id.split("::")[0]
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    passed: frozenset[str]  # the tests listed in tasks: they pass alone and together
+    clean_files: tuple[str, ...]  # test files with a passing test: the tasks' tests
+    excluded: dict[str, str]  # test file -> why it is left out
+    coverage: dict[str, dict[str, set[int]] | None]  # test file -> (source file -> lines it ran); None: unknown
+    duration: float  # the clean files' run together
+    not_listed: int = 0  # tests of clean files that do not pass (skipped, failing, flaky together)
+
+
+def _baseline(project: Project, options: BuildOptions, slots) -> _Baseline:
+    """Each test file alone under coverage (`workers` at once), then the passing files together."""
+    runtime = languages.get("javascript").runtime(project.task)
+
+    def alone(test_file: str) -> SuiteRun:
+        with slots:
+            copy = Workspace(project.root, strategy="copy")
+            try:
+                return run_suite(copy.root, project.test_command, [test_file], options.timeout, runtime,
+                                 options.isolation, coverage=True)[0]
+            finally:
+                copy.close()
+
+    with ThreadPoolExecutor(max(1, options.workers)) as pool:
+        runs = dict(zip(project.test_files, pool.map(alone, project.test_files)))
+    excluded: dict[str, str] = {}
+    passed: set[str] = set()
+    for test_file, run in runs.items():
+        good = {t for t, o in run.outcomes.items() if o == "passed" and _file(t) == test_file and "::" in t}
+        if run.timed_out:
+            excluded[test_file] = f"its tests run past the {options.timeout:g}s timeout"
+        elif not run.ok or not good:
+            excluded[test_file] = (f"none of its {len(run.outcomes)} tests passes" if run.outcomes else
+                                   f"it runs no test (exit code {run.exit_code})")
+        passed |= good
+    clean = [f for f in project.test_files if f not in excluded]
+    duration = 0.0
+    for _ in range(MAX_JOINT_RUNS):
+        if not clean:
+            break
+        with slots:
+            copy = Workspace(project.root, strategy="copy")
+            try:
+                [joint] = run_suite(copy.root, project.test_command, clean, 3 * options.timeout, runtime,
+                                    options.isolation)
+            finally:
+                copy.close()
+        if joint.timed_out:
+            raise BuildError(f"the package's tests together did not finish within {3 * options.timeout:g}s; "
+                             "raise --timeout")
+        duration = joint.duration
+        broken = sorted({_file(t) for t in passed if _file(t) in clean and joint.outcomes.get(t) != "passed"})
+        if joint.ok and not broken:
+            break
+        for test_file in broken or clean:
+            excluded[test_file] = "its tests pass alone but not with the others" if broken else \
+                f"the test files together do not run (exit code {joint.exit_code}): {joint.output[-300:]}"
+        clean = [f for f in clean if f not in excluded]
+    else:
+        raise BuildError("the package's test files do not agree with themselves: run together, other tests fail "
+                         "each time")
+    if not clean:
+        raise BuildError("no test file passes on the original code: " +
+                         "; ".join(f"{f}: {r}" for f, r in list(excluded.items())[:5]))
+    listed = frozenset(t for t in passed if _file(t) in clean)
+    total = sum(1 for f in clean for t in runs[f].outcomes if "::" in t)
+    return _Baseline(listed, tuple(clean), excluded, {f: runs[f].lines for f in clean}, duration, total - len(listed))
+
+
+def _covering(baseline: _Baseline, path: str, lines) -> list[str]:
+    """The clean test files whose coverage reaches any of `lines` of `path` (every one whose
+    coverage is unknown)."""
+    wanted = set(lines)
+    return [f for f in baseline.clean_files
+            if baseline.coverage[f] is None or wanted & baseline.coverage[f].get(path, set())]
+
+
+def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) -> tuple[list[Candidate], dict]:
+    """Candidates in round-robin order over functions (so a cap keeps variety), and counts of
+    functions found, run by tests, and mutation sites no test runs."""
+    per_function, ids = [], set()
+    counts = {"found": 0, "covered": 0, "sites_not_run": 0, "unparsed_files": 0}
+    for path in project.source_files:
+        try:
+            text = (project.root / path).read_text(encoding="utf-8")
+            fns = functions(path, text)
+            file_checker = checker(text)
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            counts["unparsed_files"] += 1
+            continue
+        module = task_id(posixpath.splitext(path)[0].removeprefix("lib/").removeprefix("src/"))
+        prefix = "" if module == project.name or module.startswith(project.name + "-") else project.name + "-"
+        for fn in fns:
+            counts["found"] += 1
+            body = range(fn.body_lines[0], fn.body_lines[1] + 1)
+            if not _covering(baseline, path, body):
+                continue
+            counts["covered"] += 1
+            batch = []
+            for change, files in _changes(fn, text, file_checker, baseline, options, counts):
+                name = unique_id(task_id(f"{prefix}{module}-{fn.qualname}-{change.operator}"), ids)
+                batch.append(Candidate(name, (change,), frozenset(t for t in baseline.passed if _file(t) in files)))
+            turn = len(per_function) % max(len(batch), 1)
+            per_function.append(batch[turn:] + batch[:turn])  # the first round mixes kinds and operators
+    ordered = [c for round_ in itertools.zip_longest(*per_function) for c in round_ if c is not None]
+    if options.max_candidates is not None:
+        ordered = ordered[: options.max_candidates]
+    return ordered, counts
+
+
+def _changes(fn: Function, text: str, file_checker, baseline: _Baseline, options: BuildOptions, counts: dict):
+    """(change, the test files that run its line) of `fn`'s body removal and mutations: sites
+    are drawn three times over, and the first ones some test file runs are kept."""
+    out = []
+    if options.remove_bodies and fn.docstring:
+        change = remove_body(fn, text)
+        if change is not None:
+            out.append((change, _covering(baseline, fn.path, range(fn.body_lines[0], fn.body_lines[1] + 1))))
+    rng = random.Random(f"{options.seed}:{fn.path}:{fn.qualname}")
+    kept = 0
+    for change in pick_mutations(fn, text, 3 * options.mutations_per_function, rng, file_checker):
+        files = _covering(baseline, fn.path, [change.line])
+        if not files:
+            counts["sites_not_run"] += 1
+        elif kept < options.mutations_per_function:
+            out.append((change, files))
+            kept += 1
+    return out
+
+
+def _originals(project: Project, changes) -> dict[str, str]:
+    return {c.function.path: (project.root / c.function.path).read_text(encoding="utf-8") for c in changes}
+
+
+def _test_folders(paths) -> list[str]:
+    """The outermost test folders ("test/", "lib/__tests__/") holding `paths`."""
+    found = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        depth = next((i for i, part in enumerate(parts) if part in TEST_DIRS), None)
+        if depth is not None:
+            found.add("/".join(parts[: depth + 1]) + "/")
+    return sorted(found)
+
+
+def _write_task(project: Project, baseline: _Baseline, cand: Candidate, changed: dict[str, str],
+                fail_to_pass: list[str], statement: str, staging: Path, options: BuildOptions) -> Task:
+    hidden = sorted({_file(t) for t in fail_to_pass})
+    originals = _originals(project, cand.changes)
+
+    def fill_repo(repo: Path) -> None:
+        copy_tree(project.root, repo, lambda rel: rel in hidden)
+        for path, text in changed.items():
+            (repo / path).write_text(text, encoding="utf-8")
+
+    regions = [{"file": c.function.path, "function": c.function.qualname, "operator": c.operator, "line": c.line}
+               for c in cand.changes]
+    source = {"builder": "code-gym", "project": project.name, **regions[0]}
+    if len(regions) > 1:
+        source = {"builder": "code-gym", "project": project.name, "regions": len(regions),
+                  **{f"{key}s": [r[key] for r in regions] for key in ("file", "function", "operator", "line")}}
+    manifest = {
+        "id": cand.id,
+        "kind": "feature" if all(c.kind == "feature" for c in cand.changes) else "bugfix",
+        "language": "javascript",
+        "statement": statement,
+        "visible_tests": [f for f in baseline.clean_files if f not in hidden],
+        "hidden_tests": hidden,
+        "protected_paths": _test_folders(project.test_files),
+        "test_command": project.test_command,
+        "fail_to_pass": fail_to_pass,
+        "pass_to_pass": sorted(baseline.passed - set(fail_to_pass)),
+        "timeouts": {"command": options.command_timeout, "tests": options.timeout},
+        "source": source,
+    }
+    patch = "".join(file_diff(path, changed[path].encode(), originals[path].encode()).text for path in sorted(changed))
+    return write_task(staging / cand.id, manifest, fill_repo, {f: (project.root / f).read_bytes() for f in hidden}, patch)
+
+
+class _Runs:
+    """The builder's sandbox runs of one package: `slots` bounds how many run at once across a whole
+    multi-package build; `failed` remembers which listed tests failed on which code."""
+
+    def __init__(self, project: Project, baseline: _Baseline, options: BuildOptions, slots):
+        self.project, self.baseline, self.options, self.slots = project, baseline, options, slots
+        self.runtime = languages.get("javascript").runtime(project.task)
+        self.failed: dict[frozenset, frozenset[str]] = {}  # code state -> the listed tests that failed on it
+        self.stable: set[str] = set()  # tests that passed every rerun of the original back to back
+
+    def changed(self, files: dict[str, str], test_files: list[str]) -> SuiteRun:
+        """`test_files` on the package with `files` (path -> text) changed."""
+        with self.slots:
+            copy = Workspace(self.project.root, strategy="copy")
+            try:
+                for path, text in files.items():
+                    (copy.root / path).write_text(text, encoding="utf-8")
+                [run] = run_suite(copy.root, self.project.test_command, test_files, self.options.timeout, self.runtime,
+                                  self.options.isolation)
+            finally:
+                copy.close()
+        if run.ok:
+            chosen = set(test_files)
+            self.failed[state(files)] = frozenset(
+                t for t in self.baseline.passed if _file(t) in chosen and run.outcomes.get(t) != "passed")
+        return run
+
+    def failing(self, files: dict[str, str], test_files: list[str]) -> frozenset[str]:
+        """The listed tests of `test_files` that fail on the code with `files` changed (remembered
+        from an earlier run of the same code: a region's own one-region run)."""
+        key = state(files)
+        if key not in self.failed:
+            run = self.changed(files, test_files)
+            if not run.ok:
+                return frozenset({f"(the test run itself fails: exit code {run.exit_code})"})
+        return self.failed[key]
+
+    def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str]]:
+        """The original code laid out as the grader lays it: the hidden test files, then, back to
+        back in the same folder, the files of the FAIL_TO_PASS tests that no earlier candidate's
+        reruns showed stable (`reruns` runs in all). Returns the runs and the tests rerun."""
+        runtime = languages.get("javascript").runtime(task)  # the environment the task names, as the grader finds it
+        with self.slots:
+            copy = Workspace(task.repo, strategy="copy")
+            try:
+                apply_changes(task, copy.root, reference_changes(task))
+                lay_hidden_tests(task, copy.root)
+                timeout = task.timeouts.tests
+                runs = run_suite(copy.root, task.test_command, task.hidden_tests, timeout, runtime, self.options.isolation)
+                again = frozenset(task.fail_to_pass) - self.stable
+                if self.options.reruns > 1 and not runs[0].timed_out and again:
+                    files = sorted({_file(t) for t in again})
+                    runs += run_suite(copy.root, task.test_command, files, timeout, runtime, self.options.isolation,
+                                      self.options.reruns - 1)
+                return runs, again
+            finally:
+                copy.close()
+
+
+def _symptoms(run: SuiteRun, fail_to_pass: list[str]) -> dict:
+    """The failing tests' symptoms from their messages; a test that did not run (its file failed to
+    load) shows its file's load error."""
+    messages = {t: run.messages.get(t) or run.messages.get(_file(t), "") for t in fail_to_pass}
+    return parse_failures(messages, fail_to_pass)
+
+
+def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = None) -> Outcome:
+    """Every gate on one candidate, in the order of the gates' table in docs/tasks.md."""
+    project, baseline, options = runs.project, runs.baseline, runs.options
+    files = sorted({_file(t) for t in cand.tests})
+    try:
+        changed = apply_region_changes(_originals(project, cand.changes), cand.changes)
+    except ValueError as exc:
+        return Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
+    run = runs.changed(changed, files)
+    if run.timed_out:
+        return Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's tests run past the "
+                                       f"{options.timeout:g}s timeout (an endless loop?)"))
+    if not run.ok:
+        why = "; ".join(run.problems[:1]) or run.output[-200:].strip()
+        return Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (exit code "
+                                       f"{run.exit_code}), so no test can be singled out: {why}"))
+    fail_to_pass = sorted(runs.failed[state(changed)])
+    if not fail_to_pass:
+        return Outcome(cand, Rejection(cand.id, "fails",
+                                       "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
+    symptoms = _symptoms(run, fail_to_pass)
+    if len(cand.changes) == 1:
+        statement = write_statement(cand.change, fail_to_pass, symptoms, seed=cand.id)
+    else:
+        # each region's report tells what its own change did on its own (its one-region run)
+        own = own or {}
+        parts = [(c, sorted(own[c].fail_to_pass), own[c].symptoms) if c in own else (c, fail_to_pass, symptoms)
+                 for c in cand.changes]
+        statement = write_multi_statement(parts, seed=cand.id)
+    for change in cand.changes:
+        reason = leak(statement, change)
+        if reason:
+            return Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
+    if len(cand.changes) > 1:
+        unneeded = unneeded_regions(_originals(project, cand.changes), cand.changes,
+                                    lambda state_files: runs.failing(state_files, files))
+        if unneeded:
+            names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
+            return Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
+                                           f"{names}"), frozenset(fail_to_pass))
+    task = _write_task(project, baseline, cand, changed, fail_to_pass, statement, staging, options)
+    reference_runs, rerun = runs.reference(task)
+    listed = [t for t in baseline.passed if _file(t) in task.hidden_tests]
+    verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun, listed)
+    if verdict:
+        shutil.rmtree(task.root, ignore_errors=True)
+        return Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
+    runs.stable.update(rerun)
+    return Outcome(cand, task, frozenset(fail_to_pass), symptoms)
+
+
+def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candidates: list[Candidate],
+              tasks: list[Task], rejections: list[Rejection], options: BuildOptions, duration: float,
+              given_up: int) -> dict:
+    return {
+        "source": str(source),
+        "project": project.name,
+        "language": "javascript",
+        "test_command": project.test_command,
+        "test_script": project.script,
+        "options": asdict(options),
+        "environment": project.manifest_environment or None,
+        "baseline": {"tests": len(baseline.passed), "test_files": len(baseline.clean_files),
+                     "excluded_test_files": baseline.excluded, "tests_not_listed": baseline.not_listed,
+                     "files_without_coverage": sorted(f for f, c in baseline.coverage.items() if c is None),
+                     "duration": round(baseline.duration, 3)},
+        "functions": counts,
+        "duration": round(duration, 2),
+        "given_up": given_up,  # candidates not checked (BuildOptions.give_up_after)
+        **outcome_manifest(candidates, tasks, rejections),
+    }
+
+
+def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
+                bar=None, slots=None) -> BuildReport:
+    """Turn the package at `source` (a folder, a .tgz, or an npm spec `name@version`) into task
+    folders under `out`, plus `out/manifest.json` with counts and each rejection's gate and reason.
+    The package's code runs only in the sandbox. A task folder of the same id already in `out` is
+    replaced.
+
+    `bar`: a progress bar to count candidates on (its total grows as they are made; default: one
+    of its own when `options.progress`); `slots`: a semaphore shared by the builds of a
+    multi-package run, bounding its sandbox runs at once (default: `options.workers`)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / ".staging"
+    started = time.monotonic()
+    slots = slots or threading.BoundedSemaphore(max(1, options.workers))
+    own_bar = bar is None
+    if own_bar:
+        bar = tqdm(total=0, desc="candidate tasks", unit="task", disable=not options.progress)
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("builder")) as workdir:
+        try:
+            project = open_project(source, Path(workdir), options.environment)
+            if own_bar:
+                bar.set_description(f"{project.name}: baseline")
+            baseline = _baseline(project, options, slots)
+            runs = _Runs(project, baseline, options, slots)
+            candidates, counts = _candidates(project, baseline, options)
+            grow(bar, len(candidates))
+            if own_bar:
+                bar.set_description(f"{project.name}: candidate tasks")
+            outcomes = check_all(lambda c: _evaluate(runs, c, staging), candidates, options.workers, bar,
+                                 options.give_up_after)
+            given_up = len(candidates) - len(outcomes)
+            candidates = [o.candidate for o in outcomes] if given_up else candidates
+            combined = combinations(outcomes, options.multi_ratio, options.seed) if options.multi_ratio > 0 else []
+            grow(bar, len(combined))
+            own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
+            outcomes += check_all(lambda c: _evaluate(runs, c, staging, own), combined, options.workers, bar)
+            candidates += combined
+            tasks, rejections = place_tasks(outcomes, out, options.workers, options.isolation, slots)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+            if own_bar:
+                bar.close()
+        manifest = _manifest(source, project, baseline, counts, candidates, tasks, rejections, options,
+                             time.monotonic() - started, given_up)
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+    return BuildReport(out, tasks, rejections, manifest)
+
