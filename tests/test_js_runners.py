@@ -295,3 +295,68 @@ def test_node_junit_is_matched_to_ids_by_file_order_and_repeats(tmp_path):
     assert runners.report_outcomes(tmp_path, lookup) == {
         "a.test.js::same": "passed", "a.test.js::same [2]": "failed", "a.test.js::group > inner": "passed",
         "b.test.js::same": "passed", "b.test.js::skip": "skipped"}
+
+
+ES_MODULE_TESTS = {
+    "node": "import test from 'node:test';\nawait Promise.resolve();\ntest('loads', () => {});\n",
+    "mocha": "import assert from 'node:assert';\nawait Promise.resolve();\n"
+             "describe('module', () => { it('loads', () => assert.ok(true)); });\n",
+    "tape": "import test from 'tape';\nawait Promise.resolve();\ntest('loads', (t) => { t.ok(true); t.end(); });\n",
+}
+
+
+@pytest.mark.parametrize("runner", sorted(ES_MODULE_TESTS))
+def test_a_package_of_es_modules_loads_its_tests_and_canaries(tools, tmp_path, runner):
+    root = tmp_path / "projects" / "esm"
+    (root / "test").mkdir(parents=True)
+    (root / "package.json").write_text('{"name": "esm", "type": "module"}')
+    (root / "node_modules").symlink_to(tools)  # ES modules resolve packages through node_modules only
+    (root / "test" / "a.test.js").write_text(ES_MODULE_TESTS[runner])
+    planted = canary.make(("test/a.test.js",), lambda p: (root / p).exists(), runner)
+    (root / planted.path).write_text(planted.source)
+    plan = runners.test_run(COMMANDS[runner], ("test/a.test.js", planted.path), str(tmp_path), canaries=True)
+    code, raw, output = _run(plan.command, root, tools)
+    stream = records.read(raw, NONCE)
+    assert stream.problems == [] and code == stream.end == 1, output
+    name = "module > loads" if runner == "mocha" else "loads"
+    assert stream.outcomes == {f"test/a.test.js::{name}": "passed", **planted.expected}, output
+
+
+def test_jest_workers_hold_no_channel(tools, projects):
+    """jest runs files in worker processes when it has more than one file and no timings; the test
+    process of a worker then holds no descriptor of the channel at all (in band it holds the
+    reporter's close-on-exec copy, as a mocha or tape test process does)."""
+    root = projects / "jest"
+    (root / "test" / "own.test.js").write_text(
+        "const channel = require('../../channel.js');\n"
+        "test('holds no channel', () => { expect(channel.inProcess()).not.toContain(channel.pipe); });\n")
+    plan = runners.test_run("jest --maxWorkers=2", ("test/channel.test.js", "test/own.test.js"),
+                            str(projects.parent / "results"))
+    code, raw, output = _run(plan.command, root, tools)
+    stream = records.read(raw, NONCE)
+    assert stream.problems == [] and code == stream.end == 0, output
+    assert stream.outcomes["test/own.test.js::holds no channel"] == "passed"
+
+
+FORCED_PASS = {  # a test file that makes every assertion of the run pass, in the runners that load files in one process
+    "mocha": "const assert = require('assert');\nassert.strictEqual = () => {};\nassert.ok = () => {};\n"
+             "it('cheats', () => {});\n",
+    "tape": "const test = require('tape');\nconst real = test.Test.prototype._assert;\n"
+            "test.Test.prototype._assert = function (ok, opts) { return real.call(this, true, opts); };\n"
+            "test('cheats', (t) => t.end());\n",
+}
+
+
+@pytest.mark.parametrize("runner", sorted(FORCED_PASS))
+def test_canaries_catch_assertions_forced_to_pass(tools, projects, runner):
+    root = projects / runner
+    (root / "test" / "cheat.test.js").write_text(FORCED_PASS[runner])
+    planted = canary.make((BASIC,), lambda p: (root / p).exists(), runner)
+    (root / planted.path).write_text(planted.source)
+    plan = runners.test_run(COMMANDS[runner], ("test/cheat.test.js", planted.path), str(projects.parent / "results"),
+                            canaries=True)
+    code, raw, output = _run(plan.command, root, tools)
+    stream = records.read(raw, NONCE)
+    assert stream.problems == [] and code == stream.end, output
+    findings = canary_tests.check(planted, stream.outcomes, code)
+    assert any("must come out failed came out passed" in f.message for f in findings), (findings, output)

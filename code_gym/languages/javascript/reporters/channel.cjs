@@ -1,6 +1,7 @@
 'use strict';
-// The grader's results channel, shared by the reporters and drivers in this folder. Runs inside the
-// sandbox: node 18+, no dependency. `open()` must run before any code of the project does.
+// The grader's results channel, shared by the reporters and drivers in this folder, and how the
+// drivers find the project's runner and load its test files. Runs inside the sandbox: node 18+, no
+// dependency. `open()` must run before any code of the project does.
 //
 // CODE_GYM_RECORDS ("FD NONCE") names the channel's write end. `open` removes the variable, reopens
 // the descriptor through /proc (node opens every file close-on-exec, so no child process inherits
@@ -9,6 +10,7 @@
 // functions that write are taken when this module loads, before test code can replace them.
 const fs = require('fs');
 const path = require('path');
+const { pathToFileURL } = require('url');
 
 const writeSync = fs.writeSync;
 const openSync = fs.openSync;
@@ -115,4 +117,17 @@ function resolveFromProject(name) {
   return require.resolve(name, { paths: [process.cwd(), ...dirs] });
 }
 
-module.exports = { open, relativeFile, messageOf, resolveFromProject };
+/** A test file's module: CommonJS through require, an ES module through import (which node's
+ * require refuses before node 22, and after it when the module awaits at its top level). */
+async function importOrRequire(file) {
+  const esm = ['ERR_REQUIRE_ESM', 'ERR_REQUIRE_ASYNC_MODULE'];
+  if (file.endsWith('.mjs')) return import(pathToFileURL(file).href);
+  try {
+    return require(file);
+  } catch (error) {
+    if (error && esm.includes(error.code)) return import(pathToFileURL(file).href);
+    throw error;
+  }
+}
+
+module.exports = { open, relativeFile, messageOf, resolveFromProject, importOrRequire };

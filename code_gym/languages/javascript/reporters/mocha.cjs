@@ -11,8 +11,7 @@
 // is a collect record for its file. The exit code is the end record's status: 0 or 1.
 const channel = require('./channel.cjs').open();
 const path = require('path');
-const { pathToFileURL } = require('url');
-const { resolveFromProject } = require('./channel.cjs');
+const { importOrRequire, resolveFromProject } = require('./channel.cjs');
 
 /** mocha's command-line option reader: lib/cli/*.cjs since mocha 11, *.js before. */
 function cliModule(root, name) {
@@ -68,17 +67,6 @@ function recordsReporter(Mocha) {
       });
     }
   };
-}
-
-/** A test file's module: CommonJS through require, ES modules through import. */
-async function importOrRequire(file) {
-  if (file.endsWith('.mjs')) return import(pathToFileURL(file).href);
-  try {
-    return require(file);
-  } catch (error) {
-    if (error && error.code === 'ERR_REQUIRE_ESM') return import(pathToFileURL(file).href);
-    throw error;
-  }
 }
 
 /** Load one file as mocha's loadFiles does; a file that throws leaves no tests behind and a collect record. */

@@ -13,8 +13,7 @@
 // process exits with the end record's status; on exit, tests still open fail as tape fails them.
 const channel = require('./channel.cjs').open();
 const path = require('path');
-const { pathToFileURL } = require('url');
-const { resolveFromProject } = require('./channel.cjs');
+const { importOrRequire, resolveFromProject } = require('./channel.cjs');
 
 const now = Date.now;
 
@@ -95,17 +94,6 @@ class Watcher {
   /** The innermost test that is running, if any. */
   current() {
     return this.running[this.running.length - 1];
-  }
-}
-
-/** A test file's module: CommonJS through require, ES modules through import. */
-async function importOrRequire(file) {
-  if (file.endsWith('.mjs')) return import(pathToFileURL(file).href);
-  try {
-    return require(file);
-  } catch (error) {
-    if (error && error.code === 'ERR_REQUIRE_ESM') return import(pathToFileURL(file).href);
-    throw error;
   }
 }
 
