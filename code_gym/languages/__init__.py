@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 # name -> "module:attribute" of its adapter, imported on first use (so `import code_gym` stays light)
 REGISTRY: dict[str, str] = {
     "python": "code_gym.languages.python:PYTHON",
+    "javascript": "code_gym.languages.javascript.adapter:JAVASCRIPT",
 }
 NAMES = tuple(REGISTRY)
 
