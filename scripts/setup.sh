@@ -13,6 +13,17 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 
+# JavaScript tasks run node (18 or newer) and build their node_modules with npm; Debian's packages
+# give node 18, which the grader's reporters support.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing nodejs and npm (JavaScript tasks)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  else
+    echo "setup: node and npm are missing; install them (e.g. 'sudo apt-get install nodejs npm') for JavaScript tasks" >&2
+  fi
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
