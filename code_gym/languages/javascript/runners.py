@@ -10,7 +10,8 @@ Four runners (task.toml's `test_command`, options only: the grader appends the t
   runner's report);
 - `tape [-r MODULE]`: the grader's driver (reporters/tape.cjs) runs the test files in tape's
   default harness; no report of its own.
-`npx` before the runner is allowed. Test ids read `FILE::SUITE > TEST` (docs: /work/runs/js/SPEC.md);
+`npx` before the runner is allowed. Test ids read `FILE::SUITE > TEST` (FILE repo-relative, the
+titles of the enclosing describe blocks or parent tests, a repeated id suffixed " [2]", " [3]"...);
 a file that fails to load is a collect record with the id `FILE`, and the other files still run,
 so `known_ids` changes nothing here. Every run exits 0 (all passed) or 1 (something failed); a
 run that cannot start its runner exits otherwise. Without CODE_GYM_REPORTERS (a run without
@@ -169,7 +170,8 @@ def _jest_outcomes(results: Path) -> dict[str, str]:
 def report_outcomes(results: Path, lookup: tuple[str, ...] | None = None) -> dict[str, str] | None:
     """Outcomes by test id from the runner's own report in the host folder `results`: node's junit
     XML (matched to the ids in `lookup`), jest's JSON; None when the run left no report (mocha and
-    tape have none)."""
+    tape have none). The runner is told by the report it left: a node run whose report is gone
+    reads as one without a report."""
     if (results / JUNIT).exists():
         return _node_outcomes(results / JUNIT, lookup or ())
     if (results / JEST_JSON).exists() or (results / JEST_CWD).exists():

@@ -1,8 +1,8 @@
 'use strict';
 // The records reporter of jest (`--reporters default --reporters PATH`). Runs inside the sandbox
-// (node 18+, jest 27+, no dependency). jest loads its reporters in its parent process before it
-// starts test workers or runs a file in band, so the channel is opened (and CODE_GYM_RECORDS
-// removed) before test code runs.
+// (node 18+, no dependency; checked with jest 27 and 30). jest loads its reporters in its parent
+// process before it starts test workers or runs a file in band, so the channel is opened (and
+// CODE_GYM_RECORDS removed) before test code runs.
 //
 // A test file's results arrive when the file is done: one record per test (ids from its describe
 // titles and its own), and a collect record when the file itself failed (it threw at load, holds

@@ -1,6 +1,7 @@
 'use strict';
 // The grader's mocha driver: `node mocha.cjs '{"files": [...], "args": [...], "keepGoing": bool}'`.
-// Runs inside the sandbox (node 18+, the project's mocha 8+, no other dependency).
+// Runs inside the sandbox (node 18+, no dependency but the project's mocha, 8 or later: checked with
+// 8.4 and 12).
 //
 // It opens the results channel first, then runs the project's mocha through its API, as mocha's
 // command line would (the options of `args`, .mocharc and package.json's "mocha", --require'd

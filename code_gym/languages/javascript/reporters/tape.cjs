@@ -1,7 +1,7 @@
 'use strict';
 // The grader's tape driver: `node tape.cjs '{"files": [...], "args": [...]}'` (args: tape's
-// `-r/--require MODULE`). Runs inside the sandbox (node 18+, the project's tape 4.11+, no other
-// dependency).
+// `-r/--require MODULE`). Runs inside the sandbox (node 18+, no dependency but the project's tape:
+// checked with 4.17 and 5.10; test files that are ES modules need the harness's wait(), tape 5.3+).
 //
 // It opens the results channel first, takes tape's default harness (the one test files get from
 // `require('tape')`) without its exit handler, loads each test file on its own and watches every
@@ -129,7 +129,7 @@ async function main(spec) {
   const { files, args } = JSON.parse(spec);
   const tape = require(resolveFromProject('tape'));
   requiredModules(args).forEach((module) => require(module));
-  if (tape.wait) tape.wait(); // tape 5.6+: tests start at harness.run(), after every file is loaded
+  if (tape.wait) tape.wait(); // tests start at harness.run(), once every file is loaded
   const harness = tape.getHarness({ exit: false }); // TAP on stdout for the agent
   const watcher = new Watcher();
   process.on('uncaughtException', (error) => {
