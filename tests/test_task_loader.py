@@ -2,6 +2,7 @@ import shutil
 
 import pytest
 
+from code_gym import languages
 from code_gym.tasks.task import TaskError, load_task, resolve_task
 
 from conftest import BUNDLED, write_tiny_task
@@ -60,8 +61,9 @@ def test_bundled_suite_is_big_and_multi_region():
     assert kinds == {"bugfix", "feature"}
     for task in BUNDLED:
         assert task.reference_patch.count("\n@@ ") + task.reference_patch.startswith("@@") >= 2, task.id
-        py_files = [p for p in task.repo.rglob("*.py")]
-        assert 3 <= len(py_files) <= 15 + len(task.visible_tests), task.id
+        suffixes = languages.of(task).source_suffixes
+        sources = [p for p in task.repo.rglob("*") if p.is_file() and p.name.endswith(suffixes)]
+        assert 3 <= len(sources) <= 15 + len(task.visible_tests), task.id
 
 
 def test_resolve_task_by_id_and_unknown():
