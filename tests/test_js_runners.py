@@ -287,14 +287,15 @@ def test_canary_files_are_named_like_the_tasks_tests(first, runner, pattern):
 def test_node_junit_is_matched_to_ids_by_file_order_and_repeats(tmp_path):
     (tmp_path / "junit.xml").write_text(
         '<testsuites><testcase name="same"/><testcase name="same"><failure/></testcase>'
-        '<testsuite name="group"><testcase name="inner"/></testsuite>'
-        '<testcase name="/abs/broken.test.js"><failure/></testcase>'
+        '<testsuite name="group"><testcase name="inner"/></testsuite><testcase name="empty describe"/>'
+        '<testcase name="/repo/b.test.js"><failure/></testcase>'
         '<testcase name="same"/><testcase name="skip"><skipped/></testcase></testsuites>')
+    # b.test.js failed at load: its tests, known beforehand, must not take c.test.js's testcases
     lookup = ("a.test.js::same", "a.test.js::same [2]", "a.test.js::group > inner", "b.test.js::same",
-              "b.test.js::skip", "broken.test.js")
+              "b.test.js", "c.test.js::same", "c.test.js::skip")
     assert runners.report_outcomes(tmp_path, lookup) == {
         "a.test.js::same": "passed", "a.test.js::same [2]": "failed", "a.test.js::group > inner": "passed",
-        "b.test.js::same": "passed", "b.test.js::skip": "skipped"}
+        "c.test.js::same": "passed", "c.test.js::skip": "skipped"}
 
 
 ES_MODULE_TESTS = {

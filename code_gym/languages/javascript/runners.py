@@ -128,17 +128,22 @@ def _node_outcomes(report: Path, lookup: tuple[str, ...]) -> dict[str, str]:
     """Outcomes by test id from node's junit XML, which names no file: node runs and reports the
     files in the sorted order of their paths, so each testcase goes to the id of its title in the
     first file, at or after the previous testcase's, that has one left (a repeated title takes the
-    next " [n]"). Testcases no id in `lookup` has (an empty describe, a file that failed) are left out."""
+    next " [n]"). A testcase named by a file's absolute path is that file failing as a whole (at
+    load, or after its tests): its file is done. Testcases no id in `lookup` has (an empty describe)
+    are left out."""
     try:
         root = ET.parse(report).getroot()
     except (OSError, ET.ParseError):
         return {}
     wanted = set(lookup)
-    files = sorted({t.split("::", 1)[0] for t in wanted if "::" in t})
+    files = sorted({t.split("::", 1)[0] for t in wanted if "::" in t} | {t for t in wanted if "::" not in t})
     seen: Counter[tuple[str, str]] = Counter()
     outcomes: dict[str, str] = {}
     at = 0
     for name, outcome in _leaves(root, ()):
+        if name.startswith("/"):
+            at = next((i + 1 for i, f in enumerate(files) if name.endswith("/" + f)), at)
+            continue
         for i in range(at, len(files)):
             n = seen[files[i], name] + 1
             test_id = f"{files[i]}::{name}" + (f" [{n}]" if n > 1 else "")
