@@ -361,3 +361,15 @@ def test_canaries_catch_assertions_forced_to_pass(tools, projects, runner):
     assert stream.problems == [] and code == stream.end, output
     findings = canary_tests.check(planted, stream.outcomes, code)
     assert any("must come out failed came out passed" in f.message for f in findings), (findings, output)
+
+
+def test_mocha_reads_the_projects_configuration_but_runs_serially_with_the_records_reporter(tools, projects):
+    root = projects / "mocha"
+    (root / ".mocharc.json").write_text('{"reporter": "a-reporter-not-installed", "parallel": true, "timeout": 1}')
+    (root / "test" / "slow.test.js").write_text("it('takes longer than the timeout', (done) => setTimeout(done, 200));\n")
+    plan = runners.test_run("mocha", ("test/slow.test.js", "test/channel.test.js"), str(projects.parent / "results"))
+    code, raw, output = _run(plan.command, root, tools)
+    stream = records.read(raw, NONCE)
+    assert stream.problems == [] and code == stream.end == 1, output
+    assert stream.outcomes["test/slow.test.js::takes longer than the timeout"] == "failed", output
+    assert stream.outcomes["test/channel.test.js::channel > a child of the test gets no channel"] == "passed"

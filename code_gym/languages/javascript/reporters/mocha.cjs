@@ -104,7 +104,8 @@ async function main(spec) {
   const exported = require(entry); // mocha 12's entry is an ES module: require gives its namespace
   const Mocha = typeof exported === 'function' ? exported : exported.default || exported.Mocha;
   const options = await mochaOptions(path.dirname(entry), args);
-  const settings = Object.assign({}, options, { parallel: false, watch: false });
+  // the records reporter replaces the configured one, which need not even be installed
+  const settings = Object.assign({}, options, { parallel: false, watch: false, reporter: undefined });
   if (keepGoing) settings.bail = false;
   const mocha = new Mocha(settings);
   mocha.reporter(recordsReporter(Mocha), options.reporterOption || options.reporterOptions);
