@@ -364,12 +364,16 @@ def test_canaries_catch_assertions_forced_to_pass(tools, projects, runner):
 
 
 def test_mocha_reads_the_projects_configuration_but_runs_serially_with_the_records_reporter(tools, projects):
+    """.mocharc's ui (tdd) is read, its parallel mode and a reporter that is not installed are not;
+    the canary's describe/it, taken from require('mocha'), are tdd's suite/test there."""
     root = projects / "mocha"
-    (root / ".mocharc.json").write_text('{"reporter": "a-reporter-not-installed", "parallel": true, "timeout": 1}')
-    (root / "test" / "slow.test.js").write_text("it('takes longer than the timeout', (done) => setTimeout(done, 200));\n")
-    plan = runners.test_run("mocha", ("test/slow.test.js", "test/channel.test.js"), str(projects.parent / "results"))
+    (root / ".mocharc.json").write_text('{"reporter": "a-reporter-not-installed", "parallel": true, "ui": "tdd"}')
+    (root / "test" / "tdd.test.js").write_text("suite('tdd', () => { test('runs', () => {}); });\n")
+    planted = canary.make(("test/tdd.test.js",), lambda p: (root / p).exists(), "mocha")
+    (root / planted.path).write_text(planted.source)
+    plan = runners.test_run("mocha", ("test/tdd.test.js", planted.path), str(projects.parent / "results"),
+                            canaries=True)
     code, raw, output = _run(plan.command, root, tools)
     stream = records.read(raw, NONCE)
     assert stream.problems == [] and code == stream.end == 1, output
-    assert stream.outcomes["test/slow.test.js::takes longer than the timeout"] == "failed", output
-    assert stream.outcomes["test/channel.test.js::channel > a child of the test gets no channel"] == "passed"
+    assert stream.outcomes == {"test/tdd.test.js::tdd > runs": "passed", **planted.expected}, output
