@@ -313,3 +313,83 @@ def test_rows_without_an_episode_get_zero_and_count_in_no_group(outputs):
     result = credit.didpo([records[k].to_trajectory(group=UIDS[k]) for k in kept])
     assert np.allclose([out.batch["advantages"][k][data.batch["response_mask"][k].bool()][0] for k in kept],
                        [result.tokens[i][0][0] for i in range(len(kept))], atol=1e-6)
+
+
+# ---------------------------------------------------------------- inside verl's trainer process
+
+
+class TrainerProcess:
+    """Runs in a Ray worker of a job whose setup hook is `hook.SETUP_HOOK`, as verl's TaskRunner
+    does: imports the v1 trainer the way `TaskRunnerV1.run` does, starts TransferQueue, stores the
+    rows as the agent-loop worker does (keys uid_session_0), pads the batch with verl's padding
+    rows, and runs `PPOTrainer._compute_advantage` on it."""
+
+    def compute(self, rows: list[dict], estimator_name: str, rollout_n: int) -> dict:
+        import sys
+
+        from omegaconf import OmegaConf
+        from types import SimpleNamespace
+
+        hooked = "integrations.verl.estimator" not in sys.modules and any(
+            type(f).__name__ == "_ApplyOnImport" for f in sys.meta_path)
+        import transfer_queue as tq
+        from transfer_queue.metadata import KVBatchMeta
+        from verl.trainer.ppo import core_algos
+        from verl.trainer.ppo.padding_utils import upsample_batch_to_divisible_size
+        from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base
+        from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+        tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
+        try:
+            keys = [f"{row['uid']}_{row['session_id']}_0" for row in rows]
+            tags = [{"status": "success", "global_steps": 1, "min_global_steps": 1, "max_global_steps": 1}
+                    for _ in rows]
+            tq.kv_batch_put(keys=keys, partition_id="train", fields=list_of_dict_to_tensordict(rows), tags=tags)
+            batch = upsample_batch_to_divisible_size(KVBatchMeta(keys=keys, tags=tags, partition_id="train"), 4, 0)
+            config = OmegaConf.create({"algorithm": {"adv_estimator": estimator_name, "use_kl_in_reward": False,
+                                                     "gamma": 1.0, "lam": 1.0, "norm_adv_by_std_in_grpo": True},
+                                       "actor_rollout_ref": {"rollout": {"n": rollout_n}}})
+            trainer = get_trainer_cls("sync")
+            trainer._compute_advantage(SimpleNamespace(config=config), batch, {})
+            stored = tq.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["advantages"])
+            advantages = [row.tolist() for row in stored["advantages"].unbind()]
+        finally:
+            tq.close()
+        return {"hooked": hooked, "registered": estimator_name in core_algos.ADV_ESTIMATOR_REGISTRY,
+                "patched": getattr(trainer_base.PPOTrainer._compute_advantage, "_code_gym", False),
+                "padding": [bool(tag.get("is_padding", False)) for tag in batch.tags], "advantages": advantages}
+
+
+@pytest.mark.xdist_group("ray")
+def test_the_setup_hook_wires_verls_trainer_process_and_records_come_from_transfer_queue(outputs):
+    import ray
+
+    rows = []
+    for k, output in enumerate(outputs):
+        row = output.as_dict()
+        row.update(uid=UIDS[k], session_id=k % N_SAMPLES, global_steps=1)
+        rows.append(row)
+    data, records = verl_batch(outputs)
+    estimator.register()
+    with estimator.batch_records(records):
+        expected = compute_advantage(data, adv_estimator="didpo", config=AlgoConfig(adv_estimator="didpo"))
+    expected = expected.batch["advantages"]
+
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+             runtime_env={"worker_process_setup_hook": hook.SETUP_HOOK, "env_vars": {"PYTHONPATH": path}})
+    # the worker has not this test module: the class goes by value (its method imports what it uses)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        got = ray.get(ray.remote(TrainerProcess).remote().compute.remote(rows, "didpo", N_SAMPLES), timeout=300)
+    finally:
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        ray.shutdown()
+    assert got["hooked"] and got["registered"] and got["patched"]
+    assert got["padding"] == [False] * len(rows) + [True] * 2  # verl padded 6 rows to 8
+    for row, values in enumerate(got["advantages"]):
+        if row < len(rows):
+            width = len(outputs[row].response_ids)
+            assert torch.allclose(torch.tensor(values), expected[row, :width], atol=1e-6)
+        else:
+            assert not any(values)  # a padding row: no episode
