@@ -8,7 +8,7 @@ import pytest
 
 import credit
 from code_gym.apps.cli import main
-from code_gym.apps.client import ChatClient, ClientConfig, rollout
+from code_gym.apps.client import MESSAGE_TOKENS, ChatClient, ClientConfig, rollout
 from code_gym.apps.records import CONTEXT_NOTE, SUBMITTED, TRUNCATED, load_rollouts
 from code_gym.env.environment import CodeRepoEnv
 from code_gym.env.episode import SUBMIT
@@ -134,3 +134,18 @@ def test_a_limit_no_reply_fits_is_refused_before_any_request(tiny_task, tmp_path
     assert "the context limit (50 tokens) must exceed max_tokens (4096)" in capsys.readouterr().err
     with pytest.raises(ValueError, match="context strategy 'drop' is not one of truncate, submit"):
         ChatClient(ClientConfig(base_url="http://127.0.0.1:9/v1", model="m", context_strategy="drop"))
+
+
+def test_with_a_tokenizer_the_estimate_counts_its_tokens(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.train_from_iterator(["def add(a, b):\n    return a + b\n"] * 20, trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    client = ChatClient(ClientConfig(base_url="http://127.0.0.1:9/v1", model="m", tokenizer=str(tmp_path)))
+    text = "def add(a, b):\n    return a + b\n" * 10
+    assert client.text_tokens(text) == len(tokenizer.encode(text).ids) != -(-len(text) // 3)  # not the fallback
+    assert client.message_tokens({"role": "user", "content": text}) == client.text_tokens(text) + MESSAGE_TOKENS
+    client.close()

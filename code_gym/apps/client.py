@@ -140,7 +140,7 @@ class ChatClient:
     def text_tokens(self, text: str) -> int:
         """Tokens of `text`: the tokenizer's count, else one per CHARS_PER_TOKEN characters."""
         if self.tokenizer is not None:
-            return len(self.tokenizer.tokenizer.encode(text, add_special_tokens=False).ids)
+            return self.tokenizer.count(text)
         return -(-len(text) // CHARS_PER_TOKEN)
 
     def message_tokens(self, message: dict) -> int:
@@ -324,6 +324,10 @@ class LocalTokenizer:
     def __call__(self, text: str) -> StepTokens:
         encoding = self.tokenizer.encode(text, add_special_tokens=False)
         return StepTokens(list(encoding.ids), [tuple(o) for o in encoding.offsets], None)
+
+    def count(self, text: str) -> int:
+        """How many tokens `text` is."""
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 def response_text(message: dict) -> str:
