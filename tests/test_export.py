@@ -245,3 +245,19 @@ def test_predictions_refuse_tasks_that_are_not_swebench_style(evaluated, tiny_ta
                  str(tmp_path / "p.jsonl")])
     assert code == 2 and "task tiny has no SWE-bench instance id" in capsys.readouterr().err
     assert load_rollouts(evaluated).records[0].model == "qwen-test"
+
+
+def test_a_format_error_reaches_the_model_and_the_sft_conversation_alike(tiny_task, tmp_path):
+    mixed = [{"role": "assistant", "content": "<tool_call>{not json</tool_call>",
+              "tool_calls": [call("view", {"path": "calc/ops.py"}, "a")]}] + GIVE_UP
+    rollouts = tmp_path / "r.jsonl"
+    with ScriptServer(script=lambda body: mixed) as server:
+        assert main(["rollout", "--base-url", server.url, "--model", "m", "--tasks", str(tiny_task.root),
+                     "--timeout", "30", "--out", str(rollouts)]) == 0
+    sent = server.requests[1][1]["messages"][1:]
+    assert [m["role"] for m in sent] == ["assistant", "tool", "user"] and "format error" in sent[2]["content"]
+    out = tmp_path / "sft.jsonl"
+    assert main(["export", "sft", str(rollouts), "--out", str(out)]) == 0
+    messages = json.loads(out.read_text())["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "user", "assistant"]
+    assert messages[3]["content"] == sent[2]["content"]  # what the model read, word for word

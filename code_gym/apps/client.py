@@ -348,10 +348,12 @@ def response_text(message: dict) -> str:
 
 def _replies(message: dict, info: dict, observation: str) -> list[dict]:
     """The messages that carry a step's results back: one `tool` message per tool call when the
-    calls and results line up, else the whole observation as a user message."""
+    calls and results line up, else (a format error among them, too: it belongs to no call) the
+    whole observation as a user message."""
     calls = message.get("tool_calls") or []
-    results = [r for r in info.get("tool_results", []) if r.get("tool") is not None]
-    aligned = calls and len(results) == len(calls) and all(
+    every = info.get("tool_results", [])
+    results = [r for r in every if r.get("tool") is not None]
+    aligned = calls and len(results) == len(every) == len(calls) and all(
         (c.get("function") or {}).get("name") == r["tool"] for c, r in zip(calls, results))
     if aligned:
         return [{"role": "tool", "tool_call_id": c.get("id", ""), "content": r["output"]} for c, r in zip(calls, results)]
