@@ -5,7 +5,8 @@ extra descriptor as a sandbox gives it: the stream gives each test's outcome und
 (nested titles, repeated names, skips, hooks, a file that throws at load), no problems, and an end
 status equal to the exit code; the channel is out of the tests' reach; the runner's own report
 agrees on passes; canaries come out as they must. The runners come from npm (install scripts off)
-into a cache folder; without node, npm or the registry those tests skip."""
+into a cache folder; without node, npm or the registry those tests skip. A jest task (no bundled task
+runs jest) is graded end to end in the bubblewrap and Docker sandboxes."""
 from __future__ import annotations
 
 import os
@@ -19,7 +20,11 @@ import pytest
 
 from code_gym.grading import canary as canary_tests
 from code_gym.grading import records
+from code_gym.grading.grade import grade
+from code_gym.grading.reference import reference_changes
 from code_gym.languages.javascript import canary, runners
+from code_gym.tasks.task import load_task
+from sandbox_backends import require
 
 FIXTURES = Path(__file__).parent / "fixtures" / "js_runners"
 TOOLS = Path.home() / ".cache" / "code-gym-test" / "js-runners"
@@ -377,3 +382,19 @@ def test_mocha_reads_the_projects_configuration_but_runs_serially_with_the_recor
     stream = records.read(raw, NONCE)
     assert stream.problems == [] and code == stream.end == 1, output
     assert stream.outcomes == {"test/tdd.test.js::tdd > runs": "passed", **planted.expected}, output
+
+
+@pytest.mark.parametrize("isolation", ["bwrap", "docker"])
+def test_a_jest_task_is_graded_with_records_and_canaries_in_a_sandbox(isolation):
+    """A jest task (tests/fixtures/js_runners/jest-task; no bundled task runs jest) graded end to
+    end: its environment built from package.json, the reporter laid by the sandbox, canaries in."""
+    require(isolation)
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed (scripts/setup.sh installs it)")
+    task = load_task(FIXTURES / "jest-task")
+    untouched = grade(task, {}, isolation=isolation)
+    assert untouched.canaries and not untouched.canary, untouched.output[-2000:]
+    assert untouched.tests == {**{t: "failed" for t in task.fail_to_pass}, **{t: "passed" for t in task.pass_to_pass}}
+    fixed = grade(task, reference_changes(task), isolation=isolation)
+    assert not fixed.canary and not fixed.tampered, fixed.output[-2000:]
+    assert fixed.tests == {t: "passed" for t in task.fail_to_pass + task.pass_to_pass}
