@@ -13,8 +13,9 @@ verl's LLM server (vLLM, which needs a GPU): `generate` returns the next scripte
 from __future__ import annotations
 
 import asyncio
-import importlib
+import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -32,22 +33,27 @@ except ImportError as err:  # pragma: no cover - depends on the machine
 
 import hydra
 import torch
+import verl.trainer.main_ppo
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from verl import DataProto
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
 from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo.ray_trainer import compute_advantage
+from verl.trainer.ppo.utils import need_critic, need_reference_policy
+from verl.utils.config import validate_config
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 from verl.workers.rollout.replica import TokenOutput
 
 import credit
-from code_gym.actions.replay import hermes
+from code_gym.apps.dataset import prompt_rows
+from code_gym.tasks.task import load_task
 from conftest import write_tiny_task
 from integrations.openrlhf.records import RECORD_KEY
-from integrations.verl import estimator, hook
-from integrations.verl.agent_loop import AGENT_NAME, CodeRepoAgentLoop
-from test_openrlhf import BAD_MUL, FIX_ADD, FIX_MUL, N_SAMPLES, SCRIPTS_BY_SAMPLE, VIEW, build_tokenizer, call
+from integrations.verl import dataset, estimator, hook
+from integrations.verl import AGENT_NAME
+from test_openrlhf import N_SAMPLES, SCRIPTS_BY_SAMPLE, build_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_LOOP_YAML = ROOT / "integrations" / "verl" / "agent_loop.yaml"
@@ -95,13 +101,14 @@ def agent_loop(tokenizer, server, response_length=RESPONSE_LENGTH, **overrides):
                                    data_config=DictConfigWrap(config.data), tools=ToolListWrap({}))
 
 
-def play(tokenizer, label, script, response_length=RESPONSE_LENGTH, **overrides):
+def play(tokenizer, label, script, response_length=RESPONSE_LENGTH, row=None, **overrides):
+    """One episode of the loop on `label` (or on the dataset `row`, verl's kwargs of a sample)."""
     server = ScriptedServer(tokenizer, script)
     params = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
+    row = row or {"raw_prompt": [{"role": "user", "content": "fix calc"}], "extra_info": {"task": label}}
 
     async def episode():  # built inside the running event loop, as verl's worker builds it
-        loop = agent_loop(tokenizer, server, response_length, **overrides)
-        return await loop.run(params, raw_prompt=[{"role": "user", "content": "fix calc"}], extra_info={"task": label})
+        return await agent_loop(tokenizer, server, response_length, **overrides).run(params, **row)
 
     return asyncio.run(episode()), server
 
@@ -393,3 +400,67 @@ def test_the_setup_hook_wires_verls_trainer_process_and_records_come_from_transf
             assert torch.allclose(torch.tensor(values), expected[row, :width], atol=1e-6)
         else:
             assert not any(values)  # a padding row: no episode
+
+
+# ---------------------------------------------------------------- data and launch
+
+
+def test_the_dataset_rows_load_in_verls_dataset_and_drive_the_loop(tokenizer, label, tmp_path):
+    prompts, data = tmp_path / "prompts.jsonl", tmp_path / "verl.jsonl"
+    prompts.write_text("".join(json.dumps(row) + "\n" for row in prompt_rows([load_task(label)])))
+    assert dataset.main([str(prompts), "--out", str(data)]) == 0
+    rows = RLHFDataset(str(data), tokenizer, OmegaConf.create({"filter_overlong_prompts": False,
+                                                             "cache_dir": str(tmp_path / "cache")}))
+    row = rows[0]
+    assert row["agent_name"] == AGENT_NAME and row["extra_info"]["task"] == label
+    assert row["raw_prompt"][0]["content"].startswith("add() subtracts")
+    kwargs = {key: value for key, value in row.items() if key not in ("dummy_tensor", "agent_name")}
+    output, _ = play(tokenizer, None, SCRIPTS_BY_SAMPLE[0], row=kwargs)
+    assert output.reward_score == 1.0
+
+
+def launch_command(*args, **environ):
+    out = subprocess.run(["bash", str(SCRIPTS / "train_didpo.sh"), "--dry-run", *args], capture_output=True, text=True,
+                         check=True, env={**os.environ, **environ}).stdout
+    return [shlex.split(line) for line in out.strip().splitlines()]
+
+
+def test_the_launch_script_is_verls_cli_with_overrides_its_config_accepts(tmp_path):
+    data = tmp_path / "verl.jsonl"
+    data.write_text("")
+    [command] = launch_command("+algorithm.credit_options.lambda_=0.5", "trainer.total_epochs=1", DATA=str(data),
+                               ESTIMATOR="didpo-split", CODE_GYM_TASKS=str(tmp_path))
+    assert command[:3] == ["python", "-m", "verl.trainer.main_ppo"]
+    with initialize_config_dir(config_dir=str(Path(verl.trainer.main_ppo.__file__).parent / "config"), version_base=None):
+        config = compose(config_name="ppo_trainer", overrides=command[3:])
+    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    assert config.trainer.use_v1 and config.trainer.total_epochs == 1  # verl's v1 trainer; the last override wins
+    assert config.algorithm.adv_estimator == "didpo-split" and estimator.estimator_options(config.algorithm) == {"lambda_": 0.5}
+    assert not need_critic(config) and config.algorithm.use_kl_in_reward is False
+    runtime_env = config.ray_kwargs.ray_init.runtime_env
+    assert runtime_env.worker_process_setup_hook == hook.SETUP_HOOK and runtime_env.env_vars.CODE_GYM_TASKS == str(tmp_path)
+    agent = config.actor_rollout_ref.rollout.agent
+    assert agent.default_agent_loop == AGENT_NAME and Path(agent.agent_loop_config_path) == AGENT_LOOP_YAML
+    assert config.data.train_files == str(data) and config.actor_rollout_ref.rollout.n == 8
+
+
+def test_the_launch_script_writes_the_data_first_and_the_baseline_is_verls_grpo(tmp_path):
+    prompts_cmd, data_cmd, train = launch_command(DATA=str(tmp_path / "verl.jsonl"), PROMPTS=str(tmp_path / "p.jsonl"),
+                                                  TASKS="bundled")
+    assert prompts_cmd[1:] == ["-m", "code_gym.apps.cli", "openrlhf", "dataset", "--out", str(tmp_path / "p.jsonl"),
+                               "--tasks", "bundled"]
+    assert data_cmd[1:] == ["-m", "integrations.verl.dataset", str(tmp_path / "p.jsonl"), "--out",
+                            str(tmp_path / "verl.jsonl")]
+    baseline = subprocess.run(["bash", str(SCRIPTS / "train_grpo_baseline.sh"), "--dry-run"], capture_output=True,
+                              text=True, check=True).stdout
+    assert "algorithm.adv_estimator=grpo " in baseline
+    assert "--dry-run" in subprocess.run(["bash", str(SCRIPTS / "train_didpo.sh"), "--help"], capture_output=True,
+                                         text=True, check=True).stdout
+
+
+def test_unknown_credit_options_are_refused_with_the_estimators_options(outputs):
+    data, records = verl_batch(outputs)
+    estimator.register()
+    config = OmegaConf.create({"adv_estimator": "didpo", "credit_options": {"lamda": 0.5}})
+    with estimator.batch_records(records), pytest.raises(ValueError, match="has no option 'lamda'.*lambda_"):
+        compute_advantage(data, adv_estimator="didpo", config=config)

@@ -7,7 +7,11 @@
                      ones their episode records) inside verl's trainer actor
   agent_loop.py      an `AgentLoopBase` that plays one CodeRepo-v0 episode per sample and leaves
                      its record in the row's extra_fields; agent_loop.yaml registers it with verl
+  dataset.py         verl's prompt rows (RLHFDataset's columns) from `code-gym openrlhf dataset`'s
   scripts/           launch scripts (verl's own CLI with the overrides that wire the above)
 
 Nothing here imports verl at package import time.
 """
+
+AGENT_NAME = "code_gym"  # the agent loop's name in verl's registry (agent_loop.yaml, a row's agent_name)
+TASK_KEY = "task"  # the key of a dataset row's extra_info that names its task

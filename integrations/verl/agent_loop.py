@@ -39,11 +39,9 @@ import code_gym
 from code_gym.env.episode import EpisodeRun
 from integrations.openrlhf.agent import SUBMIT, AgentConfig, token_offsets
 from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord, StepRecord, observation_key
+from integrations.verl import AGENT_NAME, TASK_KEY
 
 logger = logging.getLogger(__name__)
-
-AGENT_NAME = "code_gym"
-TASK_KEY = "task"  # the dataset row's extra_info key that names the task
 
 
 @register(AGENT_NAME)

@@ -115,8 +115,11 @@ def _estimator_function(verl_name: str) -> Callable[..., tuple[Any, Any]]:
                              "reached it: run verl's v1 trainer (trainer.use_v1=True, the default) with the agent "
                              "loop of integrations/verl/agent_loop.py and integrations.verl.hook.install as Ray's "
                              "worker_process_setup_hook (docs/verl.md)")
+        options = estimator_options(config)
+        if options:
+            credit.check_options(name, options)  # says which options the estimator takes
         advantages = credit_advantages(name, token_level_rewards, response_mask, list(index),
-                                       records if step_level else None, estimator_options(config))
+                                       records if step_level else None, options)
         return advantages, advantages  # returns = advantages, as verl's critic-free estimators give them
 
     estimator.__name__ = estimator.__qualname__ = f"code_gym_{verl_name.replace('-', '_')}"
