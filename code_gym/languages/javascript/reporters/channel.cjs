@@ -10,7 +10,7 @@
 // functions that write are taken when this module loads, before test code can replace them.
 const fs = require('fs');
 const path = require('path');
-const { pathToFileURL } = require('url');
+const { fileURLToPath, pathToFileURL } = require('url');
 
 const writeSync = fs.writeSync;
 const openSync = fs.openSync;
@@ -39,8 +39,10 @@ function writer(fd, nonce) {
   };
 }
 
-/** The repo-relative POSIX path of a test file (node and mocha give absolute ones, jest real ones). */
+/** The repo-relative POSIX path of a test file: node and mocha give absolute paths (node 18 a file
+ * URL for an ES module), jest real paths. */
 function relativeFile(file) {
+  if (file.startsWith('file:')) return relativeFile(fileURLToPath(file));
   if (!path.isAbsolute(file)) return file.split(path.sep).join('/');
   let relative = path.relative(process.cwd(), file);
   if (relative.startsWith('..')) relative = path.relative(realpathSync(process.cwd()), file);

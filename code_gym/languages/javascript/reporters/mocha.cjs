@@ -101,7 +101,7 @@ function finish(options) {
 async function main(spec) {
   const { files, args, keepGoing } = JSON.parse(spec);
   const entry = resolveFromProject('mocha');
-  const exported = require(entry); // mocha 12's entry is an ES module: require gives its namespace
+  const exported = await importOrRequire(entry); // mocha 12's entry is an ES module: its namespace
   const Mocha = typeof exported === 'function' ? exported : exported.default || exported.Mocha;
   const options = await mochaOptions(path.dirname(entry), args);
   // the records reporter replaces the configured one, which need not even be installed
