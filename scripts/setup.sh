@@ -37,4 +37,7 @@ DS_BUILD_OPS=0 "$VENV/bin/python" -m pip install -q -e ".[test,openrlhf]"
 # executor, samples generator, experience maker, PPOTrainer and train_ppo_ray, which need only the
 # `openrlhf` extra above plus tests/openrlhf_shim for flash-attn's helpers (docs/openrlhf.md).
 "$VENV/bin/python" -m pip install -q --no-deps "openrlhf==0.11.2" "vllm==0.29.0"
+# verl 0.9.1 for tests/test_verl.py: the `verl` extra (the modules it imports), then verl itself without its
+# requirements (transformers<5.11 against the project's 5.15, loggers, GPU stacks; docs/verl.md)
+"$VENV/bin/python" -m pip install -q -e ".[verl]" && "$VENV/bin/python" -m pip install -q --no-deps "verl==0.9.1"
 echo "setup: done ($VENV)"
