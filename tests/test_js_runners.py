@@ -6,7 +6,8 @@ extra descriptor as a sandbox gives it: the stream gives each test's outcome und
 status equal to the exit code; the channel is out of the tests' reach; the runner's own report
 agrees on passes; canaries come out as they must. The runners come from npm (install scripts off)
 into a cache folder; without node, npm or the registry those tests skip. A jest task (no bundled task
-runs jest) is graded end to end in the bubblewrap and Docker sandboxes."""
+runs jest) is graded end to end in the bubblewrap and Docker sandboxes, and the node fixture runs on
+the default image's node (18) too."""
 from __future__ import annotations
 
 import os
@@ -23,6 +24,7 @@ from code_gym.grading import records
 from code_gym.grading.grade import grade
 from code_gym.grading.reference import reference_changes
 from code_gym.languages.javascript import canary, runners
+from code_gym.sandbox.images import DEFAULT_IMAGE
 from code_gym.tasks.task import load_task
 from sandbox_backends import require
 
@@ -398,3 +400,27 @@ def test_a_jest_task_is_graded_with_records_and_canaries_in_a_sandbox(isolation)
     fixed = grade(task, reference_changes(task), isolation=isolation)
     assert not fixed.canary and not fixed.tampered, fixed.output[-2000:]
     assert fixed.tests == {t: "passed" for t in task.fail_to_pass + task.pass_to_pass}
+
+
+def test_node_in_the_default_image_gives_the_same_records(projects):
+    """The default image's node (Debian's, 18 on bookworm) runs the node fixture as node 20 does
+    here: node 18 names an ES module test file by its file URL, its junit reporter is the report."""
+    require("docker")
+    if subprocess.run(["docker", "image", "inspect", DEFAULT_IMAGE], capture_output=True).returncode != 0:
+        pytest.skip(f"{DEFAULT_IMAGE} is not built (code-gym image build)")
+    work = projects.parent
+    files, env = runners.JsReporter().setup("/w/reporters", 3, NONCE, {})
+    (work / "reporters").mkdir()
+    for name, text in files.items():
+        (work / "reporters" / name).write_text(text)
+    plan = runners.test_run("node --test", _files("node", projects), "/w/results")
+    script = (f"cd /w/projects/node && exec 3> >(cat > /w/results/records); pid=$!; export CHANNEL_FD=3 "
+              f"CHANNEL_PIPE=$(readlink /proc/$$/fd/3); ( {plan.command} ); rc=$?; exec 3>&-; wait $pid; exit $rc")
+    subprocess.run(["chmod", "-R", "a+rwX", str(work)], check=True)
+    done = subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}",
+                           "-v", f"{work}:/w", *(a for k, v in env.items() for a in ("-e", f"{k}={v}")),
+                           DEFAULT_IMAGE, "bash", "-c", script], capture_output=True, text=True, timeout=300)
+    stream = records.read((work / "results" / "records").read_bytes(), NONCE)
+    assert stream.problems == [] and done.returncode == stream.end == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert stream.outcomes == EXPECTED["node"], done.stdout[-2000:]
+    assert records.check(stream, runners.report_outcomes(work / "results", tuple(stream.outcomes)), 1) == []
