@@ -2,6 +2,8 @@
 the bubblewrap and Docker sandboxes (node, mocha and tape runs), an episode through
 gym.make("CodeRepo-v0") whose run_tests tool reads records, and DiDPO splitting the episode's
 JavaScript diffs by syntax."""
+import json
+
 import gymnasium as gym
 import pytest
 
@@ -78,3 +80,24 @@ def test_episodes_are_credited_by_javascript_syntax_units():
     for anchor in shared:
         by_trajectory = dict(zip(anchor.trajectories.tolist(), anchor.advantage.tolist()))
         assert by_trajectory[0] > 0 > by_trajectory[1]
+
+
+def test_a_run_whose_report_is_gone_is_void(tmp_path):
+    """node --test writes junit XML beside the records: a run that left none (the code under test
+    removed it, or kept the runner from writing it) must not skip the cross-check."""
+    from code_gym.grading import records
+    from code_gym.sandbox.base import ExecResult
+
+    language = languages.get("javascript")
+    plan = language.test_run("node --test", ("test/a.test.js",), str(tmp_path))
+    assert plan.report is not None
+    stream = b"".join(json.dumps({"nonce": "n", "seq": i, **r}).encode() + b"\n" for i, r in enumerate([
+        {"kind": "start"}, {"kind": "report", "id": "test/a.test.js::ok", "when": "call", "outcome": "passed"},
+        {"kind": "end", "exitstatus": 0}]))
+    run = ExecResult("", 0, records=stream)
+    outcomes, void = records.run_outcomes(language, run, "n", tmp_path, ("test/a.test.js::ok",), plan)
+    assert outcomes == {"test/a.test.js::ok": "passed"}
+    assert void and "only the stream records test/a.test.js::ok as passed" in void[0].message
+    mocha = language.test_run("mocha", ("test/a.test.js",), str(tmp_path))
+    assert mocha.report is None  # no report of its own: the records stand alone
+    assert records.run_outcomes(language, run, "n", tmp_path, ("test/a.test.js::ok",), mocha)[1] == []

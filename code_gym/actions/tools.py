@@ -396,7 +396,7 @@ def tool_run_tests(ctx: ToolContext, call: ToolCall) -> ToolResult:
         plan = language.test_run(ctx.test_command, tuple(paths), ctx.sandbox.inside(results, binds))
         nonce = new_nonce()
         result = ctx.sandbox.exec(plan.command, timeout=ctx.test_timeout, binds=binds, records=nonce)
-        tests, void = run_records.run_outcomes(language, result, nonce, results)
+        tests, void = run_records.run_outcomes(language, result, nonce, results, plan=plan)
         if void:  # a broken stream, or one that disagrees with the runner's report or exit code
             tests = {}
     finally:

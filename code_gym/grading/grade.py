@@ -195,7 +195,7 @@ def grade(task: Task, changes: dict[str, bytes | None], isolation: str = "auto",
         tampered = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
         lookup = ((expected or ()) + (tuple(planted.expected) if planted else ())
                   + (probed.ids if probed else ()))
-        outcomes_by_id, void = run_records.run_outcomes(language, run, nonce, results, lookup)
+        outcomes_by_id, void = run_records.run_outcomes(language, run, nonce, results, lookup, plan)
         if planted and not run.timed_out:
             void += canary_tests.check(planted, outcomes_by_id, run.exit_code, language.run_ok)
         graded = {t: o for t, o in outcomes_by_id.items()

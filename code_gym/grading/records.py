@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from code_gym.languages.base import Finding
+from code_gym.languages.base import Finding, TestRun
 
 if TYPE_CHECKING:
     from code_gym.languages.base import Language
@@ -134,15 +134,19 @@ def check(records: Records, report: dict[str, str] | None, exit_code: int | None
 
 
 def run_outcomes(language: Language, run: ExecResult, nonce: str | None, results: Path,
-                 lookup: tuple[str, ...] = ()) -> tuple[dict[str, str], list[Finding]]:
+                 lookup: tuple[str, ...] = (), plan: TestRun | None = None) -> tuple[dict[str, str], list[Finding]]:
     """(outcomes by test id, findings that void the run) of a finished test run whose reporter
     streamed under `nonce` and whose runner wrote its own report into the host folder `results`:
     the records checked against that report and the exit code, or (without a nonce) the report
-    alone. A timed-out run has no outcomes."""
+    alone. `plan`: the run's TestRun, which says whether the runner writes a report: when it does,
+    a report the run left out (deleted by the code under test) is an empty one, which disagrees
+    with every recorded pass. A timed-out run has no outcomes."""
     if run.timed_out:
         return {}, []
     if nonce is None:
         return language.report_outcomes(results, lookup or None) or {}, []
     stream = read(run.records or b"", nonce)
     report = language.report_outcomes(results, tuple(dict.fromkeys(lookup + tuple(stream.outcomes))))
+    if report is None and plan is not None and plan.report is not None:
+        report = {}
     return stream.outcomes, check(stream, report, run.exit_code, language.run_ok)
