@@ -245,7 +245,8 @@ def test_every_credit_estimator_has_a_verl_name_and_verls_own_names_stay_verls()
     assert core_algos.get_adv_estimator_fn("grpo") is core_algos.compute_grpo_outcome_advantage
 
 
-def test_registering_again_is_a_no_op_and_a_clash_is_verls_error():
+def test_registering_again_is_a_no_op_and_a_clash_is_verls_error(monkeypatch):
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))  # the hook's import finder goes with the test
     estimator.register()
     before = dict(core_algos.ADV_ESTIMATOR_REGISTRY)
     estimator.register()
