@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -450,12 +451,17 @@ def _fix_probe_cell(verdict) -> str:
 
 def cmd_tasks_build(args) -> int:
     builder = languages.get(args.language).builder
+    given = {k: v for k, v in (("installer", args.installer), ("sdists", args.sdists or None)) if v is not None}
+    unknown = sorted(set(given) - {f.name for f in dataclasses.fields(builder.EnvOptions)})
+    if unknown:
+        print(f"--{unknown[0]} is not an option of the {args.language} builder's environments", file=sys.stderr)
+        return 2
     options = builder.BuildOptions(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
                            remove_bodies=not args.no_remove_body, max_candidates=args.max_candidates,
                            seed=args.seed, workers=args.workers, isolation=args.isolation,
                            multi_ratio=args.multi_ratio,
                            **({} if args.give_up_after is None else {"give_up_after": args.give_up_after}),
-                           environment=builder.EnvOptions(installer=args.installer, sdists=args.sdists))
+                           environment=builder.EnvOptions(**given))
     sources = builder.expand_sources(args.source)
     if args.projects is not None:
         sources = sources[: args.projects]
@@ -717,8 +723,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "sources also build-state.json: run the same command again to resume)")
     build.add_argument("--timeout", type=positive_float, default=60.0,
                        help="the tasks' test timeout in seconds (default 60)")
-    build.add_argument("--installer", default="uv", choices=["uv", "pip"],
-                       help="what builds each project's environment (default: %(default)s)")
+    build.add_argument("--installer", choices=["uv", "pip"],
+                       help="what builds each Python project's environment (default: uv)")
     build.add_argument("--sdists", action="store_true", help="build a project's requirements that have no wheel, "
                        "inside a bubblewrap sandbox with the network (default: such a project is rejected, "
                        "naming the requirement)")

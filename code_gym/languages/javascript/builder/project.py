@@ -59,6 +59,9 @@ _VALUED = frozenset({"-r", "--require", "-R", "--reporter", "-t", "--timeout", "
                      "--rootDir", "--testPathPattern", "--testNamePattern", "-i", "--maxWorkers", "-w", "--env",
                      "--setupFiles", "--test-name-pattern", "--test-concurrency", "--watch-path", "--experimental-loader",
                      "--dir", "--reporters"})
+# the grader's drivers need mocha 8+ and tape 4.11+: a package that asks for an older one (its tests use
+# the same describe/it and test(t) APIs) gets this range instead, recorded in the manifest
+RUNNER_RANGES = {"mocha": ((8, 0), "^10.8.2"), "tape": ((4, 11), "^4.17.0")}
 _CONFIG_FILES = re.compile(r"^(\.mocharc(\.\w+)?|jest\.config\.\w+|\.babelrc(\.\w+)?|babel\.config\.\w+|"
                            r"\.taprc|\.c8rc(\.\w+)?|\.nycrc(\.\w+)?)$")
 _SPECIFIER = re.compile(r"""(?:\brequire\s*\(\s*|\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)(['"])([^'"\n]+)\1""")
@@ -162,7 +165,8 @@ def _skipped(rel: str) -> bool:
 @dataclass(frozen=True)
 class Invocation:
     runner: str  # one of RUNNERS, or "tap" / "node" until the test files say what they are
-    args: tuple[str, ...]
+    args: tuple[str, ...]  # of an unsupported runner: (the command, the script it is in)
+    supported: bool = True
 
 
 def _words(segment: str) -> list[str]:
@@ -183,8 +187,7 @@ def _segments(script: str) -> list[str]:
 
 def invocations(scripts: dict, name: str = "test", depth: int = 0) -> list[Invocation]:
     """The test runner invocations of `scripts[name]`, following `npm run`, `npm test`, `yarn` and
-    `pnpm` into the scripts they name. ReadError naming the runner when it is one code-gym does not
-    run, or when no runner shows."""
+    `pnpm` into the scripts they name; those of runners code-gym does not run are marked so."""
     script = scripts.get(name)
     if not isinstance(script, str) or depth > 8:
         return []
@@ -215,9 +218,8 @@ def invocations(scripts: dict, name: str = "test", depth: int = 0) -> list[Invoc
             found.append(Invocation("jest", tuple(words[1:])))
         elif program in ("tape", "tap"):
             found.append(Invocation(program, tuple(words[1:])))
-        elif program in _UNSUPPORTED and _UNSUPPORTED[program]:
-            raise ReadError(f"its tests run with {_UNSUPPORTED[program]} ({segment!r} in scripts.{name}); code-gym runs "
-                            f"{', '.join(RUNNERS)}")
+        elif _UNSUPPORTED.get(program):
+            found.append(Invocation(_UNSUPPORTED[program], (segment, name), supported=False))
     return found
 
 
@@ -326,7 +328,12 @@ def runner_and_tests(root: Path, package: dict, files: list[str]) -> tuple[str, 
     scripts = package.get("scripts") if isinstance(package.get("scripts"), dict) else {}
     if not isinstance(scripts.get("test"), str):
         raise ReadError("package.json has no scripts.test: nothing says how its tests run")
-    found = invocations(scripts)
+    every = invocations(scripts)
+    found = [i for i in every if i.supported]
+    if not found and every:
+        command, script = every[0].args
+        raise ReadError(f"its tests run with {every[0].runner} ({command!r} in scripts.{script}); code-gym runs "
+                        f"{', '.join(RUNNERS)}")
     if not found:
         raise ReadError(f"scripts.test ({scripts['test']!r}) runs no test runner code-gym knows ({', '.join(RUNNERS)})")
     runner = found[0].runner
@@ -436,7 +443,7 @@ def _is_source(rel: str, root: Path) -> bool:
 def test_dependencies(package: dict, root: Path, tests: list[str], sources: list[str], runner: str,
                       args: tuple[str, ...]) -> tuple[dict, list[str]]:
     """(package.json with only the devDependencies its tests use, the names left out). Kept: the
-    runner, what a test or source file requires or imports, what the runner's arguments in the
+    runner (at a version the grader's drivers run: `runner_range`), what a test or source file requires or imports, what the runner's arguments in the
     test script (`args`) or its configuration name (`mocha -r should`, a jest preset), Babel's packages when Babel is
     configured and jest's own when jest runs."""
     dev = package.get("devDependencies")
@@ -458,7 +465,24 @@ def test_dependencies(package: dict, root: Path, tests: list[str], sources: list
                 or re.search(rf"(^|[\s='\"]){re.escape(name)}(/|[\s'\"]|$)", settings) is not None)
 
     kept = {n: v for n, v in dev.items() if used(n)}
+    if runner_package in kept:
+        kept[runner_package] = runner_range(runner_package, kept[runner_package])
     return {**package, "devDependencies": kept}, sorted(set(dev) - set(kept))
+
+
+def runner_range(name: str, wanted: str) -> str:
+    """The version range of the runner package `name` the tasks install: `wanted`, or
+    RUNNER_RANGES' when `wanted` may resolve below the drivers' oldest version (its lowest version
+    is older, and it does not allow newer minor versions of a major that is new enough)."""
+    if name not in RUNNER_RANGES:
+        return wanted
+    oldest, replacement = RUNNER_RANGES[name]
+    match = re.search(r"(\d+)(?:\.(\d+))?", wanted)
+    if match is None:
+        return wanted
+    lowest = (int(match.group(1)), int(match.group(2) or 0))
+    caret_reaches = wanted.lstrip().startswith(("^", ">")) and lowest[0] == oldest[0]
+    return wanted if lowest >= oldest or caret_reaches else replacement
 
 
 # -- opening a project
