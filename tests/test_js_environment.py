@@ -98,3 +98,26 @@ def test_a_package_npm_cannot_install_is_named(tmp_path):
 ])
 def test_grader_owned_files(path, old, new, rule):
     assert files.grader_owned(path, old, new) == rule
+
+
+@pytest.mark.parametrize("isolation", ["bwrap", "docker"])
+def test_cjs_and_esm_tests_resolve_the_environments_packages_in_the_sandbox(tmp_path, isolation):
+    """require() finds node_modules through NODE_PATH; an ES module's import does not read it, and
+    finds the package through the environment's resolve hook."""
+    from code_gym.languages import get
+    from code_gym.sandbox import Limits, make_sandbox
+    from code_gym.tasks.task import Task
+    from sandbox_backends import require
+
+    require(isolation)
+    (tmp_path / "repo").mkdir()
+    repo = _project(tmp_path / "repo", {"name": "p", "devDependencies": {"minimist": "1.2.8"}})
+    (repo / "a.mjs").write_text("import minimist from 'minimist';\nconsole.log('esm', minimist(['--x', '2']).x);\n")
+    (repo / "b.cjs").write_text("console.log('cjs', require('minimist')(['--y', '3']).y);\n")
+    task = Task("t", "s", repo, tmp_path / "hidden", (), (), (), "", language="javascript", test_command="node --test")
+    sandbox = make_sandbox(isolation, repo, Limits(timeout=60), runtime=get("javascript").runtime(task))
+    try:
+        out = sandbox.exec("node a.mjs && node b.cjs")
+    finally:
+        sandbox.close()
+    assert out.exit_code == 0 and "esm 2" in out.output and "cjs 3" in out.output, out.output

@@ -33,13 +33,14 @@ class JavaScript:
         return audit.RULES
 
     def runtime(self, task: Task) -> Runtime:
-        """node_modules of the task's package.json (none when it declares no dependency) on NODE_PATH
-        and its programs on PATH, and the records reporter."""
+        """node_modules of the task's package.json (none when it declares no dependency) on NODE_PATH,
+        its resolve hook for ES modules in NODE_OPTIONS, its programs on PATH, and the records reporter."""
         env = task_environment(task)
         if env is None:
             return Runtime(reporter=runners.JsReporter(), packages=self.image_packages)
         modules = str(env.node_modules)
-        return Runtime(folders=(env.folder,), path=(f"{modules}/.bin",), env=(("NODE_PATH", modules),),
+        return Runtime(folders=(env.folder,), path=(f"{modules}/.bin",),
+                       env=(("NODE_PATH", modules), ("NODE_OPTIONS", f"--import={env.esm_hook.as_uri()}")),
                        reporter=runners.JsReporter(), packages=self.image_packages)
 
     def read_environment(self, table: object, where: Path) -> Any:

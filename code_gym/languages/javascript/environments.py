@@ -9,6 +9,9 @@ with install scripts off (`--ignore-scripts`: no package code runs while install
 result. A dependency npm cannot install rejects the environment with the package named.
 Commands find the packages through NODE_PATH (node's CommonJS `require`, jest's resolver, the
 grader's drivers) and their programs (`mocha`, `jest`, `tape`) through `node_modules/.bin` on PATH.
+ES modules do not read NODE_PATH: the environment holds a resolve hook (ESM_HOOK, registered
+with `--import` in NODE_OPTIONS) that looks up a bare specifier the repository cannot resolve
+in the environment's node_modules, as `require` does through NODE_PATH.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from pathlib import Path
 from code_gym.tasks.task import Task, TaskError
 from code_gym.util.hostfs import cache_root
 
-ENV_FORMAT = "1"  # bump when the way environments are built changes: every key changes with it
+ENV_FORMAT = "2"  # bump when the way environments are built changes: every key changes with it
 RECORD = "code-gym-environment.json"  # written last: a folder without it is unfinished
 DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "optionalDependencies")
 LOCKFILE = "package-lock.json"
@@ -36,6 +39,23 @@ LOCKFILE = "package-lock.json"
 # URLs, github shorthands) names code outside the registry, which an environment does not take
 _REGISTRY_RANGE = re.compile(r"^(?:npm:)?[\w.*^~<>=|@/ -]*$")
 INSTALL_TIMEOUT = 600.0
+ESM_HOOK = "esm-register.mjs"  # in the environment's folder: `node --import` it to resolve ES imports there
+_ESM_REGISTER = "import { register } from 'node:module';\nregister('./esm-resolve.mjs', import.meta.url);\n"
+# a bare specifier the importing file cannot resolve is resolved as if imported from the folder
+# holding node_modules (node 18.19+ and 20.6+ run resolve hooks registered with module.register)
+_ESM_RESOLVE = """const ANCHOR = new URL('./anchor.mjs', import.meta.url).href;
+const BARE = /^(?![./]|[a-zA-Z][a-zA-Z0-9+.-]*:)/;
+export async function resolve(specifier, context, next) {
+  try {
+    return await next(specifier, context);
+  } catch (error) {
+    if (error && error.code === 'ERR_MODULE_NOT_FOUND' && BARE.test(specifier) && context.parentURL !== ANCHOR) {
+      return next(specifier, { ...context, parentURL: ANCHOR });
+    }
+    throw error;
+  }
+}
+"""
 
 
 class EnvironmentBuildError(TaskError):
@@ -72,6 +92,10 @@ class NpmEnvironment:
     @property
     def node_modules(self) -> Path:
         return self.folder / "node_modules"
+
+    @property
+    def esm_hook(self) -> Path:
+        return self.folder / ESM_HOOK
 
 
 @lru_cache(maxsize=1)
@@ -171,6 +195,8 @@ def _install(spec: NpmSpec, folder: Path, repo: Path | None) -> None:
             package, error = explain_failure(done.stdout + done.stderr, [n for n, _ in spec.dependencies])
             named = f" ({package} could not be installed)" if package else ""
             raise EnvironmentBuildError(f"npm install failed for {_listed(spec)}{named}: {error}", package, error)
+        (scratch / ESM_HOOK).write_text(_ESM_REGISTER)
+        (scratch / "esm-resolve.mjs").write_text(_ESM_RESOLVE)
         if folder.exists():
             shutil.rmtree(folder)
         scratch.rename(folder)
