@@ -79,7 +79,6 @@ class CodeRepoAgentLoop(AgentLoopBase):
                     raise
                 logger.warning("task %r: reset attempt %d of %d raised", task, attempt, self.agent.reset_attempts,
                                exc_info=True)
-        raise AssertionError("unreachable")
 
     async def _play(self, run: EpisodeRun, sampling_params: dict[str, Any]) -> AgentLoopOutput:
         messages = ([{"role": "system", "content": self.agent.system}] if self.agent.system else []) + \
@@ -87,7 +86,7 @@ class CodeRepoAgentLoop(AgentLoopBase):
         tokens = await self.ct_build_initial_tokens(messages, tools=self.schemas)
         mask: list[int] = []
         log_probs: list[float] | None = [] if sampling_params.get("logprobs") else None
-        spans, offsets, rewards, budget_submit, request_id = [], [], [], False, uuid4().hex
+        spans, offsets, budget_submit, request_id = [], [], False, uuid4().hex
         while True:
             params = {**sampling_params, "max_tokens": max(1, self.response_length - len(mask))}
             output = await self.server_manager.generate(request_id=request_id, prompt_ids=tokens, sampling_params=params)
@@ -98,8 +97,7 @@ class CodeRepoAgentLoop(AgentLoopBase):
             spans.append((len(mask) - merged.appended_token_count, len(mask)))
             text = self.tokenizer.decode(action_ids, skip_special_tokens=True)
             offsets.append(await asyncio.to_thread(token_offsets, self.tokenizer, action_ids, text, True))
-            observation, reward, _ = await asyncio.to_thread(run.step, text)
-            rewards.append(reward)
+            observation, _, _ = await asyncio.to_thread(run.step, text)
             if run.done:
                 break
             turns = messages + [{"role": "assistant", "content": text},
@@ -112,8 +110,12 @@ class CodeRepoAgentLoop(AgentLoopBase):
                 spans.append((len(mask), len(mask)))
                 offsets.append(np.zeros((0, 2), np.int64))
                 break
-            _trim_last_step(spans, offsets, len(mask) - merged.removed_prefix_token_count)
+            _clip_steps(spans, offsets, len(mask) - merged.removed_prefix_token_count)
             messages, tokens, mask, log_probs = turns, merged.token_ids, next_mask, next_log_probs
+        if len(mask) > self.response_length:  # a builder's boundary tokens after the last action
+            tokens, mask = tokens[:len(tokens) - len(mask) + self.response_length], mask[:self.response_length]
+            log_probs = None if log_probs is None else log_probs[:self.response_length]
+            _clip_steps(spans, offsets, self.response_length)
         result = run.result()
         excluded = "budget_submit" if budget_submit and self.agent.budget_submit == "mask" else ""
         record = episode_record(result.trajectory, result.resolved, spans, offsets, excluded)
@@ -130,13 +132,13 @@ def _plain(options: Any) -> dict[str, Any]:
     return OmegaConf.to_container(options, resolve=True) if OmegaConf.is_config(options) else dict(options)
 
 
-def _trim_last_step(spans: list[tuple[int, int]], offsets: list[np.ndarray], length: int) -> None:
-    """Cut the last action back to the response's first `length` tokens (a template's boundary
-    handling may drop trailing tokens of the turn before it appends the next one)."""
-    start, end = spans[-1]
-    if end > length:
-        spans[-1] = (start, max(start, length))
-        offsets[-1] = offsets[-1][:max(0, length - start)]
+def _clip_steps(spans: list[tuple[int, int]], offsets: list[np.ndarray], length: int) -> None:
+    """Cut the actions back to the response's first `length` tokens (a template's boundary
+    handling may drop trailing tokens of a turn before it appends the next one)."""
+    for k, (start, end) in enumerate(spans):
+        if end > length:
+            spans[k] = (min(start, length), length)
+            offsets[k] = offsets[k][:max(0, length - start)]
 
 
 def episode_record(trajectory: Any, resolved: bool, spans: list[tuple[int, int]], offsets: list[np.ndarray],
