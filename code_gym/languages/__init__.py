@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 REGISTRY: dict[str, str] = {
     "python": "code_gym.languages.python:PYTHON",
     "javascript": "code_gym.languages.javascript.adapter:JAVASCRIPT",
+    "dafny": "code_gym.languages.dafny.adapter:DAFNY",
 }
 NAMES = tuple(REGISTRY)
 

@@ -1,0 +1,32 @@
+// Insertion sort by adjacent swaps: the result is sorted and a permutation of the input.
+
+predicate Sorted(s: seq<int>)
+{
+  forall i, j :: 0 <= i < j < |s| ==> s[i] <= s[j]
+}
+
+method InsertionSort(a: array<int>)
+  modifies a
+  ensures Sorted(a[..])
+  ensures multiset(a[..]) == multiset(old(a[..]))
+{
+  var i := 0;
+  while i < a.Length
+    invariant 0 <= i <= a.Length
+    invariant Sorted(a[..i])
+    invariant multiset(a[..]) == multiset(old(a[..]))
+  {
+    var j := i;
+    while j > 0 && a[j - 1] > a[j]
+      invariant 0 <= j <= i
+      invariant forall p, q :: 0 <= p < q <= i && p != j && q != j ==> a[p] <= a[q]
+      invariant forall q :: j < q <= i ==> a[j] < a[q]
+      invariant multiset(a[..]) == multiset(old(a[..]))
+    {
+      a[j - 1], a[j] := a[j], a[j - 1];
+      j := j - 1;
+    }
+    i := i + 1;
+  }
+  assert a[..a.Length] == a[..];
+}
