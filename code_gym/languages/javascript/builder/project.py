@@ -440,7 +440,7 @@ def _is_source(rel: str, root: Path) -> bool:
 # -- the environment
 
 
-def test_dependencies(package: dict, root: Path, tests: list[str], sources: list[str], runner: str,
+def trim_dev_dependencies(package: dict, root: Path, tests: list[str], sources: list[str], runner: str,
                       args: tuple[str, ...]) -> tuple[dict, list[str]]:
     """(package.json with only the devDependencies its tests use, the names left out). Kept: the
     runner (at a version the grader's drivers run: `runner_range`), what a test or source file requires or imports, what the runner's arguments in the
@@ -530,7 +530,7 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
     for lock in ("package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml"):
         (root / lock).unlink(missing_ok=True)  # the tasks install from package.json alone
     if env_options.test_dependencies_only:
-        package, dropped = test_dependencies(package, root, tests, sources, runner, args)
+        package, dropped = trim_dev_dependencies(package, root, tests, sources, runner, args)
         (root / "package.json").write_text(json.dumps(package, indent=2) + "\n")
     environment = None
     if env_options.enabled:
