@@ -8,6 +8,7 @@ integrity policy. `make_reward` turns what users pass to `gym.make(..., reward=.
     {"fraction": {"weight": 1.0, "hidden": 2.0}, "shaping": {"progress": 0.15, "invalid": 0.01}}
     {"f2p": 1.0, "judge": {"weight": 0.2, "base_url": "http://127.0.0.1:8000/v1", "model": "m"}}
     {"f2p": 1.0, "certainty": 0.1}              label-free: only next to a verifiable component
+    {"obligations": 0.75, "probes": 0.25}       verifier-graded tasks (Dafny): proof obligations by weight
 
 A final patch that fails the integrity audit gets `integrity_penalty` (default 0) instead of the
 weighted sum when the policy is "enforce"; "report" only lists the findings; "off" skips the audit.
@@ -22,6 +23,7 @@ from code_gym.grading.grade import GradeResult
 from code_gym.rewards.base import Response, Score, Submission
 from code_gym.rewards.judge import Judge
 from code_gym.rewards.labelfree import SelfCertainty
+from code_gym.rewards.obligations import ObligationScore
 from code_gym.rewards.probes import ProbeScore
 from code_gym.rewards.shaping import ShapingState, StepShaping
 from code_gym.rewards.static import StaticScore
@@ -35,8 +37,9 @@ class Component(Protocol):
 
 
 COMPONENTS: dict[str, type] = {"f2p": FailToPass, "binary": AllPass, "fraction": PassFraction, "tests": PassFraction,
-                               "static": StaticScore, "judge": Judge, "certainty": SelfCertainty, "probes": ProbeScore}
-VERIFIABLE = (FailToPass, AllPass, PassFraction, ProbeScore)  # components that check the patch against the task's tests
+                               "static": StaticScore, "judge": Judge, "certainty": SelfCertainty, "probes": ProbeScore,
+                               "obligations": ObligationScore}
+VERIFIABLE = (FailToPass, AllPass, PassFraction, ProbeScore, ObligationScore)  # components that check the patch against the task's tests
 INTEGRITY_MODES = ("enforce", "report", "off")
 Entries = dict[str, dict]  # breakdown entries: name -> {"value", "weight", "reward", ...}
 

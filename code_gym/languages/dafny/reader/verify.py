@@ -8,7 +8,8 @@ started as `python3 -I verify.py SPEC`, SPEC a JSON object:
 `command` is the task's test_command split into words; the reader appends `/compile:0 /trace
 /verifyAllModules /errorLimit:50` and the files (none: every .dfy file under the working folder).
 A probe file (the one `results/probes-manifest.json` names) is verified by a second verifier
-process at the same time, and its outcomes go to `results/probes.json` as well as the channel.
+process at the same time; a probe holds when it verified there and the candidate's own member
+verified in the graded run. Its outcomes go to `results/probes.json` as well as the channel.
 
 Records ("FILE::NAME", FILE the repo-relative path of the file that declares NAME):
 - `FILE::NAME` for each member with a body: "passed" when every Boogie implementation of it
@@ -92,6 +93,7 @@ class Outcome:
     problems: list[tuple[str, str]]  # (file, message) of parse and resolution errors
     summary: str
     text: str  # the output as the agent reads it
+    located: list[tuple[str, int, int, str]] = field(default_factory=list)  # every parse or resolution error
 
 
 def run_verifier(command: list[str], files: list[str]) -> subprocess.Popen:
@@ -147,7 +149,7 @@ def read_output(raw: str) -> Outcome:
                                       "related": []})
         elif message.startswith("Error"):
             located.append((*where, message))
-    return Outcome(blocks, problems, summary, "\n".join(kept))
+    return Outcome(blocks, problems, summary, "\n".join(kept), located)
 
 
 # -- names
@@ -350,10 +352,9 @@ def _manifest(results: str) -> dict | None:
 
 
 def probe_outcomes(manifest: dict, outcome: Outcome) -> dict[str, dict]:
-    """Each probe's outcome: "passed" when the member it sits in verified in the probe file and no
-    error falls on the probe's lines; else "failed" with why."""
+    """Each probe's outcome in the probe file: "passed" when the member it sits in verified there
+    and no error falls on the probe's line; else "failed" with why."""
     table, _ = declarations([manifest["file"]])
-    results: dict[str, dict] = {}
     if outcome.problems or not outcome.summary:
         why = outcome.problems[0][1] if outcome.problems else "the verifier stopped without its summary"
         return {p["id"]: {"outcome": "failed", "message": f"the probe file does not verify: {why}"[:MESSAGE]}
@@ -363,6 +364,7 @@ def probe_outcomes(manifest: dict, outcome: Outcome) -> dict[str, dict]:
         owner = _owner(block, table)
         if owner is not None:
             blocks_of.setdefault(owner.member.qualified, []).append(block)
+    results: dict[str, dict] = {}
     for probe in manifest["probes"]:
         blocks = blocks_of.get(probe["member"], [])
         lines = range(probe["lines"][0], probe["lines"][1] + 1)
@@ -377,6 +379,36 @@ def probe_outcomes(manifest: dict, outcome: Outcome) -> dict[str, dict]:
         else:
             results[probe["id"]] = {"outcome": "passed"}
     return results
+
+
+def verify_probes(command: list[str], manifest: dict, first: subprocess.Popen, rounds: int = 3) -> dict[str, dict]:
+    """The probes' outcomes. A probe on whose line the verifier reports a parse or resolution error
+    (a name the candidate does not have) fails and is blanked out of the file, which is verified
+    again, up to `rounds` runs in all."""
+    path = manifest["file"]
+    failed: dict[str, dict] = {}
+    probes = list(manifest["probes"])
+    outcome = read_output(first.communicate()[0])
+    for _ in range(rounds - 1):
+        if not outcome.problems:
+            break
+        bad = {ln for f, ln, _, _ in outcome.located if _normal(f) == path}
+        hit = [p for p in probes if any(ln in bad for ln in range(p["lines"][0], p["lines"][1] + 1))]
+        if not hit:
+            break
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().split("\n")
+        for probe in hit:
+            message = next(m for f, ln, _, m in outcome.located
+                           if _normal(f) == path and probe["lines"][0] <= ln <= probe["lines"][1])
+            failed[probe["id"]] = {"outcome": "failed", "message": f"does not resolve in the candidate: {message}"[:MESSAGE]}
+            for ln in range(probe["lines"][0], probe["lines"][1] + 1):
+                lines[ln - 1] = ""
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines))
+        probes = [p for p in probes if p["id"] not in failed]
+        outcome = read_output(run_verifier(command, [path]).communicate()[0])
+    return failed | probe_outcomes({"file": path, "probes": probes}, outcome)
 
 
 def main(argv: list[str]) -> int:
@@ -410,7 +442,12 @@ def main(argv: list[str]) -> int:
             collects += [c for c in more if c["id"] not in {c["id"] for c in collects}]
     ok = _write(channel, records, collects)
     if probe_run is not None:
-        probed = probe_outcomes(manifest, read_output(probe_run.communicate()[0]))
+        own = {r["id"]: r["outcome"] for r in records}
+        probed = verify_probes(command, manifest, probe_run)
+        for probe in manifest["probes"]:  # a probe holds for a candidate whose own member verifies
+            member = f"{manifest['program']}::{probe['member']}"
+            if probed[probe["id"]]["outcome"] == "passed" and own.get(member) != "passed":
+                probed[probe["id"]] = {"outcome": "failed", "message": f"{member} does not verify on its own"}
         with open(os.path.join(results, PROBE_RESULTS), "w") as handle:
             json.dump(probed, handle)
         ok = _write(channel, [{"id": i, **o} for i, o in probed.items()], []) and ok

@@ -25,6 +25,7 @@ lemma PowerSquare(b: int, e: nat)
   if e > 0 {
     PowerSquare(b, e - 1);
     PowerAdd(b, 2, 2 * e - 2);
+    assert Power(b, 1) == b;
     assert Power(b, 2) == b * b;
   }
 }
@@ -41,6 +42,7 @@ method FastPower(b: int, e: nat) returns (r: int)
   {
     if n % 2 == 1 {
       assert Power(x, n) == x * Power(x, n - 1);
+      MulAssociative(r, x, Power(x, n - 1));
       r := r * x;
       n := n - 1;
     } else {
