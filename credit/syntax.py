@@ -25,6 +25,7 @@ from typing import Callable, Optional, Sequence
 
 from tree_sitter import Language, Parser, Query, QueryCursor
 
+from credit.bracespans import brace_spans
 from credit.pyspans import python_spans
 from credit.text import WHITESPACE
 
@@ -37,7 +38,8 @@ class Grammar:
       name: the language ("python").
       suffixes: the file names it reads end with one of these (".py", ".pyi").
       module: the grammar's Python module, whose `language()` gives the tree-sitter language
-        ("tree_sitter_python", from the wheel tree-sitter-python).
+        ("tree_sitter_python", from the wheel tree-sitter-python); "" for a language whose
+        reader answers every side (Dafny's brace blocks).
       blocks: the node types that make a block unit.
       marks: characters one of which every block node holds (Python's headers end with ":");
         a side without any holds no block and is not parsed.
@@ -65,6 +67,8 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
         "function_declaration", "generator_function_declaration", "function_expression", "generator_function",
         "arrow_function", "class_declaration", "class", "method_definition", "if_statement", "for_statement",
         "for_in_statement", "while_statement", "do_statement", "try_statement", "switch_statement"), marks="({="),
+    # Dafny: no tree-sitter grammar installs from PyPI; brace blocks (credit.bracespans) answer every side
+    Grammar("dafny", (".dfy",), "", (), marks="{", reader=brace_spans),
 )}
 
 
@@ -85,6 +89,8 @@ def block_spans(grammar: Grammar, sides: Sequence[Sequence[str]]) -> list[Option
     top-level code) and with blank rows emptied. A node that ends at the start of a row (after
     its last line break) ends on the row before.
     """
+    if not sides:  # a grammar whose reader answered every side has no parser to load
+        return []
     parser, query = _parser(grammar)
     cursor = QueryCursor(query)
     out: list[Optional[list[tuple[int, int]]]] = []

@@ -37,7 +37,7 @@ _COMMENT_MARKERS = {
     "#": (".py", ".pyi", ".sh", ".bash", ".rb", ".pl", ".r", ".yaml", ".yml", ".toml", ".cfg", ".jl",
           ".ps1", ".mk", "makefile", "dockerfile", ".cmake", ".txt"),
     "//": (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".java", ".js", ".cjs", ".mjs", ".jsx", ".ts", ".tsx", ".go",
-           ".rs", ".swift", ".kt", ".scala", ".cs", ".php", ".dart", ".m"),
+           ".rs", ".swift", ".kt", ".scala", ".cs", ".php", ".dart", ".m", ".dfy"),
     "--": (".sql", ".lua", ".hs"),
 }
 

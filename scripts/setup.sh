@@ -24,6 +24,16 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   fi
 fi
 
+# Dafny tasks run Debian's verifier (dafny 2.3, with Boogie, Z3 and the Mono runtime).
+if ! command -v dafny >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing dafny (Dafny tasks)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dafny >/dev/null
+  else
+    echo "setup: dafny is missing; install it (e.g. 'sudo apt-get install dafny') for Dafny tasks" >&2
+  fi
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi

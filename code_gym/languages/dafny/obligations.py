@@ -5,7 +5,7 @@
 - "member": a member verified whole, every obligation in it (`FILE::NAME`): the helper obligations
   the candidate wrote (loop invariants, assertions, lemma preconditions, termination, bounds) and
   its preconditions' well-formedness, besides its postconditions;
-- "check": a wrapper of the hidden specification check (`spec/...::SpecOf_NAME`).
+- "check": a wrapper of the hidden specification check (`spec/...::SpecOf_NAME`, and its postconditions).
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ _ENSURES = re.compile(r" > ensures \d+$")
 
 def kind(test_id: str) -> str:
     _, _, name = test_id.partition("::")
+    if name.split(" > ")[0].rpartition(".")[2].startswith("SpecOf_"):
+        return "check"
     if _ENSURES.search(name):
         return "specification"
-    if name.rpartition(".")[2].startswith("SpecOf_"):
-        return "check"
     return "member"
