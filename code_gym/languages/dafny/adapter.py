@@ -4,6 +4,7 @@ audit rejects programs that verify without a proof, canary lemmas ride along eve
 and probes check the reference proof's own annotations against the candidate."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -103,8 +104,16 @@ class Dafny:
 
     vote = None  # the execution vote runs programs; a verified program needs none
     environments = None  # no project environment: the verifier is the system's
-    builder = None  # the other helper's builder/ registers here when it lands
-    mutations = None
+    mutations = None  # a wrong variant of a proof is a stripped one: the builder's
+
+    @property
+    def builder(self):
+        """The task builder (builder/): verified programs -> tasks with their proofs stripped; None
+        in an installation without it."""
+        if importlib.util.find_spec("code_gym.languages.dafny.builder") is None:
+            return None
+        from code_gym.languages.dafny import builder
+        return builder
 
 
 DAFNY = Dafny()
