@@ -4,7 +4,8 @@ installed (Dafny: no maintained tree-sitter-dafny wheel is on PyPI).
 The reader of such a grammar (`credit.syntax.Grammar.reader`) answers every side: a block opens at
 a `{` and closes at its `}` on a later row; it spans from its header row (the `{` row itself, or,
 for a `{` alone on its row below clause rows such as Dafny's `requires`, `invariant`, the nearest
-row above at the same or a lower indent that is not a clause) to the `}` row. A `{` whose `}`
+row above the clauses at the same or a lower indent; the topmost clause row when the side starts
+below the header) to the `}` row. A `{` whose `}`
 falls outside the side closes at the side's last row; a `}` without its `{` in the side is
 ignored. `{:` opens an attribute, not a block; braces inside strings and comments do not count
 (a block comment may run across rows). Blocks that close on their own row are expressions (a set
@@ -66,15 +67,19 @@ def _indent(row: str) -> int:
 
 
 def _header(rows: list[str], r: int) -> int:
-    """The row a block opened on row `r` starts at."""
+    """The row a block opened on row `r` starts at: its header above a `{` alone on its row, past
+    the clause rows between them (the topmost clause row when the header is not in the side)."""
     if not rows[r].lstrip().startswith("{"):
         return r
+    top = r
     for above in range(r - 1, -1, -1):
         text = rows[above].strip()
         if not text or text.startswith("//"):
             continue
-        if _indent(rows[above]) <= _indent(rows[r]) and not text.split()[0].startswith(CLAUSE_WORDS):
+        if text.split()[0].startswith(CLAUSE_WORDS):
+            top = above
+        elif _indent(rows[above]) <= _indent(rows[r]):
             return above
-        if _indent(rows[above]) < _indent(rows[r]):
+        else:
             break
-    return r
+    return top

@@ -263,7 +263,7 @@ def _insertion_point(candidate: Program, layout: Layout | None, probe: Probe,
         if k is None:
             return f"the candidate's {probe.member} has no loop `while {probe.guard}`"
         token = candidate.tokens[layout.loops[k].guard_end]
-        return token.start, " " * (layout.loops[k].keyword.col + 3)
+        return token.start, " " * (layout.loops[k].keyword.col + 1)
     block = next((b for b, name in layout.owners.items() if name == _renamed(probe.block, loops)), None)
     if block is None:
         return f"the candidate's {probe.member} has no block like the reference's `{probe.block}`"

@@ -35,8 +35,12 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import source  # noqa: E402  (laid beside this file)
+HERE = os.path.dirname(os.path.abspath(__file__))
+if os.path.isfile(os.path.join(HERE, "source.py")):  # in the sandbox: laid beside this file
+    sys.path.insert(0, HERE)
+    import source  # noqa: E402
+else:  # imported from the package (its tests)
+    from code_gym.languages.dafny import source  # noqa: E402
 
 MESSAGE = 500
 OPTIONS = ("/compile:0", "/trace", "/verifyAllModules", "/errorLimit:50")
@@ -241,8 +245,10 @@ def member_records(declared: Declared, blocks: list[Block], finished: bool) -> l
         return []
     if failed:
         first = failed[0]
-        why = first.errors[0]["text"] if first.errors else f"verification {first.status}"
-        records = [{"id": base, "outcome": "failed", "message": why[:MESSAGE]}]
+        why = first.errors[0]["text"] if first.errors else ""
+        if first.status != "error":  # a time-out or a resource limit is a failure, never the grader's error
+            why = f"verification {first.status}" + (f": {why}" if why else "")
+        records = [{"id": base, "outcome": "failed", "message": (why or "verification error")[:MESSAGE]}]
     else:
         records = [{"id": base, "outcome": "passed"}]
     if member.spec_function or member.body is None:
