@@ -11,7 +11,8 @@ grader check, the batch run) is in `code_gym.grading.builder`.
 2. Candidates: for each function whose body some test file runs, its body removed (when it has a
    JSDoc comment) and a few mutations (mutations.py) whose line a test file runs.
 3. Gates, each candidate in its own copy and sandbox (code_gym.grading.gates.GATES); the changed
-   code runs only the test files whose coverage reaches the changed line.
+   code runs only the test files whose coverage reaches the changed line, for at most
+   SLOWDOWN_LIMIT times their baseline time (the `runtime` gate for a mutant that loops forever).
 """
 from __future__ import annotations
 
@@ -53,6 +54,11 @@ from code_gym.workspace.working_copy import Workspace
 
 COVERAGE_DIR = "v8-coverage"  # in the run's results folder
 MAX_JOINT_RUNS = 3  # runs of the clean files together before the baseline gives up on agreeing
+# the changed code's run may take this many times its files' baseline time (at least
+# MIN_CHANGED_LIMIT seconds, at most the task's timeout): a mutant that loops forever (a flipped
+# loop bound) would otherwise hold a worker for the whole timeout
+SLOWDOWN_LIMIT = 10.0
+MIN_CHANGED_LIMIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -190,6 +196,7 @@ class _Baseline:
     excluded: dict[str, str]  # test file -> why it is left out
     coverage: dict[str, dict[str, set[int]] | None]  # test file -> (source file -> lines it ran); None: unknown
     duration: float  # the clean files' run together
+    durations: dict[str, float]  # test file -> its run alone
     not_listed: int = 0  # tests of clean files that do not pass (skipped, failing, flaky together)
 
 
@@ -249,7 +256,8 @@ def _baseline(project: Project, options: BuildOptions, slots) -> _Baseline:
                          "; ".join(f"{f}: {r}" for f, r in list(excluded.items())[:5]))
     listed = frozenset(t for t in passed if _file(t) in clean)
     total = sum(1 for f in clean for t in runs[f].outcomes if "::" in t)
-    return _Baseline(listed, tuple(clean), excluded, {f: runs[f].lines for f in clean}, duration, total - len(listed))
+    return _Baseline(listed, tuple(clean), excluded, {f: runs[f].lines for f in clean}, duration,
+                     {f: runs[f].duration for f in clean}, total - len(listed))
 
 
 def _covering(baseline: _Baseline, path: str, lines) -> list[str]:
@@ -372,6 +380,11 @@ class _Runs:
         self.failed: dict[frozenset, frozenset[str]] = {}  # code state -> the listed tests that failed on it
         self.stable: set[str] = set()  # tests that passed every rerun of the original back to back
 
+    def limit(self, test_files: list[str]) -> float:
+        """How long the changed code's run of `test_files` may take (SLOWDOWN_LIMIT)."""
+        usual = sum(self.baseline.durations[f] for f in test_files)
+        return min(self.options.timeout, max(MIN_CHANGED_LIMIT, SLOWDOWN_LIMIT * usual))
+
     def changed(self, files: dict[str, str], test_files: list[str]) -> SuiteRun:
         """`test_files` on the package with `files` (path -> text) changed."""
         with self.slots:
@@ -379,7 +392,7 @@ class _Runs:
             try:
                 for path, text in files.items():
                     (copy.root / path).write_text(text, encoding="utf-8")
-                [run] = run_suite(copy.root, self.project.test_command, test_files, self.options.timeout, self.runtime,
+                [run] = run_suite(copy.root, self.project.test_command, test_files, self.limit(test_files), self.runtime,
                                   self.options.isolation)
             finally:
                 copy.close()
@@ -438,8 +451,9 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
         return Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
     run = runs.changed(changed, files)
     if run.timed_out:
-        return Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's tests run past the "
-                                       f"{options.timeout:g}s timeout (an endless loop?)"))
+        usual = sum(baseline.durations[f] for f in files)
+        return Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's tests run past {runs.limit(files):.0f}s "
+                                       f"(on the original code {usual:.1f}s: an endless loop?)"))
     if not run.ok:
         why = "; ".join(run.problems[:1]) or run.output[-200:].strip()
         return Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (exit code "
