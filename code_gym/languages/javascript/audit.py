@@ -893,7 +893,8 @@ class _Visitor:
         """Declare or assign `target` (a name or a pattern) from `value`."""
         alias = self.qualname(value) if value is not None else None
         if target.type == "identifier":
-            folded = self.fold(value) if value is not None and alias is None else None
+            literal = alias is None or alias[0] == _INSTANCE
+            folded = self.fold(value) if value is not None and literal else None
             self.set_binding(jssource.node_text(target), alias, folded)
         else:
             self.destructure(target, alias)
@@ -1296,8 +1297,9 @@ class _Visitor:
         if all(isinstance(p, str) for p in parts) and parts and _is_global_idiom(parts[-1]):
             return
         if parts and all(isinstance(p, str) for p in parts):
-            source = f"(function anonymous({','.join(parts[:-1])}\n) {{\n{parts[-1]}\n}})"
-            self.embedded_payload(node, source, "Function")
+            # the body alone: its parameters are whatever the caller passes (`require`, `process`),
+            # so their names resolve as the globals they are named after
+            self.embedded_payload(node, f"(function () {{\n{parts[-1]}\n}})", "Function")
             return
         self.add(node, "dynamic-code", "uses the `Function` constructor")
 
