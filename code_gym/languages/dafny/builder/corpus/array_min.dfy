@@ -1,4 +1,4 @@
-// The smallest element of a non-empty sequence, and the second smallest value of an array.
+// The smallest element of a non-empty sequence, against its recursive definition.
 
 function MinOf(s: seq<int>): int
   requires |s| > 0
