@@ -456,12 +456,14 @@ def cmd_tasks_build(args) -> int:
     if unknown:
         print(f"--{unknown[0]} is not an option of the {args.language} builder's environments", file=sys.stderr)
         return 2
-    options = builder.BuildOptions(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
-                           remove_bodies=not args.no_remove_body, max_candidates=args.max_candidates,
-                           seed=args.seed, workers=args.workers, isolation=args.isolation,
-                           multi_ratio=args.multi_ratio,
-                           **({} if args.give_up_after is None else {"give_up_after": args.give_up_after}),
-                           environment=builder.EnvOptions(**given))
+    chosen = dict(timeout=args.timeout, reruns=args.reruns, mutations_per_function=args.mutations,
+                  remove_bodies=not args.no_remove_body, max_candidates=args.max_candidates, seed=args.seed,
+                  workers=args.workers, isolation=args.isolation, multi_ratio=args.multi_ratio,
+                  **({} if args.give_up_after is None else {"give_up_after": args.give_up_after}),
+                  environment=builder.EnvOptions(**given))
+    # each builder takes the options it has (Dafny's makes no mutations nor multi-region tasks)
+    fields = {f.name for f in dataclasses.fields(builder.BuildOptions)}
+    options = builder.BuildOptions(**{k: v for k, v in chosen.items() if k in fields})
     sources = builder.expand_sources(args.source)
     if args.projects is not None:
         sources = sources[: args.projects]
