@@ -162,8 +162,8 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
             outcomes = [Outcome(c, Rejection(c.id, reference.gate, reference.reason)) for c in candidates]
             bar.update(len(candidates))
         else:
-            outcomes = check_all(lambda c: _evaluate(c, program, spec, reference, runs, staging, options), candidates,
-                                 options.workers, bar)
+            outcomes = _distinct(check_all(lambda c: _evaluate(c, program, spec, reference, runs, staging, options),
+                                           candidates, options.workers, bar), candidates)
         tasks, rejections = place_tasks(outcomes, out, options.workers, options.isolation, slots)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -231,6 +231,25 @@ def _evaluate(candidate: Candidate, program: Program, spec: str, reference: Grad
     if findings:
         return _reject(candidate, "original", f"the audit flags the reference: {findings[0].rule}: {findings[0].message}")
     return Outcome(candidate, task, frozenset(fail_to_pass))
+
+
+def _distinct(outcomes: list[Outcome], candidates: list[Candidate]) -> list[Outcome]:
+    """`outcomes` in the candidates' order, where two accepted ones give the same program (once
+    their unneeded hunks were put back) the later refused."""
+    order = {c.id: n for n, c in enumerate(candidates)}
+    out, given = [], {}
+    for outcome in sorted(outcomes, key=lambda o: order[o.candidate.id]):
+        task = outcome.result
+        if isinstance(task, Task):
+            text = (task.repo / outcome.candidate.change.function.path).read_text(encoding="utf-8")
+            if text in given:
+                shutil.rmtree(task.root, ignore_errors=True)
+                outcome = _reject(outcome.candidate, "regions", f"it gives the same program as {given[text]} once "
+                                                                   "the hunks no proof needs are put back")
+            else:
+                given[text] = task.id
+        out.append(outcome)
+    return out
 
 
 def _needed(program: Program, kept: list[Annotation], given: str, runs: _Runs) -> list[Annotation]:

@@ -108,17 +108,22 @@ def _body(program: Program, member: str, opening: int, closing: int) -> Annotati
 
 
 def strip(text: str, chosen: Iterable[Annotation]) -> str:
-    """`text` without the `chosen` annotations. A line left with nothing but spaces goes; a lemma's
-    body becomes `{` and `}` on two lines (`}` where it was)."""
-    chosen = list(chosen)
-    outermost = sorted((a for a in chosen if not any(a.within(o) for o in chosen)), key=lambda a: a.start)
+    """`text` without the `chosen` annotations. A line left with nothing but spaces goes (with the
+    comment that ends it: it spoke of the annotation); a lemma's body becomes `{` and `}` on two
+    lines (`}` where it was)."""
     out, pos = [], 0
-    for a in outermost:
+    for a in outermost(chosen):
         start, end, keep = _cut(text, a)
         out += [text[pos:start], keep]
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+def outermost(chosen: Iterable[Annotation]) -> list[Annotation]:
+    """The annotations of `chosen` inside none of the others, in source order: what taking them out cuts."""
+    chosen = list(chosen)
+    return sorted((a for a in chosen if not any(a.within(o) for o in chosen)), key=lambda a: a.start)
 
 
 def _cut(text: str, a: Annotation) -> tuple[int, int, str]:
@@ -130,7 +135,8 @@ def _cut(text: str, a: Annotation) -> tuple[int, int, str]:
         closing_line = text.rfind("\n", 0, a.end) + 1
         indent = text[closing_line:a.end] if not text[closing_line:a.end].strip() else ""
         return a.start, a.end, "\n" + indent
-    if not text[line_start:a.start].strip() and not text[a.end:line_end].strip():
+    rest = text[a.end:line_end].strip()
+    if not text[line_start:a.start].strip() and (not rest or rest.startswith("//")):
         return line_start, min(line_end + 1, len(text)), ""
     start = a.start
     while start > line_start and text[start - 1] in " \t":
@@ -140,13 +146,16 @@ def _cut(text: str, a: Annotation) -> tuple[int, int, str]:
 
 def variants(found: list[Annotation], lemma_bodies: bool = True) -> list[Variant]:
     """The subsets of a program's annotations that make tasks, each named, none empty and no two
-    alike: every annotation ("all"), each group of kinds alone (GROUPS), each member's when the
-    proof spans several members, each loop's clauses when there are several loops. Without
+    taking out the same text: every annotation ("all"), each group of kinds alone (GROUPS), those outside lemmas (the
+    lemmas' proofs given: "methods"), each member's when the proof spans several members, each
+    loop's clauses when there are several loops. Without
     `lemma_bodies`, no variant takes a lemma's body out."""
     if not lemma_bodies:
         found = [a for a in found if a.kind != "body"]
     candidates = [Variant("all", tuple(found))]
     candidates += [Variant(name, tuple(a for a in found if a.kind in kinds)) for name, kinds in GROUPS.items()]
+    lemmas = {a.member for a in found if a.kind == "body"}
+    candidates.append(Variant("methods", tuple(a for a in found if a.member not in lemmas)))
     members = list(dict.fromkeys(a.member for a in found))
     if len(members) > 1:
         candidates += [Variant(f"member-{m}", tuple(a for a in found if a.member == m)) for m in members]
@@ -156,7 +165,7 @@ def variants(found: list[Annotation], lemma_bodies: bool = True) -> list[Variant
                        for member, loop in loops]
     out, seen = [], set()
     for variant in candidates:
-        key = frozenset((a.start, a.end) for a in variant.annotations)
+        key = frozenset((a.start, a.end) for a in outermost(variant.annotations))
         if key and key not in seen:
             seen.add(key)
             out.append(variant)
