@@ -58,10 +58,10 @@ from code_gym.apps.cli import main as code_gym_main
 from code_gym.actions.replay import hermes
 from code_gym.tasks.task import bundled_tasks, resolve_task
 from conftest import FILES, write_tiny_task
+from integrations.episodes import RECORD_KEY, SUBMIT, AgentConfig, token_offsets
 from integrations.openrlhf import hook, train
-from integrations.openrlhf.agent import SUBMIT, AgentConfig, AgentExecutor, token_offsets
+from integrations.openrlhf.agent import AgentExecutor
 from integrations.openrlhf.estimator import credit_advantages, patch_experience_maker, patch_samples_generator
-from integrations.openrlhf.records import RECORD_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "integrations" / "openrlhf" / "scripts"

@@ -21,10 +21,10 @@ from vllm import SamplingParams
 from code_gym.actions.replay import hermes
 from code_gym.sandbox import ray as ray_sandbox
 from conftest import write_tiny_task
+from integrations.episodes import RECORD_KEY, AgentConfig
 from integrations.openrlhf import preflight
-from integrations.openrlhf.agent import AgentConfig, AgentExecutor
+from integrations.openrlhf.agent import AgentExecutor
 from integrations.openrlhf.estimator import credit_advantages
-from integrations.openrlhf.records import RECORD_KEY
 
 pytestmark = pytest.mark.xdist_group("ray")
 

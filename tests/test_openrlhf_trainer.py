@@ -47,9 +47,9 @@ from vllm import SamplingParams
 import credit
 from code_gym.actions.replay import hermes
 from conftest import write_tiny_task
+from integrations.episodes import RECORD_KEY, AgentConfig
 from integrations.openrlhf import hook, preflight, train
-from integrations.openrlhf.agent import AgentConfig, AgentExecutor
-from integrations.openrlhf.records import RECORD_KEY
+from integrations.openrlhf.agent import AgentExecutor
 from openrlhf_shim.trainer_standins import ASSISTANT, END, OUT_VARIABLE, SCRIPT_FILE, ShardGroup
 
 pytestmark = pytest.mark.xdist_group("ray")

@@ -13,8 +13,8 @@ verl's LLM server (vLLM, which needs a GPU): `generate` returns the next scripte
 from __future__ import annotations
 
 import asyncio
-import json
 import os
+import textwrap
 import shlex
 import subprocess
 import sys
@@ -47,12 +47,11 @@ from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 from verl.workers.rollout.replica import TokenOutput
 
 import credit
-from code_gym.apps.dataset import prompt_rows
-from code_gym.tasks.task import load_task
+from code_gym.apps.cli import main as code_gym_main
+from code_gym.apps.dataset import AGENT_NAME
 from conftest import write_tiny_task
-from integrations.openrlhf.records import RECORD_KEY
-from integrations.verl import dataset, estimator, hook
-from integrations.verl import AGENT_NAME
+from integrations.episodes import RECORD_KEY
+from integrations.verl import estimator, hook
 from test_openrlhf import N_SAMPLES, SCRIPTS_BY_SAMPLE, build_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -407,9 +406,8 @@ def test_the_setup_hook_wires_verls_trainer_process_and_records_come_from_transf
 
 
 def test_the_dataset_rows_load_in_verls_dataset_and_drive_the_loop(tokenizer, label, tmp_path):
-    prompts, data = tmp_path / "prompts.jsonl", tmp_path / "verl.jsonl"
-    prompts.write_text("".join(json.dumps(row) + "\n" for row in prompt_rows([load_task(label)])))
-    assert dataset.main([str(prompts), "--out", str(data)]) == 0
+    data = tmp_path / "verl.jsonl"
+    assert code_gym_main(["verl", "dataset", "--tasks", label, "--out", str(data)]) == 0
     rows = RLHFDataset(str(data), tokenizer, OmegaConf.create({"filter_overlong_prompts": False,
                                                              "cache_dir": str(tmp_path / "cache")}))
     row = rows[0]
@@ -446,17 +444,34 @@ def test_the_launch_script_is_verls_cli_with_overrides_its_config_accepts(tmp_pa
 
 
 def test_the_launch_script_writes_the_data_first_and_the_baseline_is_verls_grpo(tmp_path):
-    prompts_cmd, data_cmd, train = launch_command(DATA=str(tmp_path / "verl.jsonl"), PROMPTS=str(tmp_path / "p.jsonl"),
-                                                  TASKS="bundled")
-    assert prompts_cmd[1:] == ["-m", "code_gym.apps.cli", "openrlhf", "dataset", "--out", str(tmp_path / "p.jsonl"),
-                               "--tasks", "bundled"]
-    assert data_cmd[1:] == ["-m", "integrations.verl.dataset", str(tmp_path / "p.jsonl"), "--out",
-                            str(tmp_path / "verl.jsonl")]
+    data_cmd, train = launch_command(DATA=str(tmp_path / "verl.jsonl"), TASKS="bundled")
+    assert data_cmd[1:] == ["-m", "code_gym.apps.cli", "verl", "dataset", "--out", str(tmp_path / "verl.jsonl"),
+                            "--tasks", "bundled"]
     baseline = subprocess.run(["bash", str(SCRIPTS / "train_grpo_baseline.sh"), "--dry-run"], capture_output=True,
                               text=True, check=True).stdout
     assert "algorithm.adv_estimator=grpo " in baseline
     assert "--dry-run" in subprocess.run(["bash", str(SCRIPTS / "train_didpo.sh"), "--help"], capture_output=True,
                                          text=True, check=True).stdout
+
+
+def test_the_verl_integration_needs_no_openrlhf():
+    # a fresh interpreter in which OpenRLHF cannot be imported, as on a machine without it
+    script = textwrap.dedent('''
+        import importlib.abc, sys
+
+        class NoOpenRLHF(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name.split(".")[0] == "openrlhf":
+                    raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)", name=name)
+
+        sys.meta_path.insert(0, NoOpenRLHF())
+        import integrations.verl.agent_loop, integrations.verl.estimator, integrations.verl.hook
+        integrations.verl.estimator.register()
+        print(sorted(name for name in sys.modules if name.split(".")[0] == "openrlhf"))
+    ''')
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_unknown_credit_options_are_refused_with_the_estimators_options(outputs):

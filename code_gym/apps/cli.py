@@ -543,6 +543,14 @@ def cmd_openrlhf_dataset(args) -> int:
     return 0
 
 
+def cmd_verl_dataset(args) -> int:
+    from code_gym.apps.dataset import verl_rows, write_dataset
+
+    count = write_dataset(_tasks(args.tasks), args.out, verl_rows)
+    print(f"{count} prompts -> {args.out} (verl: data.train_files={args.out})")
+    return 0
+
+
 def _served_model_options(parser: argparse.ArgumentParser) -> None:
     """The options of the commands that play a served model (rollout, eval)."""
     parser.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8000/v1")
@@ -717,6 +725,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "suite), 'humaneval', or a SWE-bench-style .jsonl file")
     dataset.add_argument("--out", required=True, help="the .jsonl file to write")
     dataset.set_defaults(func=cmd_openrlhf_dataset)
+    verl = sub.add_parser("verl", help="training with verl (docs/verl.md)").add_subparsers(
+        dest="verl_command", required=True)
+    verl_dataset = verl.add_parser("dataset", help="prompt data (JSON lines in the columns of verl's RLHFDataset) for "
+                                   "verl's PPO trainer")
+    verl_dataset.add_argument("--tasks", nargs="*", help="task folders or folders of tasks ('bundled' or none: the "
+                              "bundled suite), 'humaneval', or a SWE-bench-style .jsonl file")
+    verl_dataset.add_argument("--out", required=True, help="the .jsonl file to write (verl's data.train_files)")
+    verl_dataset.set_defaults(func=cmd_verl_dataset)
     build = tasks.add_parser("build", help="make tasks from Python projects with a pytest suite (folders, sdists, "
                              "name==version specs, a folder of projects, or a file listing them)")
     build.add_argument("source", nargs="+", help="project folders, sdists (.tar.gz, .zip), name==version (the sdist "

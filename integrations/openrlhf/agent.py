@@ -5,10 +5,11 @@ inside every vLLM rollout actor and calls `execute(prompt, label, ...)` once per
 label names the task; the executor renders the environment's own observations with the model's
 chat template, generates each action from token ids, steps the environment with the decoded text,
 and returns OpenRLHF's response dict (token ids, `action_ranges`, rollout log-probs, truncation)
-plus an `EpisodeRecord` of every step under `records.RECORD_KEY`.
+plus an `EpisodeRecord` of every step under `RECORD_KEY` (integrations/episodes.py, shared with the
+verl agent loop).
 
-Configuration comes from the environment variable CODE_GYM_AGENT (JSON, see `AgentConfig`): the
-executor is built with no arguments inside Ray actors.
+Configuration comes from the environment variable CODE_GYM_AGENT (JSON, see
+`integrations.episodes.AgentConfig`): the executor is built with no arguments inside Ray actors.
 
 Faults stay inside their episode: a reset that raises is retried (`AgentConfig.reset_attempts`), and
 a reset that keeps failing or a step that raises (a sandbox that died, a grader that crashed) ends
@@ -20,9 +21,7 @@ reaches `asyncio.gather` in the engine actor, so it cannot end the training run.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,61 +32,12 @@ from openrlhf.utils.agent import AgentExecutorBase
 
 import code_gym
 from code_gym.env.episode import EpisodeRun
-from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord, StepRecord, observation_key
+from integrations.episodes import (RECORD_KEY, SUBMIT, AgentConfig, EpisodeRecord, close_episode, episode_metrics,
+                                   episode_record, start_episode, token_offsets)
 
 logger = logging.getLogger(__name__)
 
-CONFIG_VARIABLE = "CODE_GYM_AGENT"
-BUDGET_SUBMIT = ("train", "mask")  # AgentConfig.budget_submit
-SUBMIT = {"name": "submit", "arguments": {}}
 _PROBE_QUESTION, _PROBE_REPLY = "\x00question\x00", "\x00reply\x00"
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    """How the executor runs episodes.
-
-    Attributes:
-      env: options of `gym.make("CodeRepo-v0", **env)` (max_steps, isolation, reward, ...).
-      system: a system message before the task, or None.
-      feedback_role: the chat role that carries the environment's observations ("user" works with
-        every template; "tool" where the template renders tool results).
-      template_tools: pass `code_gym.TOOL_SCHEMAS` to the chat template (`tools=`), for models
-        trained on their template's tool format (Qwen2.5, Llama 3.1), instead of listing the
-        schemas in the task prompt.
-      reset_attempts: how many times a reset that raises is tried before the episode counts as failed.
-      budget_submit: what the estimators do with an episode that the length budget ended (the
-        executor submitted for the agent): "train" it like any other, or "mask" it (zero advantage,
-        in no group baseline, like a failed one).
-    """
-
-    env: dict[str, Any] = field(default_factory=dict)
-    system: str | None = None
-    feedback_role: str = "user"
-    template_tools: bool = False
-    reset_attempts: int = 3
-    budget_submit: str = "train"
-
-    def __post_init__(self):
-        if self.budget_submit not in BUDGET_SUBMIT:
-            raise ValueError(f"{CONFIG_VARIABLE}: budget_submit must be one of {BUDGET_SUBMIT}, "
-                             f"got {self.budget_submit!r}")
-        if self.reset_attempts < 1:
-            raise ValueError(f"{CONFIG_VARIABLE}: reset_attempts must be 1 or more, got {self.reset_attempts}")
-
-    @classmethod
-    def from_environ(cls, environ: Any = os.environ) -> "AgentConfig":
-        text = environ.get(CONFIG_VARIABLE, "").strip()
-        if not text:
-            return cls()
-        try:
-            return cls(**json.loads(text))
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"{CONFIG_VARIABLE} must be a JSON object with keys env, system, feedback_role, "
-                             f"template_tools, reset_attempts, budget_submit: {err}") from None
-
-    def env_options(self) -> dict[str, Any]:
-        return {**self.env, "tool_schemas": False} if self.template_tools else dict(self.env)
 
 
 class ChatFormat:
@@ -132,61 +82,6 @@ class ChatFormat:
         if stop and closing.startswith(stop):
             closing = closing[len(stop):]
         return closing + rendered[len(self.closed):]
-
-
-def token_offsets(tokenizer: Any, token_ids: list[int], text: str, skip_special_tokens: bool = False) -> np.ndarray:
-    """(n, 2) character span in `text` of each of the `n` generated tokens `token_ids`.
-
-    `text` is the engine's decoding of the tokens. Trailing special tokens (the stop token, whose
-    text vLLM leaves out) get empty spans at the end. The rest come from the fast tokenizer's offset
-    mapping when re-encoding `text` gives the same ids (the usual case); otherwise from decoding
-    incrementally, as vLLM's detokenizer does: each token is decoded in a window that starts at the
-    previous emitted token, so a character split over several byte-level tokens belongs to the
-    token that completes it. Both are linear in the number of tokens. Where the decoding stops
-    agreeing with `text`, the remaining tokens end where the agreement does.
-    """
-    body = len(token_ids)
-    special = set(tokenizer.all_special_ids)
-    while body and token_ids[body - 1] in special:
-        body -= 1
-    spans = _encoded_spans(tokenizer, token_ids[:body], text)
-    if spans is None:
-        spans = _decoded_spans(tokenizer, token_ids[:body], text, skip_special_tokens)
-    tail = np.full((len(token_ids) - body, 2), len(text), np.int64)
-    return np.concatenate([spans.reshape(-1, 2), tail]).astype(np.int64)
-
-
-def _encoded_spans(tokenizer: Any, token_ids: list[int], text: str) -> np.ndarray | None:
-    try:
-        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    except NotImplementedError:  # a slow (Python) tokenizer has no offset mapping
-        return None
-    if list(encoded["input_ids"]) != list(token_ids):
-        return None
-    return np.asarray(encoded["offset_mapping"], np.int64).reshape(-1, 2)
-
-
-def _decoded_spans(tokenizer: Any, token_ids: list[int], text: str, skip_special_tokens: bool) -> np.ndarray:
-    """Spans from incremental decoding (vLLM's `detokenize_incrementally` scheme): the text of
-    tokens[prefix:k+1] beyond that of tokens[prefix:read] is token k's, unless it ends in an
-    incomplete character (U+FFFD), which waits for the next token. One short decode per token."""
-    def decode(ids):
-        return tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
-
-    ends = np.zeros(len(token_ids), np.int64)
-    decoded, prefix, read, pieces = 0, 0, 0, []
-    for k in range(len(token_ids)):
-        before = decode(token_ids[prefix:read])
-        after = decode(token_ids[prefix:k + 1])
-        if len(after) > len(before) and not after.endswith("\ufffd"):
-            pieces.append(after[len(before):])
-            decoded += len(pieces[-1])
-            prefix, read = read, k + 1
-        ends[k] = decoded
-    agreed = len(os.path.commonprefix(["".join(pieces), text]))
-    ends = np.minimum(ends, agreed)
-    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
-    return np.stack([starts, ends], axis=1)
 
 
 @dataclass
@@ -249,27 +144,21 @@ class AgentExecutor(AgentExecutorBase):
                     episode = _failed(label, failed.__cause__, steps=len(rollout.action_ranges))
         finally:
             if env is not None:
-                await _close(env, label)
+                await close_episode(env, label)
         return {**episode, "prompt": prompt, "label": label, "images": images, "mm_train_inputs": None,
                 "observation_tokens": rollout.tokens, "action_ranges": rollout.action_ranges,
                 "rollout_log_probs": rollout.log_probs}
 
     async def _start(self, label: str) -> tuple[gym.Env | None, EpisodeRun | None, BaseException | None]:
-        """(env, run, None) after a reset of a new env on `label`, tried up to `reset_attempts` times;
-        (None, None, the last error) when every try raised."""
-        error = None
-        for attempt in range(1, self.config.reset_attempts + 1):
-            env = None
-            try:
-                env = await asyncio.to_thread(gym.make, code_gym.ENV_ID, **self.config.env_options())
-                return env, await asyncio.to_thread(EpisodeRun.start, env, label), None
-            except Exception as err:  # a sandbox or workspace fault: retried, then the episode fails
-                error = err
-                logger.warning("task %r: reset attempt %d of %d raised", label, attempt, self.config.reset_attempts,
-                               exc_info=err)
-                if env is not None:
-                    await _close(env, label)
-        return None, None, error
+        """(env, run, None) after `start_episode` on `label`; (None, None, the last error) when every
+        reset it tried raised."""
+        try:
+            env, run = await start_episode(self.config, label)
+        except Exception as err:  # a sandbox or workspace fault that outlasted the retries: the episode fails
+            logger.warning("task %r: the last of %d reset attempts raised; the episode counts as failed", label,
+                           self.config.reset_attempts, exc_info=err)
+            return None, None, err
+        return env, run, None
 
     async def _play(self, run: EpisodeRun, chat: ChatFormat, rollout: _Rollout, sampling_params, max_length: int,
                     llm_engine) -> dict[str, Any]:
@@ -303,8 +192,7 @@ class AgentExecutor(AgentExecutorBase):
                 break
             rollout.add_feedback(feedback)
         result = run.result()
-        excluded = "budget_submit" if budget_submit and self.config.budget_submit == "mask" else ""
-        record = _record(result.trajectory, result.resolved, spans, offsets, excluded)
+        record = episode_record(result, spans, offsets, self.config.excluded(budget_submit))
         return {"reward": float(sum(rewards)), "scores": record.outcome, RECORD_KEY: record,
                 "truncated": output.finish_reason == "length",
                 "extra_logs": _logs(record.resolved, len(record.steps), budget_submit, failed=False)}
@@ -322,13 +210,6 @@ async def _step(run: EpisodeRun, action: str | dict) -> tuple[str, float]:
     return observation, reward
 
 
-async def _close(env: gym.Env, label: str) -> None:
-    try:
-        await asyncio.to_thread(env.close)
-    except Exception as err:  # the episode's result is already taken; a dead sandbox must not lose it
-        logger.warning("task %r: closing the environment raised", label, exc_info=err)
-
-
 def _failed(label: str, error: BaseException | None, steps: int) -> dict[str, Any]:
     """The reward fields of an episode that a fault ended: nothing to train on."""
     record = EpisodeRecord(task_id=str(label), outcome=0.0, resolved=False, steps=(), excluded=f"failed: {error!r}")
@@ -338,8 +219,7 @@ def _failed(label: str, error: BaseException | None, steps: int) -> dict[str, An
 
 def _logs(resolved: bool, steps: int, budget_submit: bool, failed: bool) -> dict[str, float]:
     """`extra_logs`: the same keys on every sample (OpenRLHF concatenates them per key)."""
-    return {"code_gym/resolved": float(resolved), "code_gym/steps": float(steps),
-            "code_gym/budget_submit": float(budget_submit), "code_gym/failed": float(failed)}
+    return {**episode_metrics(resolved, steps, budget_submit), "code_gym/failed": float(failed)}
 
 
 def _encode(tokenizer: Any, text: str) -> list[int]:
@@ -357,13 +237,3 @@ def _token_logprobs(output: Any, action_ids: list[int]) -> list[dict]:
              "top_logprobs": [entry.logprob for entry in output.logprobs[i].values()]}
             for i, token in enumerate(action_ids)]
 
-
-def _record(trajectory, resolved: bool, spans: list[tuple[int, int]], offsets: list[np.ndarray],
-            excluded: str) -> EpisodeRecord:
-    steps = tuple(
-        StepRecord(action=step.action, diff=step.diff, provenance=step.provenance or (), reward=step.reward,
-                   observation=observation_key(step.observation or ""), token_span=span, token_offsets=offset,
-                   calls=step.calls, edits=step.edits, line_calls=step.line_calls)
-        for step, span, offset in zip(trajectory.steps, spans, offsets, strict=True))
-    return EpisodeRecord(task_id=str(trajectory.task_id), outcome=trajectory.reward, resolved=resolved, steps=steps,
-                         excluded=excluded)

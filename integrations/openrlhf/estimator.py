@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import functools
 import json
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -28,30 +27,8 @@ import torch
 from openrlhf.trainer.ppo_utils.length_penalty import apply_length_penalties
 
 import credit
+from integrations.episodes import RECORD_KEY, CreditSteps, EpisodeRecord
 from integrations.openrlhf import ESTIMATORS
-from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord
-
-
-@dataclass
-class _Batch:
-    """Every step of every sample in a list of experiences, flat, on one combined action mask."""
-
-    action_mask: torch.Tensor  # [samples, longest action mask] over all experiences
-    group_ids: list[int] = field(default_factory=list)
-    trajectory_ids: list[int] = field(default_factory=list)
-    step_ids: list[int] = field(default_factory=list)
-    rewards: list[float] = field(default_factory=list)
-    step_rewards: list[float] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
-    diffs: list[str] = field(default_factory=list)
-    token_offsets: list[np.ndarray] = field(default_factory=list)
-    provenance: list[Any] = field(default_factory=list)
-    calls: list[Any] = field(default_factory=list)
-    edits: list[Any] = field(default_factory=list)
-    line_calls: list[Any] = field(default_factory=list)
-    observations: list[str] = field(default_factory=list)
-    rows: list[int] = field(default_factory=list)
-    token_spans: list[tuple[int, int]] = field(default_factory=list)
 
 
 def credit_advantages(experiences: Sequence[Any], args: Any) -> Sequence[Any]:
@@ -72,20 +49,17 @@ def credit_advantages(experiences: Sequence[Any], args: Any) -> Sequence[Any]:
     every estimator (credit only sees the episodes it is given).
     """
     records = [_take_records(e) for e in experiences]
-    batch = _flatten(experiences, records, _length_penalties(experiences, args), args)
-    if batch.rows:
-        advantages, result = credit.token_advantages(
-            batch.action_mask, batch.group_ids, batch.trajectory_ids, batch.step_ids, batch.rewards,
-            estimator=args.algo.advantage.estimator, step_rewards=batch.step_rewards, actions=batch.actions,
-            diffs=batch.diffs, token_offsets=batch.token_offsets, provenance=batch.provenance,
-            calls=batch.calls, edits=batch.edits, line_calls=batch.line_calls, observations=batch.observations, rows=batch.rows, token_spans=batch.token_spans, return_result=True,
-            **estimator_options(args))
+    mask = _action_mask(experiences)
+    steps = _flatten(experiences, records, _length_penalties(experiences, args), args)
+    if steps.rows:
+        advantages, result = credit.token_advantages(mask, estimator=args.algo.advantage.estimator, return_result=True,
+                                                     **steps.arguments(), **estimator_options(args))
         step_returns, episode_advantages = result.steps.returns, result.episode
     else:  # every episode of the batch is excluded
-        advantages = torch.zeros(batch.action_mask.shape)
+        advantages = torch.zeros(mask.shape)
         step_returns, episode_advantages = np.zeros(0), np.zeros(0)
-    returns, episode_returns = _returns(batch, step_returns, advantages)
-    excluded, row_advantages = _row_statistics(batch, episode_advantages)
+    returns, episode_returns = _returns(steps, step_returns, advantages)
+    excluded, row_advantages = _row_statistics(steps, len(mask), episode_advantages)
     first = 0
     for experience in experiences:
         size, width = experience.action_mask.shape
@@ -99,10 +73,10 @@ def credit_advantages(experiences: Sequence[Any], args: Any) -> Sequence[Any]:
     return experiences
 
 
-def _row_statistics(batch: _Batch, episode_advantages: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+def _row_statistics(steps: CreditSteps, rows: int,
+                    episode_advantages: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     """Per row: 1.0 where the episode was left out of credit; the episode advantage A^E (0 there)."""
-    rows = batch.action_mask.shape[0]
-    included = list(dict.fromkeys(batch.rows))  # credit numbers trajectories in order of first appearance
+    included = list(dict.fromkeys(steps.rows))  # credit numbers trajectories in order of first appearance
     excluded = torch.ones(rows)
     excluded[included] = 0.0
     advantages = torch.zeros(rows)
@@ -120,11 +94,11 @@ def _length_penalties(experiences: Sequence[Any], args: Any) -> list[list[float]
     return [(e.rewards - rewards).tolist() for e, rewards in zip(experiences, before)]
 
 
-def _returns(batch: _Batch, step_returns: np.ndarray, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _returns(steps: CreditSteps, step_returns: np.ndarray, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Each step's return G_t on its tokens, and each row's G_0."""
     returns = torch.zeros_like(like)
     episode_returns = torch.zeros(like.shape[0])
-    for row, t, (start, end), value in zip(batch.rows, batch.step_ids, batch.token_spans, step_returns.tolist()):
+    for row, t, (start, end), value in zip(steps.rows, steps.step_ids, steps.token_spans, step_returns.tolist()):
         returns[row, start:end] = value
         if t == 0:
             episode_returns[row] = value
@@ -146,17 +120,21 @@ def _take_records(experience: Any) -> list[EpisodeRecord]:
     return list(records)
 
 
-def _flatten(experiences, records, penalties, args: Any) -> _Batch:
+def _action_mask(experiences: Sequence[Any]) -> torch.Tensor:
+    """[samples, longest action mask]: the action masks of all experiences, stacked."""
+    masks = [e.action_mask.bool() for e in experiences]
+    width = max(m.shape[1] for m in masks)
+    return torch.cat([torch.nn.functional.pad(m, (0, width - m.shape[1])) for m in masks])
+
+
+def _flatten(experiences, records, penalties, args: Any) -> CreditSteps:
     """The kept episodes' steps, flat, in rollout order: sample index 0, 1, ... (each step keeps
     its row in the experiences). OpenRLHF's dynamic batching packs samples into micro-batches out
     of that order (split_rollout_samples' length-balanced partitions), and an estimator may depend
     on the order of its trajectories (credit breaks ties between equally scored anchors by it;
     floating-point sums do too); in rollout order the advantages of a sample are the same, bit for
     bit, whichever micro-batches it was packed into."""
-    masks = [e.action_mask.bool() for e in experiences]
-    width = max(m.shape[1] for m in masks)
-    mask = torch.cat([torch.nn.functional.pad(m, (0, width - m.shape[1])) for m in masks])
-    batch = _Batch(mask)
+    steps = CreditSteps()
     low, high = getattr(args.reward, "clip_range", None) or (-np.inf, np.inf)
     samples, row = [], 0
     for experience, episodes, penalty in zip(experiences, records, penalties):
@@ -166,35 +144,10 @@ def _flatten(experiences, records, penalties, args: Any) -> _Batch:
     # in rollout order (OpenRLHF's sample index), whatever micro-batches dynamic batching packed
     # them into: credit then sees the same batch with and without it (`_flatten`'s docstring)
     for index, row, episode, extra, width in sorted(samples, key=lambda sample: sample[0]):
-        if not episode.excluded:
-            _add_episode(batch, row, index, index // args.rollout.n_samples_per_prompt, episode,
-                         float(np.clip(episode.outcome + extra, low, high)), width)
-    return batch
-
-
-def _add_episode(batch: _Batch, row: int, index: int, group: int, episode: EpisodeRecord, outcome: float,
-                 width: int) -> None:
-    for t, step in enumerate(episode.steps):
-        start, end = step.token_span
-        if end - 1 > width or len(step.token_offsets) != end - start:
-            raise ValueError(f"sample {index}, step {t}: token span {step.token_span} with "
-                             f"{len(step.token_offsets)} token offsets does not fit its {width + 1}-token "
-                             "sequence: the executor must keep episodes within --data.max_len")
-        batch.group_ids.append(group)
-        batch.trajectory_ids.append(row)
-        batch.step_ids.append(t)
-        batch.rewards.append(outcome)
-        batch.step_rewards.append(step.reward)
-        batch.actions.append(step.action)
-        batch.diffs.append(step.diff)
-        batch.token_offsets.append(step.token_offsets)
-        batch.provenance.append(step.provenance or None)
-        batch.calls.append(step.calls)
-        batch.edits.append(step.edits)
-        batch.line_calls.append(step.line_calls)
-        batch.observations.append(step.observation)
-        batch.rows.append(row)
-        batch.token_spans.append((start - 1, end - 1))
+        # action-mask position p is sequence position p + 1: OpenRLHF drops the first token
+        steps.add(row, index // args.rollout.n_samples_per_prompt, episode,
+                  float(np.clip(episode.outcome + extra, low, high)), width, shift=1, length_limit="--data.max_len")
+    return steps
 
 
 def patch_samples_generator(module: Any) -> None:

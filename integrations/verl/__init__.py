@@ -6,12 +6,10 @@
   hook.py            Ray's worker_process_setup_hook: registers them (and hands the step-level
                      ones their episode records) inside verl's trainer actor
   agent_loop.py      an `AgentLoopBase` that plays one CodeRepo-v0 episode per sample and leaves
-                     its record in the row's extra_fields; agent_loop.yaml registers it with verl
-  dataset.py         verl's prompt rows (RLHFDataset's columns) from `code-gym openrlhf dataset`'s
+                     its record (integrations/episodes.py, shared with the OpenRLHF integration) in
+                     the row's extra_fields; agent_loop.yaml registers it with verl
   scripts/           launch scripts (verl's own CLI with the overrides that wire the above)
 
-Nothing here imports verl at package import time.
+The prompt data (verl's RLHFDataset columns) is `code-gym verl dataset`'s (code_gym/apps/dataset.py).
+Nothing here imports verl at package import time, nor OpenRLHF at all.
 """
-
-AGENT_NAME = "code_gym"  # the agent loop's name in verl's registry (agent_loop.yaml, a row's agent_name)
-TASK_KEY = "task"  # the key of a dataset row's extra_info that names its task

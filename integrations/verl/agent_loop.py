@@ -4,9 +4,9 @@ episode per sample.
 verl's agent-loop workers build the loop a dataset row names in `agent_name` (or
 `actor_rollout_ref.rollout.agent.default_agent_loop`) from the configs listed in
 `actor_rollout_ref.rollout.agent.agent_loop_config_path`; agent_loop.yaml beside this file names
-this class `code_gym`, and its other keys are this class's keyword arguments: the fields of the
-OpenRLHF executor's `AgentConfig` (env, system, feedback_role, template_tools, reset_attempts,
-budget_submit), which mean the same here.
+this class `code_gym`, and its other keys are this class's keyword arguments: the fields of
+`integrations.episodes.AgentConfig` (env, system, feedback_role, template_tools, reset_attempts,
+budget_submit), which the OpenRLHF executor reads from CODE_GYM_AGENT.
 
 Per sample, the row's `extra_info["task"]` names the task (a bundled id or a task folder). As in
 the OpenRLHF executor, the model sees the environment's own first observation, not the dataset's
@@ -26,22 +26,18 @@ step, is raised: verl then marks the prompt's group failed and trains on none of
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 from uuid import uuid4
 
-import gymnasium as gym
 import numpy as np
 from omegaconf import OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 import code_gym
+from code_gym.apps.dataset import AGENT_NAME, TASK_KEY
 from code_gym.env.episode import EpisodeRun
-from integrations.openrlhf.agent import SUBMIT, AgentConfig, token_offsets
-from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord, StepRecord, observation_key
-from integrations.verl import AGENT_NAME, TASK_KEY
-
-logger = logging.getLogger(__name__)
+from integrations.episodes import (RECORD_KEY, SUBMIT, AgentConfig, close_episode, episode_metrics, episode_record,
+                                   start_episode, token_offsets)
 
 
 @register(AGENT_NAME)
@@ -61,24 +57,12 @@ class CodeRepoAgentLoop(AgentLoopBase):
         task = (kwargs.get("extra_info") or {}).get(TASK_KEY)
         if not task:
             raise ValueError(f"the dataset row names no task: CodeRepo-v0 rows need extra_info[{TASK_KEY!r}] "
-                             "(a bundled task id or a task folder; `python -m integrations.verl.dataset` writes it)")
-        env, run = await self._start(str(task))
+                             "(a bundled task id or a task folder; `code-gym verl dataset` writes it)")
+        env, run = await start_episode(self.agent, str(task))
         try:
             return await self._play(run, sampling_params)
         finally:
-            await asyncio.to_thread(env.close)
-
-    async def _start(self, task: str) -> tuple[gym.Env, EpisodeRun]:
-        for attempt in range(1, self.agent.reset_attempts + 1):
-            env = await asyncio.to_thread(gym.make, code_gym.ENV_ID, **self.agent.env_options())
-            try:
-                return env, await asyncio.to_thread(EpisodeRun.start, env, task)
-            except Exception:
-                await asyncio.to_thread(env.close)
-                if attempt == self.agent.reset_attempts:
-                    raise
-                logger.warning("task %r: reset attempt %d of %d raised", task, attempt, self.agent.reset_attempts,
-                               exc_info=True)
+            await close_episode(env, str(task))
 
     async def _play(self, run: EpisodeRun, sampling_params: dict[str, Any]) -> AgentLoopOutput:
         messages = ([{"role": "system", "content": self.agent.system}] if self.agent.system else []) + \
@@ -116,15 +100,12 @@ class CodeRepoAgentLoop(AgentLoopBase):
             tokens, mask = tokens[:len(tokens) - len(mask) + self.response_length], mask[:self.response_length]
             log_probs = None if log_probs is None else log_probs[:self.response_length]
             _clip_steps(spans, offsets, self.response_length)
-        result = run.result()
-        excluded = "budget_submit" if budget_submit and self.agent.budget_submit == "mask" else ""
-        record = episode_record(result.trajectory, result.resolved, spans, offsets, excluded)
+        record = episode_record(run.result(), spans, offsets, self.agent.excluded(budget_submit))
         return AgentLoopOutput(
             prompt_ids=tokens[:len(tokens) - len(mask)], response_ids=tokens[len(tokens) - len(mask):],
             response_mask=mask, response_logprobs=log_probs, reward_score=record.outcome,
             num_turns=len(messages) + 1, metrics=AgentLoopMetrics(),
-            extra_fields={RECORD_KEY: record, "code_gym/resolved": float(record.resolved),
-                          "code_gym/steps": float(len(spans)), "code_gym/budget_submit": float(budget_submit)})
+            extra_fields={RECORD_KEY: record, **episode_metrics(record.resolved, len(spans), budget_submit)})
 
 
 def _plain(options: Any) -> dict[str, Any]:
@@ -140,14 +121,3 @@ def _clip_steps(spans: list[tuple[int, int]], offsets: list[np.ndarray], length:
             spans[k] = (min(start, length), length)
             offsets[k] = offsets[k][:max(0, length - start)]
 
-
-def episode_record(trajectory: Any, resolved: bool, spans: list[tuple[int, int]], offsets: list[np.ndarray],
-                   excluded: str) -> EpisodeRecord:
-    """The record of a finished episode whose step k owns response positions `spans[k]`."""
-    steps = tuple(
-        StepRecord(action=step.action, diff=step.diff, provenance=step.provenance or (), reward=step.reward,
-                   observation=observation_key(step.observation or ""), token_span=span, token_offsets=offset,
-                   calls=step.calls, edits=step.edits, line_calls=step.line_calls)
-        for step, span, offset in zip(trajectory.steps, spans, offsets, strict=True))
-    return EpisodeRecord(task_id=str(trajectory.task_id), outcome=trajectory.reward, resolved=resolved, steps=steps,
-                         excluded=excluded)

@@ -22,10 +22,8 @@ import contextvars
 import functools
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-import numpy as np
-
 import credit
-from integrations.openrlhf.records import RECORD_KEY, EpisodeRecord, StepRecord
+from integrations.episodes import RECORD_KEY, CreditSteps, EpisodeRecord
 
 # verl's own estimators of these names stay verl's; credit's are registered as "credit-<name>"
 VERL_OWN = ("grpo", "rloo")
@@ -66,32 +64,20 @@ def credit_advantages(estimator: str, token_level_rewards: Any, response_mask: A
     rewards = token_level_rewards.sum(-1).tolist()
     if records is None:
         rows = range(len(rewards))
-        steps = dict(group_ids=[index[b] for b in rows], trajectory_ids=list(rows), step_ids=[0] * len(rewards),
-                     rewards=rewards)
+        arguments = dict(group_ids=[index[b] for b in rows], trajectory_ids=list(rows), step_ids=[0] * len(rewards),
+                         rewards=rewards)
     else:
         if len(records) != len(rewards):
             raise ValueError(f"{len(rewards)} rows but {len(records)} episode records")
-        steps = _record_steps(records, index, rewards)
-        if not steps["rows"]:  # no episode in the batch
+        steps = CreditSteps()
+        for b, record in enumerate(records):
+            if record is not None:
+                steps.add(b, index[b], record, rewards[b], response_mask.shape[-1],
+                          length_limit="data.max_response_length")
+        if not steps.rows:  # no episode in the batch
             return response_mask.new_zeros(response_mask.shape, dtype=token_level_rewards.dtype)
-    return credit.token_advantages(response_mask, estimator=estimator, **steps, **(options or {}))
-
-
-def _record_steps(records: Sequence[Optional[EpisodeRecord]], index: Sequence[Any], rewards: list[float]) -> dict:
-    """`credit.token_advantages`' per-step arguments for the rows that hold an episode."""
-    names = ("group_ids", "trajectory_ids", "step_ids", "rewards", "step_rewards", "actions", "diffs",
-             "token_offsets", "provenance", "calls", "edits", "line_calls", "observations", "rows", "token_spans")
-    steps: dict[str, list] = {name: [] for name in names}
-    for b, record in enumerate(records):
-        if record is None or record.excluded:
-            continue
-        for t, step in enumerate(record.steps):
-            values = (index[b], b, t, rewards[b], step.reward, step.action, step.diff, step.token_offsets,
-                      step.provenance or None, step.calls, step.edits, step.line_calls, step.observation, b,
-                      tuple(step.token_span))
-            for name, value in zip(names, values):
-                steps[name].append(value)
-    return steps
+        arguments = steps.arguments()
+    return credit.token_advantages(response_mask, estimator=estimator, **arguments, **(options or {}))
 
 
 def estimator_options(config: Any) -> dict[str, Any]:
@@ -159,12 +145,7 @@ def stored_records(tq: Any, batch: Any) -> list[Optional[EpisodeRecord]]:
 def stored_record(value: Any) -> EpisodeRecord:
     """The `EpisodeRecord` of a stored row: verl stores an agent loop's output through
     `AgentLoopOutput.as_dict`, whose pydantic `model_dump` turns the record's dataclasses into dicts."""
-    if isinstance(value, EpisodeRecord):
-        return value
-    steps = tuple(StepRecord(**{**step, "token_span": tuple(step["token_span"]),
-                                "token_offsets": np.asarray(step["token_offsets"], np.int64).reshape(-1, 2)})
-                  for step in value["steps"])
-    return EpisodeRecord(**{**value, "steps": steps})
+    return value if isinstance(value, EpisodeRecord) else EpisodeRecord.from_dict(value)
 
 
 def patch_trainer(module: Any) -> None:

@@ -18,7 +18,7 @@ SAMPLES_PER_PROMPT=${SAMPLES_PER_PROMPT:-8}
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-16}
 MAX_LEN=${MAX_LEN:-32768}                     # the whole episode: prompt, actions, tool outputs
 MAX_NEW_TOKENS=${MAX_NEW_TOKENS:-4096}        # one action
-# The executor's settings (integrations/openrlhf/agent.py, AgentConfig); train.py forwards CODE_GYM_*
+# The executor's settings (integrations/episodes.py, AgentConfig); train.py forwards CODE_GYM_*
 # variables to every Ray worker.
 export CODE_GYM_AGENT=${CODE_GYM_AGENT:-'{"env": {"max_steps": 20}, "feedback_role": "tool", "template_tools": true}'}
 

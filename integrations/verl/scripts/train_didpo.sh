@@ -17,12 +17,12 @@ hydra overrides appended to the script's (the last one of a key wins), e.g.
 
   --dry-run   print the commands instead of running them (Ray is not started)
 
-Environment: MODEL, DATA (verl's .jsonl), PROMPTS (code-gym's prompt file it is made from), TASKS
-(task folders; default the bundled suite), OUT, ESTIMATOR (didpo, the paper's rules; didpo-split,
-the rule measured best; didpo-contrast; gigpo; credit-grpo, credit-rloo, dr_grpo; or any of verl's
-own, such as grpo), GPUS_PER_NODE (8), VLLM_TP (1), SAMPLES_PER_PROMPT (8), PROMPTS_PER_STEP (16),
-PROMPT_LENGTH (4096: the task's first observation), RESPONSE_LENGTH (28672: every action and tool
-output of an episode), PYTHON.
+Environment: MODEL, DATA (verl's .jsonl, written by `code-gym verl dataset` when missing), TASKS
+(task folders for it; default the bundled suite), OUT, ESTIMATOR (didpo, the paper's rules;
+didpo-split, the rule measured best; didpo-contrast; gigpo; credit-grpo, credit-rloo, dr_grpo; or
+any of verl's own, such as grpo), GPUS_PER_NODE (8), VLLM_TP (1), SAMPLES_PER_PROMPT (8),
+PROMPTS_PER_STEP (16), PROMPT_LENGTH (4096: the task's first observation), RESPONSE_LENGTH (28672:
+every action and tool output of an episode), PYTHON.
 train_grpo_baseline.sh runs this script with ESTIMATOR=grpo (verl's GRPO).
 USAGE
 }
@@ -41,7 +41,6 @@ done
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PYTHON=${PYTHON:-python}
 MODEL=${MODEL:-Qwen/Qwen2.5-Coder-7B-Instruct}
-PROMPTS=${PROMPTS:-$PWD/code_gym_prompts.jsonl}
 DATA=${DATA:-$PWD/code_gym_verl.jsonl}
 TASKS=${TASKS:-}
 OUT=${OUT:-$PWD/ckpt}
@@ -84,15 +83,14 @@ if [ -n "${CODE_GYM_TASKS:-}" ]; then  # the pool that task ids resolve in, on e
   OVERRIDES+=(+ray_kwargs.ray_init.runtime_env.env_vars.CODE_GYM_TASKS="$CODE_GYM_TASKS")
 fi
 # shellcheck disable=SC2206  # TASKS is a list of folders
-PROMPTS_CMD=("$PYTHON" -m code_gym.apps.cli openrlhf dataset --out "$PROMPTS" ${TASKS:+--tasks $TASKS})
-DATA_CMD=("$PYTHON" -m integrations.verl.dataset "$PROMPTS" --out "$DATA")
+DATA_CMD=("$PYTHON" -m code_gym.apps.cli verl dataset --out "$DATA" ${TASKS:+--tasks $TASKS})
 CMD=("$PYTHON" -m verl.trainer.main_ppo "${OVERRIDES[@]}" "${EXTRA[@]}")
 
 show() { printf '%q ' "$@" | sed 's/ $//'; echo; }
 if [ "$DRY_RUN" = 1 ]; then
-  if [ ! -f "$DATA" ]; then show "${PROMPTS_CMD[@]}"; show "${DATA_CMD[@]}"; fi
+  [ -f "$DATA" ] || show "${DATA_CMD[@]}"
   show "${CMD[@]}"
   exit 0
 fi
-if [ ! -f "$DATA" ]; then "${PROMPTS_CMD[@]}"; "${DATA_CMD[@]}"; fi
+[ -f "$DATA" ] || "${DATA_CMD[@]}"
 exec "${CMD[@]}"
