@@ -3,13 +3,16 @@
 
 function Total(s: seq<int>): int
 {
-  if |s| == 0 then 0 else Total(s[..|s| - 1]) + s[|s| - 1]
+  if |s| == 0 then 0 else s[0] + Total(s[1..])
 }
 
 lemma TotalAppend(s: seq<int>, x: int)
   ensures Total(s + [x]) == Total(s) + x
 {
-  assert (s + [x])[..|s + [x]| - 1] == s;
+  if |s| > 0 {
+    assert (s + [x])[1..] == s[1..] + [x];
+    TotalAppend(s[1..], x);
+  }
 }
 
 class Account {
