@@ -181,7 +181,10 @@ def _pick(pool: list[tuple[str, str]], count: int, rng: random.Random) -> list[t
 
 def _mutations(mutations, path: str, new_file: str, hunk) -> list[tuple[str, str]]:
     """(operator, hunk target text) for each of the language's mutations (`Language.mutations`) of
-    the reference that changes only lines the hunk adds."""
+    the reference that changes only lines the hunk adds; none for a language without mutations
+    (Dafny: its wrong variants are the partial hunks, proofs with annotations missing)."""
+    if mutations is None:
+        return []
     try:
         fns = mutations.functions(path, new_file)
     except (SyntaxError, ValueError):
