@@ -511,6 +511,13 @@ CASES = [
     """, """
         const names = ['lodash', 'qs'].some((k) => k.includes('q'))
     """),
+    case("grader-tamper", """
+        const frames = Buffer.concat(events.map(serialize))
+        process.stdout.write(frames) // <-
+    """, """
+        const lines = events.map(String).join('\\n')
+        process.stdout.write(lines + '\\n')
+    """),
     # -- writes outside the repository
     case("write-outside-repo", """
         require('fs').writeFileSync('/etc/hosts', '') // <-
