@@ -126,15 +126,40 @@ def test_a_failed_assertion_makes_every_postcondition_of_its_member_fail(tmp_pat
     assert "vacuously" in stream.messages["sum.dfy::Sum > ensures 1"]
 
 
-def test_a_solver_time_out_is_a_failed_record_not_an_error(tmp_path):
-    """A tiny /timeLimit on a lemma the solver can neither prove nor refute (Fermat for cubes)."""
-    hard = ("lemma Hard(a: int, b: int, c: int)\n  requires a > 0 && b > 0 && c > 0\n"
-            "  ensures a * a * a + b * b * b != c * c * c\n{\n}\n\nlemma Easy(n: nat)\n  ensures n + 1 > n\n{\n}\n")
-    stream, done = verify(program(tmp_path, {"hard.dfy": hard}), command="dafny /compile:0 /timeLimit:1")
-    assert done.returncode == 1 and stream.end == 1 and not stream.problems
-    assert stream.outcomes["hard.dfy::Hard"] == "failed" and "timed out" in stream.messages["hard.dfy::Hard"]
-    assert stream.outcomes["hard.dfy::Hard > ensures 1"] == "failed"
-    assert stream.outcomes["hard.dfy::Easy"] == stream.outcomes["hard.dfy::Easy > ensures 1"] == "passed"
+HARD = ("lemma Hard(a: int, b: int, c: int)\n  requires a > 0 && b > 0 && c > 0\n"
+        "  ensures a * a * a + b * b * b != c * c * c\n{\n}\n\nlemma Easy(n: nat)\n  ensures n + 1 > n\n{\n}\n")
+
+
+@pytest.mark.parametrize("limit", ["/timeLimit:1", "/rlimit:1000000"])
+def test_a_solver_limit_is_a_failed_record_not_an_error(tmp_path, limit):
+    """A lemma the solver can neither prove nor refute (Fermat for cubes) under a tiny time limit
+    (the solver times out, or gives up: both "failed") or a resource limit (below about 10^6 Z3
+    answers neither lemma, so the limit is what an easy lemma fits in)."""
+    stream, done = verify(program(tmp_path, {"hard.dfy": HARD}), command=f"dafny /compile:0 {limit}")
+    assert done.returncode == 1 and stream.end == 1 and not stream.problems, done.stdout
+    assert stream.outcomes["hard.dfy::Hard"] == stream.outcomes["hard.dfy::Hard > ensures 1"] == "failed"
+    if limit.startswith("/rlimit"):
+        assert stream.messages["hard.dfy::Hard"].startswith("verification out of resource")
+    assert stream.outcomes["hard.dfy::Easy"] == "passed"
+
+
+def test_a_timed_out_implementation_reads_as_failed_with_why():
+    """The verifier's own lines for a time-out (as dafny 2.3 printed them here), read back."""
+    from code_gym.languages.dafny.reader import verify as reader
+
+    out = ("Verifying Impl$$_module.__default.Hard ...\n  [1.886 s, 1 proof obligation]  timed out\n"
+           "hard.dfy(1,6): Verification of 'Impl$$_module.__default.Hard' timed out after 1 seconds\n"
+           "hard.dfy(4,0): Timed out on BP5003: A postcondition might not hold on this return path.\n"
+           "hard.dfy(3,32): Related location: This is the postcondition that might not hold.\n"
+           "Dafny program verifier finished with 0 verified, 0 errors, 1 time out\n")
+    outcome = reader.read_output(out)
+    assert [(b.name, b.status, len(b.errors)) for b in outcome.blocks] == [("Impl$$_module.__default.Hard", "timed out", 1)]
+    program = source.parse(HARD)
+    declared = reader.Declared("hard.dfy", program.member("Hard"), program)
+    records = reader.member_records(declared, outcome.blocks, True)
+    assert records[0]["outcome"] == "failed" and records[0]["message"].startswith("verification timed out")
+    assert records[1] == {"id": "hard.dfy::Hard > ensures 1", "outcome": "failed",
+                          "message": "the implementation's verification came to no answer"}
 
 
 def test_a_file_that_does_not_parse_is_a_collect_record_and_the_others_still_verify(tmp_path):
@@ -229,7 +254,7 @@ def test_a_proof_that_leaves_the_references_way_earns_less_through_the_probes():
 
 def test_a_probe_that_does_not_resolve_in_the_candidate_fails_and_the_rest_are_checked(tmp_path):
     """The reader blanks out a probe the verifier cannot resolve (a name the candidate lacks) and
-    verifies the probe file again."""
+    verifies the probe file again (here a probe file in a process of its own: not "merged")."""
     folder = program(tmp_path, {"sum.dfy": REFERENCE})
     text = REFERENCE.replace("    invariant s == SumTo(a[..], i)\n",
                              "    invariant s == SumTo(a[..], i)\n\n    invariant total == s\n\n", 1)
@@ -239,8 +264,8 @@ def test_a_probe_that_does_not_resolve_in_the_candidate_fails_and_the_rest_are_c
     results = tmp_path / "results"
     results.mkdir()
     (results / dafny_probes.MANIFEST).write_text(json.dumps({"file": "sum_probes.dfy", "program": "sum.dfy", "probes": [
-        {"id": "sum_probes.dfy::Sum > invariant 1.9", "member": "Sum", "kind": "invariant", "lines": [line, line]},
-        {"id": "sum_probes.dfy::Sum > invariant 1.2", "member": "Sum", "kind": "invariant", "lines": [held, held]}]}))
+        {"id": "sum_probes.dfy::Sum > invariant 1.9", "member": "Sum", "own": "Sum", "lines": [line, line]},
+        {"id": "sum_probes.dfy::Sum > invariant 1.2", "member": "Sum", "own": "Sum", "lines": [held, held]}]}))
     stream, done = verify(folder, ("sum.dfy",), results=results)
     outcomes = json.loads((results / dafny_probes.OUTCOMES).read_text())
     assert outcomes["sum_probes.dfy::Sum > invariant 1.9"]["outcome"] == "failed"

@@ -6,8 +6,9 @@ At grading, `plant` copies the candidate's program into a probe file and inserts
 where it applies: a loop invariant into the candidate's matching loop (same member, the same
 guard, the loop's place among the member's loops breaking ties), a statement into the matching
 block, before the same next executable statement (or at the block's end). Reference helpers the
-candidate lacks (a lemma only the reference has) are appended. The reader verifies the probe file
-in a second verifier process beside the graded run (reader/verify.py): a probe passes when no
+candidate lacks (a lemma only the reference has) are appended, and the members without a probe
+are marked `{:verify false}` in the copy (the graded run verifies them). The reader verifies the
+probe file with the graded files, in a module of its own (reader/verify.py): a probe passes when no
 error falls on its line, its member verifies whole with it, and the candidate's member verified on
 its own in the graded run (else the untouched program plus the reference's annotations, which is
 the reference, would pass); a probe that does not resolve in the candidate (a name it renamed) is
@@ -323,15 +324,19 @@ def probe_text(candidate: Program, reference: Program | None, probes: ProbeSet) 
             missing.append((probe.id, place))
         else:
             insertions.append((place[0], place[1], probe))
+    probed = {probe.member for _, _, probe in insertions}
+    edits = [(offset, f"\n{indent}{probe.text}\n{indent}", probe) for offset, indent, probe in insertions]
+    edits += [(offset, "{:verify false} ", None) for offset in _unprobed(candidate, probed)]
     text = candidate.text
     pieces, lines, at, line = [], [], 0, 1
-    for offset, indent, probe in sorted(insertions, key=lambda x: x[0]):
+    for offset, piece, probe in sorted(edits, key=lambda x: x[0]):
         chunk = text[at:offset]
         pieces.append(chunk)
         line += chunk.count("\n")
-        pieces.append(f"\n{indent}{probe.text}\n{indent}")
-        lines.append({"id": probe.id, "member": probe.member, "kind": probe.kind, "lines": [line + 1, line + 1]})
-        line += 2
+        pieces.append(piece)
+        if probe is not None:
+            lines.append({"id": probe.id, "member": probe.member, "kind": probe.kind, "lines": [line + 1, line + 1]})
+        line += piece.count("\n")
         at = offset
     pieces.append(text[at:])
     body = "".join(pieces)
@@ -340,6 +345,20 @@ def probe_text(candidate: Program, reference: Program | None, probes: ProbeSet) 
     if extra:
         body = body.rstrip("\n") + "\n\n" + "\n\n".join(extra) + "\n"
     return body, lines, missing
+
+
+def _unprobed(candidate: Program, probed: set[str]) -> list[int]:
+    """Where `{:verify false}` goes in each member of the probe copy that holds no probe (before its
+    name): the graded run verifies them already, the copy only has to resolve."""
+    offsets = []
+    for member in candidate.members:
+        if member.qualified in probed or member.body is None:
+            continue
+        name = next((i for i in range(member.first, member.body[0]) if candidate.tokens[i].text == member.name
+                     and candidate.tokens[i].kind == "id"), None)
+        if name is not None:
+            offsets.append(candidate.tokens[name].start)
+    return offsets
 
 
 def plant(task: Task, root: Path, results: Path, inside: str, isolation="auto") -> Planted:
@@ -358,12 +377,25 @@ def plant(task: Task, root: Path, results: Path, inside: str, isolation="auto") 
         return Planted(None, results, probes, missing=tuple((p.id, f"the program cannot be read: {error}")
                                                             for p in probes.probes))
     text, placed, missing = probe_text(candidate, reference, probes)
+    token = secrets.token_hex(4)
+    # one verifier process for the graded files and the probes: the probe copy in a module of its
+    # own (a program with includes or modules of its own is verified in a second process)
+    merged = not candidate.includes and not candidate.modules
+    module = f"CodeGymProbes{token}"
+    for entry in placed:
+        entry["own"] = entry["member"]
+        if merged:
+            entry["member"] = f"{module}.{entry['member']}"
+            entry["lines"] = [n + 1 for n in entry["lines"]]
+    if merged:
+        text = f"module {module} {{\n{text.rstrip()}\n}}\n"
     folder, name = posixpath.split(probes.program)
-    path = posixpath.join(folder, f"{name[:-4]}_probes_{secrets.token_hex(4)}.dfy")
+    path = posixpath.join(folder, f"{name[:-4]}_probes_{token}.dfy")
     (root / path).write_text(text)
     for entry in placed:
         entry["id"] = f"{path}::{entry['id']}"
-    (results / MANIFEST).write_text(json.dumps({"file": path, "program": probes.program, "probes": placed}))
+    (results / MANIFEST).write_text(json.dumps({"file": path, "program": probes.program, "merged": merged,
+                                                "probes": placed}))
     return Planted(path, results, probes, tuple(e["id"] for e in placed),
                    tuple((f"{path}::{i}", why) for i, why in missing))
 

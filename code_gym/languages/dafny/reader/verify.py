@@ -7,8 +7,10 @@ started as `python3 -I verify.py SPEC`, SPEC a JSON object:
 
 `command` is the task's test_command split into words; the reader appends `/compile:0 /trace
 /verifyAllModules /errorLimit:50` and the files (none: every .dfy file under the working folder).
-A probe file (the one `results/probes-manifest.json` names) is verified by a second verifier
-process at the same time; a probe holds when it verified there and the candidate's own member
+A probe file (the one `results/probes-manifest.json` names) is verified in the same verifier
+process when the manifest says "merged" (its program sits in a module of its own, so no name
+clashes), else in a second process at the same time; after a parse or resolution error in it, it
+is verified on its own. A probe holds when it verified there and the candidate's own member
 verified in the graded run. Its outcomes go to `results/probes.json` as well as the channel.
 
 Records ("FILE::NAME", FILE the repo-relative path of the file that declares NAME):
@@ -423,11 +425,12 @@ def main(argv: list[str]) -> int:
     channel = Channel()
     manifest = _manifest(results)
     probe_file = _normal(manifest["file"]) if manifest else None
+    merged = bool(manifest and manifest.get("merged"))
     files = [_normal(f) for f in spec.get("files", [])] or _repo_files()
     files = [f for f in files if f != probe_file]
     try:
-        main_run = run_verifier(command, files)
-        probe_run = run_verifier(command, [probe_file]) if manifest else None
+        main_run = run_verifier(command, files + ([probe_file] if merged else []))
+        probe_run = run_verifier(command, [probe_file]) if manifest and not merged else None
     except OSError as error:
         print(f"code-gym: the verifier could not start: {error}", file=sys.stderr)
         channel.write("end", exitstatus=3)
@@ -438,20 +441,30 @@ def main(argv: list[str]) -> int:
         print("code-gym: the verifier stopped before its summary line (it crashed or was killed)", file=sys.stderr)
         channel.write("end", exitstatus=3)
         return 3
-    records, collects = outcome_records(outcome, files)
-    if collects and outcome.problems:
-        retry = clean_files(files, set(broken_files(outcome)))
+    broken = {f: m for f, m in broken_files(outcome).items() if f != probe_file}
+    if outcome.problems:  # verify again what neither is nor includes a broken file
+        collects = [{"id": f, "outcome": "failed", "message": m[:MESSAGE]} for f, m in broken.items()]
+        records = []
+        retry = clean_files(files, set(broken))
         if retry:
             again = read_output(run_verifier(command, retry).communicate()[0])
             print(again.text)
             records, more = outcome_records(again, retry)
             collects += [c for c in more if c["id"] not in {c["id"] for c in collects}]
+    else:
+        records, collects = outcome_records(outcome, files)
     ok = _write(channel, records, collects)
-    if probe_run is not None:
+    if manifest:
+        if merged and not outcome.problems:
+            probed = probe_outcomes(manifest, outcome)
+        elif manifest["program"] in broken:
+            probed = {p["id"]: {"outcome": "failed", "message": "the program does not parse or resolve"}
+                      for p in manifest["probes"]}
+        else:
+            probed = verify_probes(command, manifest, probe_run or run_verifier(command, [probe_file]))
         own = {r["id"]: r["outcome"] for r in records}
-        probed = verify_probes(command, manifest, probe_run)
         for probe in manifest["probes"]:  # a probe holds for a candidate whose own member verifies
-            member = f"{manifest['program']}::{probe['member']}"
+            member = f"{manifest['program']}::{probe['own']}"
             if probed[probe["id"]]["outcome"] == "passed" and own.get(member) != "passed":
                 probed[probe["id"]] = {"outcome": "failed", "message": f"{member} does not verify on its own"}
         with open(os.path.join(results, PROBE_RESULTS), "w") as handle:
