@@ -160,6 +160,8 @@ def test_a_timed_out_implementation_reads_as_failed_with_why():
     assert records[0]["outcome"] == "failed" and records[0]["message"].startswith("verification timed out")
     assert records[1] == {"id": "hard.dfy::Hard > ensures 1", "outcome": "failed",
                           "message": "the implementation's verification came to no answer"}
+    unchecked = reader.member_records(declared, [], True)  # a postcondition the verifier never looked at
+    assert [r["outcome"] for r in unchecked] == ["failed", "failed"]
 
 
 def test_a_file_that_does_not_parse_is_a_collect_record_and_the_others_still_verify(tmp_path):
@@ -337,3 +339,20 @@ def test_the_adapter_reads_dafny_without_the_verifier():
     assert not dafny.static_check("sum.dfy", None, b"method M() {").compiles
     with pytest.raises(ValueError, match="not a Dafny verifier call"):
         dafny.test_run("python -m pytest", (), "/results")
+
+
+def test_a_helper_lemma_that_does_not_verify_lends_nothing_to_its_callers(tmp_path):
+    """A new lemma claiming the postcondition, with a failed proof: Dafny still lets Sum use its
+    postcondition, and the lemma has no graded record of its own to lose; the reader fails every
+    member that relies on it (Max, which does not, keeps its own verdict)."""
+    attempt = with_sum_proof(GIVEN).replace("    invariant s == SumTo(a[..], i)\n", "", 1).replace(
+        "    i := i + 1;\n  }\n}", "    i := i + 1;\n  }\n  Claim(a[..], s);\n}\n\nlemma Claim(a: seq<int>, s: int)\n"
+        "  ensures s == SumTo(a, |a|)\n{\n}", 1)
+    stream, done = verify(program(tmp_path, {"sum.dfy": attempt}))
+    assert stream.outcomes["sum.dfy::Claim"] == "failed", done.stdout
+    sum_lines = range(source.parse(attempt).member("Sum").line, source.parse(attempt).member("Sum").end_line + 1)
+    errors = [int(line.split("(")[1].split(",")[0]) for line in done.stdout.splitlines() if ": Error" in line]
+    assert errors and not any(n in sum_lines for n in errors)  # Sum has no error of its own
+    assert stream.outcomes["sum.dfy::Sum"] == stream.outcomes["sum.dfy::Sum > ensures 1"] == "failed"
+    assert stream.messages["sum.dfy::Sum"] == "relies on Claim, which does not verify"
+    assert stream.outcomes["sum.dfy::SumTo"] == "passed"

@@ -245,6 +245,9 @@ def member_records(declared: Declared, blocks: list[Block], finished: bool) -> l
     base = f"{file}::{member.qualified}"
     if not blocks and not finished:
         return []
+    if not blocks and any(c.keyword == "ensures" for c in member.clauses):
+        blocks = [Block("", "unchecked", errors=[{"text": "the verifier reported no check of it", "related": []}])]
+        failed = blocks
     if failed:
         first = failed[0]
         why = first.errors[0]["text"] if first.errors else ""
@@ -299,7 +302,45 @@ def outcome_records(outcome: Outcome, files: list[str]) -> tuple[list[dict], lis
     for declared in table.values():
         if declared.member.body is not None:
             records += member_records(declared, by_member.get(id(declared.member), []), True)
-    return records, []
+    return with_dependencies(records, table), []
+
+
+def with_dependencies(records: list[dict], table: dict[tuple[str, str, str], Declared]) -> list[dict]:
+    """Fail the records of every member that refers, directly or through others, to a member of its
+    own file that did not verify: a helper lemma whose proof fails still lends its postcondition to
+    its callers, and a helper has no graded record of its own to lose. (A file's members may rely on
+    another file's unverified members: the spec check's wrappers call the program's.)"""
+    outcome = {r["id"]: r["outcome"] for r in records}
+    members = [d for d in table.values() if d.member.body is not None]
+    by_name: dict[tuple[str, str], list[Declared]] = {}
+    for declared in members:
+        by_name.setdefault((declared.file, declared.member.name), []).append(declared)
+    uses: dict[str, set[str]] = {}
+    for declared in members:
+        program, member = declared.program, declared.member
+        names = {t.text for t in program.tokens[member.first:member.end + 1] if t.kind == "id"} - {member.name}
+        uses[f"{declared.file}::{member.qualified}"] = {f"{d.file}::{d.member.qualified}" for n in names
+                                                        for d in by_name.get((declared.file, n), ())}
+    unsound = {i for i in uses if outcome.get(i) != "passed"}
+    because: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for member, used in uses.items():
+            bad = sorted(used & unsound)
+            if member not in unsound and bad:
+                unsound.add(member)
+                because[member] = bad[0]
+                changed = True
+    out = []
+    for record in records:
+        base = record["id"].split(" > ")[0]
+        if base in because and record["outcome"] == "passed":
+            used = because[base].partition("::")[2]
+            record = {"id": record["id"], "outcome": "failed",
+                      "message": f"relies on {used}, which does not verify"[:MESSAGE]}
+        out.append(record)
+    return out
 
 
 def broken_files(outcome: Outcome) -> dict[str, str]:
