@@ -139,10 +139,15 @@ def _node_outcomes(report: Path, lookup: tuple[str, ...]) -> dict[str, str]:
     files = sorted({t.split("::", 1)[0] for t in wanted if "::" in t} | {t for t in wanted if "::" not in t})
     seen: Counter[tuple[str, str]] = Counter()
     outcomes: dict[str, str] = {}
+    broken: set[str] = set()  # files that failed as a whole with none of their tests failing
     at = 0
     for name, outcome in _leaves(root, ()):
         if name.startswith("/"):
-            at = next((i + 1 for i, f in enumerate(files) if name.endswith("/" + f)), at)
+            done = next((i for i, f in enumerate(files) if name.endswith("/" + f)), None)
+            if done is not None and outcome == "failed" and not any(
+                    o == "failed" for t, o in outcomes.items() if t.startswith(files[done] + "::")):
+                broken.add(files[done])
+            at = at if done is None else done + 1
             continue
         for i in range(at, len(files)):
             n = seen[files[i], name] + 1
@@ -150,6 +155,19 @@ def _node_outcomes(report: Path, lookup: tuple[str, ...]) -> dict[str, str]:
             if test_id in wanted:
                 seen[files[i], name], outcomes[test_id], at = n, outcome, i
                 break
+    for test_id, outcome in outcomes.items():  # as the records reporter gives them (reporters/node.mjs)
+        if outcome == "passed" and test_id.split("::", 1)[0] in broken:
+            outcomes[test_id] = "failed"
+    return _repeats_failed(outcomes, seen)
+
+
+def _repeats_failed(outcomes: dict[str, str], seen: Counter) -> dict[str, str]:
+    """A title reported in one file as passed and as failed is failed in every report of it, as the
+    records reporter gives it (reporters/node.mjs: a test file's process can forge frames)."""
+    for (file, name), count in seen.items():
+        ids = [f"{file}::{name}" + (f" [{n}]" if n > 1 else "") for n in range(1, count + 1)]
+        if {"passed", "failed"} <= {outcomes.get(i) for i in ids}:
+            outcomes.update({i: "failed" for i in ids if outcomes.get(i) == "passed"})
     return outcomes
 
 
