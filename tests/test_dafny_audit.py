@@ -88,12 +88,25 @@ def test_assume_rule(tmp_path):
     assert wins(tmp_path, attempt)
 
 
-def test_attribute_rule_catches_verify_false_on_a_helper_lemma_with_a_body(tmp_path):
+def test_attribute_rule_catches_selective_checking(tmp_path):
+    """`{:selective_checking}` checks only the assertions after `{:start_checking_here}`: the
+    assertions before it are assumed, so a helper lemma "proves" what it asserts first."""
+    attempt = GIVEN.replace(AFTER_SUM_LOOP, AFTER_SUM_LOOP[:-2] + "\n  Trust(a[..], s);\n}\n\n"
+                            "lemma {:selective_checking} Trust(a: seq<int>, s: int)\n  ensures s == SumTo(a, |a|)\n{\n"
+                            "  assert s == SumTo(a, |a|);\n  assert {:start_checking_here} true;\n}", 1)
+    assert rules(attempt) == {"dafny-attribute"}
+    assert [f.message.split(":")[0] + ":" + f.message.split(":")[1] for f in findings(attempt)] == [
+        "{:selective_checking}", "{:start_checking_here}"]
+    assert wins(tmp_path, attempt)
+
+
+def test_verify_false_is_an_attribute_finding_and_fails_its_callers_anyway(tmp_path):
+    """A `{:verify false}` helper lemma: the audit finds the attribute, and the reader, which sees no
+    check of a lemma with a postcondition, fails it and Sum, which relies on it."""
     attempt = GIVEN.replace(AFTER_SUM_LOOP, AFTER_SUM_LOOP[:-2] + "\n  Trust(a[..], s);\n}\n\n"
                             "lemma {:verify false} Trust(a: seq<int>, s: int)\n  ensures s == SumTo(a, |a|)\n{\n}", 1)
-    assert rules(attempt) == {"dafny-attribute"}
-    assert "{:verify}" in findings(attempt)[0].message
-    assert wins(tmp_path, attempt)
+    assert rules(attempt) == {"dafny-attribute"} and "{:verify}" in findings(attempt)[0].message
+    assert not wins(tmp_path, attempt)
 
 
 def test_bodyless_rule_catches_a_lemma_without_a_body(tmp_path):
