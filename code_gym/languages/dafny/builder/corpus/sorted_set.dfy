@@ -44,9 +44,7 @@ method Insert(s: seq<int>, x: int) returns (t: seq<int>)
     return s;
   }
   t := s[..i] + [x] + s[i..];
-  assert forall y :: y in s <==> y in s[..i] || y in s[i..] by {
-    assert s == s[..i] + s[i..];
-  }
+  assert s == s[..i] + s[i..];
 }
 
 method Remove(s: seq<int>, x: int) returns (t: seq<int>)
