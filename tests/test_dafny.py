@@ -356,3 +356,29 @@ def test_a_helper_lemma_that_does_not_verify_lends_nothing_to_its_callers(tmp_pa
     assert stream.outcomes["sum.dfy::Sum"] == stream.outcomes["sum.dfy::Sum > ensures 1"] == "failed"
     assert stream.messages["sum.dfy::Sum"] == "relies on Claim, which does not verify"
     assert stream.outcomes["sum.dfy::SumTo"] == "passed"
+
+
+def test_the_bars_of_a_length_end_a_clause_or_a_guard_before_a_body():
+    text = ("method M(s: seq<int>) returns (n: nat)\n  requires |s| > 0\n  ensures n <= |s|\n{\n  n := 0;\n"
+            "  while n < |s|\n  {\n    if n < |s| {\n      n := n + 1;\n    }\n  }\n}\n")
+    parsed = source.parse(text)
+    member = parsed.member("M")
+    assert member.body is not None and [c.text for c in member.clauses] == ["requires | s | > 0", "ensures n <= | s |"]
+    (loop,) = source.loops(parsed, *member.body)
+    assert loop.guard == "n < | s |" and loop.body is not None
+    assert [dafny_probes.head(parsed, s) for s in source.statements(parsed, member.body[0])] == [
+        "n := 0", "while n < | s |", "if n < | s |", "n := n + 1"]
+
+
+def test_probes_in_the_references_own_proof_structure_are_optional():
+    """A lemma the given program leaves empty: the reference's case split is its own, so a
+    candidate that proves the lemma another way is not asked for it; a given loop's probes are."""
+    given = ("function Sum(n: nat): nat { if n == 0 then 0 else n + Sum(n - 1) }\n\n"
+             "lemma SumBound(n: nat)\n  ensures Sum(n) <= n * n\n{\n}\n\n"
+             "method Total(n: nat) returns (t: nat)\n  ensures t == Sum(n)\n{\n  t := 0;\n  var i := 0;\n"
+             "  while i < n\n  {\n    i := i + 1;\n    t := t + i;\n  }\n}\n")
+    reference = given.replace("{\n}\n\nmethod", "{\n  if n > 0 {\n    SumBound(n - 1);\n  }\n}\n\nmethod", 1).replace(
+        "  while i < n\n  {", "  while i < n\n    invariant i <= n && t == Sum(i)\n  {", 1)
+    before, after = source.parse(given), source.parse(reference)
+    made = [p for m in ("SumBound", "Total") for p in dafny_probes.member_probes(before, after, after.member(m))]
+    assert [(p.id, p.required) for p in made] == [("SumBound > call 1", False), ("Total > invariant 1.1", True)]

@@ -5,7 +5,11 @@ intermediate assertions, `calc` blocks and lemma calls. Each one the given progr
 At grading, `plant` copies the candidate's program into a probe file and inserts every probe
 where it applies: a loop invariant into the candidate's matching loop (same member, the same
 guard, the loop's place among the member's loops breaking ties), a statement into the matching
-block, before the same next executable statement (or at the block's end). Reference helpers the
+block, before the same next executable statement (or at the block's end). A probe whose place is
+in the given program (a given loop or block) must find it in the candidate (a candidate that
+rewrote that code fails it); one whose place is the reference's own proof structure (an `if` in a
+lemma body the given program leaves empty) does not apply to a candidate that proves it otherwise,
+and is left out of the count. Reference helpers the
 candidate lacks (a lemma only the reference has) are appended, and the members without a probe
 are marked `{:verify false}` in the copy (the graded run verifies them). The reader verifies the
 probe file with the graded files, in a module of its own (reader/verify.py): a probe passes when no
@@ -29,7 +33,7 @@ from __future__ import annotations
 import json
 import posixpath
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from code_gym.grading.reference import reference_changes
@@ -52,6 +56,7 @@ class Probe:
     guard: str = ""  # invariants: the loop's guard
     block: str = ""  # statements: the block it sits in ("body", "loop 2", or the head of its statement)
     before: str = ""  # statements: the head of the executable statement after it ("": the block's end)
+    required: bool = True  # its place is in the given program (a given loop or block): a candidate must keep it
 
 
 @dataclass(frozen=True)
@@ -191,7 +196,9 @@ def member_probes(given: Program | None, reference: Program, member: Member) -> 
             counter[kind] = counter.get(kind, 0) + 1
             probes.append(Probe(f"{member.qualified} > {kind} {counter[kind]}", member.qualified, kind,
                                 render(reference, statement.first, statement.last), block=owner, before=after))
-    return probes
+    loops = _match_loops(layout, old)
+    return [replace(p, required=old is not None and not isinstance(_insertion_point(given, old, p, loops), str))
+            for p in probes]
 
 
 def make_probes(task: Task) -> ProbeSet:
@@ -248,7 +255,8 @@ class Planted:
     results: Path  # the host folder of the run's results (the manifest and the outcomes)
     probes: ProbeSet
     ids: tuple[str, ...] = ()
-    missing: tuple[tuple[str, str], ...] = ()  # (probe id, why) of probes with no place in the candidate
+    missing: tuple[tuple[str, str], ...] = ()  # (probe id, why) of probes with no place in the candidate: failed
+    inapplicable: tuple[str, ...] = ()  # probes placed in the reference's own proof structure, which the candidate lacks
 
     def is_probe(self, test_id: str) -> bool:
         return self.path is not None and test_id.startswith(self.path + "::")
@@ -321,7 +329,8 @@ def probe_text(candidate: Program, reference: Program | None, probes: ProbeSet) 
         layout, loops = layouts[probe.member]
         place = _insertion_point(candidate, layout, probe, loops)
         if isinstance(place, str):
-            missing.append((probe.id, place))
+            missing.append((probe.id, place if probe.required else f"{place} (not applicable: the given program "
+                                                                      "has no such place either)"))
         else:
             insertions.append((place[0], place[1], probe))
     probed = {probe.member for _, _, probe in insertions}
@@ -396,8 +405,10 @@ def plant(task: Task, root: Path, results: Path, inside: str, isolation="auto") 
         entry["id"] = f"{path}::{entry['id']}"
     (results / MANIFEST).write_text(json.dumps({"file": path, "program": probes.program, "merged": merged,
                                                 "probes": placed}))
+    optional = {p.id for p in probes.probes if not p.required}
     return Planted(path, results, probes, tuple(e["id"] for e in placed),
-                   tuple((f"{path}::{i}", why) for i, why in missing))
+                   tuple((f"{path}::{i}", why) for i, why in missing if i not in optional),
+                   tuple(f"{i}: {why}" for i, why in missing if i in optional))
 
 
 @dataclass(frozen=True)
@@ -455,5 +466,5 @@ def collect(planted: Planted, exit_code: int | None, output: str = "") -> ProbeR
         elif not ok:
             regression_failed += 1
     failures = tuple(f"{i.split('::', 1)[-1]}: {why}" for i, (ok, why) in verdicts.items() if not ok)
-    return ProbeReport(len(verdicts), sum(ok for ok, _ in verdicts.values()), failures, None, probes.dropped,
-                       fix_total, fix_passed, regression_failed)
+    return ProbeReport(len(verdicts), sum(ok for ok, _ in verdicts.values()), failures, None,
+                       probes.dropped + planted.inapplicable, fix_total, fix_passed, regression_failed)

@@ -215,6 +215,16 @@ def _ends_expression(tok: Token) -> bool:
     return tok.text in (")", "]", "}")
 
 
+def _closes(tokens: list[Token], start: int, i: int) -> bool:
+    """Whether the tokens start..i-1 end an expression, so that a `{` at `i` opens a body: after a
+    name, a literal or a closing bracket, or after the closing bar of `|s|` (the bars since `start`
+    pair up)."""
+    previous = tokens[i - 1]
+    if previous.text == "|":
+        return sum(t.text == "|" for t in tokens[start:i]) % 2 == 0
+    return _ends_expression(previous)
+
+
 class _Parser:
     def __init__(self, program: Program):
         self.p = program
@@ -377,9 +387,7 @@ class _Parser:
             return False
         if previous.text == "*" and i - 2 == current[0]:
             return True
-        if previous.text == "|":  # the closing bar of |s| when the clause's bars pair up
-            return sum(t.text == "|" for t in self.t[current[0]:i]) % 2 == 0
-        return _ends_expression(previous)
+        return _closes(self.t, current[0], i)
 
     def clause(self, keyword: str, first: int, last: int) -> Clause:
         return Clause(keyword, first, last, self.p.joined(first, last))
@@ -407,9 +415,7 @@ def _loop(parser: _Parser, i: int, last: int) -> Loop:
         text = parser.text(j)
         if parser.word(j) in LOOP_CLAUSES:
             break
-        if text == "{" and j > guard_start and (_ends_expression(parser.t[j - 1]) or parser.t[j - 1].text == "*"):
-            break
-        if text == "{" and j == guard_start:
+        if text == "{" and (j == guard_start or parser.t[j - 1].text == "*" or _closes(parser.t, guard_start, j)):
             break
         j = parser.m[j] + 1 if text in ("(", "[", "{", "{:") else j + 1
     guard = parser.p.joined(guard_start, j - 1)
@@ -474,7 +480,7 @@ def _statement_block(tokens: list[Token], start: int, i: int) -> bool:
     first = tokens[start].text
     previous = tokens[i - 1]
     if first in _BLOCK_STARTERS or previous.text in ("else", "by"):
-        return previous.text in ("else", "by", "*") or _ends_expression(previous) or previous.text == "}"
+        return previous.text in ("else", "by", "*") or _closes(tokens, start, i)
     return False
 
 
