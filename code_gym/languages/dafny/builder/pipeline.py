@@ -194,7 +194,6 @@ def _reference_runs(runs: _Runs, options: BuildOptions) -> tuple[GradeResult | R
             gate = "original" if n == 1 else "flaky"
             return Rejection("*", gate, f"run {n} of the program does not verify: {result.summary()}; failing: "
                              f"{', '.join(failing[:4])}"), longest
-    runs.seen[runs.program.text] = result
     return result, longest
 
 
