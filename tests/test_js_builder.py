@@ -20,6 +20,7 @@ from code_gym.languages.javascript.builder import pipeline
 from code_gym.languages.javascript.builder.mutations import functions, mutation_sites
 from code_gym.languages.javascript.builder.project import (EnvOptions, ReadError, open_project, runner_and_tests,
                                                            runner_range, trim_dev_dependencies)
+from code_gym.languages.javascript.builder.project import test_command as command_for
 from code_gym.tasks.task import load_task, load_task_dir
 
 NO_NODE = shutil.which("node") is None
@@ -78,6 +79,13 @@ def test_mocha_jest_and_node_files_follow_their_defaults_and_arguments(tmp_path)
     assert _runner(tmp_path / "3", {"test": "jest"}, files)[:2] == ("jest", ["lib/__tests__/y.js", "lib/x.test.js"])
     assert _runner(tmp_path / "4", {"test": "node --test"}, files)[1] == ["lib/x.test.js", "test/a.js",
                                                                           "test/deep/b.js"]
+
+
+def test_the_test_command_keeps_the_options_that_change_what_runs():
+    assert command_for("mocha", ("--ui", "tdd", "-R", "spec", "--timeout", "5000", "test/")) == "mocha --ui tdd --timeout 5000"
+    assert command_for("tape", ("-r", "./test/setup.js", "--no-only", "test/*.js")) == "tape -r ./test/setup.js"
+    assert command_for("jest", ("--coverage", "--config", "jest.config.js")) == "jest --config jest.config.js"
+    assert command_for("node --test", ("--test-reporter", "spec", "test/")) == "node --test"
 
 
 def test_an_old_runner_gets_a_version_the_drivers_run():

@@ -62,6 +62,19 @@ _VALUED = frozenset({"-r", "--require", "-R", "--reporter", "-t", "--timeout", "
 # the grader's drivers need mocha 8+ and tape 4.11+: a package that asks for an older one (its tests use
 # the same describe/it and test(t) APIs) gets this range instead, recorded in the manifest
 RUNNER_RANGES = {"mocha": ((8, 0), "^10.8.2"), "tape": ((4, 11), "^4.17.0")}
+# the options of scripts.test a task's test_command keeps: tape's driver takes only -r/--require;
+# the others take every option but those that change the output, watch or measure coverage
+_TAPE_OPTIONS = frozenset({"-r", "--require"})
+_DROPPED_OPTIONS = {
+    "mocha": frozenset({"-R", "--reporter", "-O", "--reporter-option", "--reporter-options", "-w", "--watch",
+                        "--watch-files", "--watch-ignore", "-c", "--colors", "--color", "-C", "--no-colors", "-p",
+                        "--parallel", "-j", "--jobs", "--recursive", "--exit"}),
+    "jest": frozenset({"--coverage", "--collectCoverage", "--ci", "--watch", "--watchAll", "--json", "--outputFile",
+                       "--reporters", "--verbose", "--silent", "--coverageReporters", "--coverageDirectory", "-i",
+                       "--runInBand", "--maxWorkers", "-w"}),
+    "node --test": frozenset({"--test-reporter", "--test-reporter-destination", "--watch", "--experimental-test-coverage",
+                              "--test-concurrency"}),
+}
 _CONFIG_FILES = re.compile(r"^(\.mocharc(\.\w+)?|jest\.config\.\w+|\.babelrc(\.\w+)?|babel\.config\.\w+|"
                            r"\.taprc|\.c8rc(\.\w+)?|\.nycrc(\.\w+)?)$")
 _SPECIFIER = re.compile(r"""(?:\brequire\s*\(\s*|\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)(['"])([^'"\n]+)\1""")
@@ -87,7 +100,7 @@ class Project:
     root: Path  # a private copy: the builder never touches the source
     test_files: tuple[str, ...]  # repo-relative, as the runner would find them
     source_files: tuple[str, ...]  # the package's own files the tests reach: where tasks are made
-    test_command: str  # one of RUNNERS
+    test_command: str  # one of RUNNERS with the options scripts.test gives it (`test_command`)
     environment: NpmEnvironment | None = None  # its node_modules (None: no dependency at all)
     dropped_dependencies: tuple[str, ...] = ()  # devDependencies left out of the tasks' package.json
     script: str = ""  # package.json's scripts.test, as the package wrote it
@@ -254,6 +267,27 @@ def _paths(args: tuple[str, ...]) -> list[str]:
         else:
             out.append(word.removeprefix("./"))
     return out
+
+
+def test_command(runner: str, args: tuple[str, ...]) -> str:
+    """The tasks' test_command: the runner with the options of its scripts.test arguments it keeps
+    (the grader appends the test files)."""
+    kept, keep_value, skip_value = [], False, False
+    for word in args:
+        if keep_value or skip_value:
+            if keep_value:
+                kept.append(word)
+            keep_value = skip_value = False
+            continue
+        if not word.startswith("-"):
+            continue
+        option = word.split("=", 1)[0]
+        keep = option in _TAPE_OPTIONS if runner == "tape" else option not in _DROPPED_OPTIONS.get(runner, ())
+        if keep:
+            kept.append(word)
+        if option in _VALUED and "=" not in word:
+            keep_value, skip_value = keep, not keep
+    return " ".join([runner, *(shlex.quote(w) for w in kept)])
 
 
 def _braces(pattern: str) -> list[str]:
@@ -538,7 +572,9 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
             spec = environments.project_spec(root)
             environment = None if spec is None else environments.build_environment(spec, root)
         except EnvironmentBuildError as exc:
-            raise BuildError(f"{text}: its environment cannot be built: {exc}") from None
+            why = f"npm cannot install {exc.package}: {exc.error}" if exc.package else str(exc)
+            raise BuildError(f"{text}: its environment cannot be built: {why}") from None
         except TaskError as exc:
             raise BuildError(f"{text}: {exc}") from None
-    return Project(task_id(name), root, tuple(tests), tuple(sources), runner, environment, tuple(dropped), script)
+    return Project(task_id(name), root, tuple(tests), tuple(sources), test_command(runner, args), environment,
+                   tuple(dropped), script)
