@@ -1,7 +1,8 @@
-"""What every language's task builder shares: its errors and reports, candidates and their
-outcomes, checking them in parallel, multi-region combinations, the reference runs' gates, the
-grader's check of a project's accepted tasks and their move into place, and the batch loop over
-many sources.
+"""What every language's task builder shares: its errors and reports, the changed functions tasks
+are made of (`Function`, `Change`, and `pick_changes`, which spreads a function's mutations over
+the operators), candidates and their outcomes, checking them in parallel, multi-region
+combinations, the reference runs' gates, the grader's check of a project's accepted tasks and their
+move into place, and the batch loop over many sources.
 
 A language's builder (`code_gym.languages.get(name).builder`) opens its projects, makes its
 candidates and runs its tests; the gates' names (`code_gym.grading.gates.GATES`), the multi-region
@@ -31,7 +32,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 import random
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
@@ -51,6 +52,7 @@ from code_gym.util.table import format_table
 MANIFEST_NAME = "manifest.json"
 STATE_NAME = "build-state.json"
 PROJECTS_DIR = "projects"
+REMOVE_BODY = "remove-body"  # the operator of a Change that removes a body
 DOWNLOADS_DIR = "downloads"
 # the messages of a BuildError that mean the project's environment is missing something
 _ENV_WORDS = ("do not run", "dependencies", "environment", "importable", "requirement")
@@ -86,9 +88,58 @@ class BuildReport:
 
 
 @dataclass(frozen=True)
+class Function:
+    """A function or method a language's mutations can change, and the docs around it."""
+    path: str  # repo-relative file
+    qualname: str  # "area" or "Circle.area"
+    signature: str  # its header on one line, without its body
+    docstring: str | None  # its own documentation, cleaned
+    module_doc: str | None  # its file's
+    class_doc: str | None  # its class's, for a method
+    body_lines: tuple[int, int]  # first and last line of the body, after the documentation
+    node: Any = field(compare=False, repr=False)  # the language's node of it: `lineno` and `end_lineno` (1-based)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed function: a body removed (a feature task) or one bug injected (a bugfix task)."""
+    function: Function
+    operator: str  # REMOVE_BODY or one of the language's mutation operators
+    source: str  # the whole changed file
+    line: int  # where the change is
+    removed: tuple[str, ...]  # original code the fix restores (the statement must not reveal it)
+
+    @property
+    def kind(self) -> str:
+        return "feature" if self.operator == REMOVE_BODY else "bugfix"
+
+
+def pick_changes(sites: Iterable[tuple[str, Any, Any]], operators: Sequence[str], count: int, rng: random.Random,
+                 change: Callable[[str, Any, Any], Change | None]) -> list[Change]:
+    """Up to `count` changes from `sites` ((operator, edit, site) triples), spread over the operators:
+    one of each operator in turn, chosen at random among that operator's sites. `change(operator,
+    edit, site)` makes the Change (None where it makes none) and runs only on the sites drawn, so a
+    function with thousands of sites (a data table) costs a few checks, not thousands."""
+    by_operator: dict[str, list] = {op: [] for op in operators}
+    for op, edit, site in sites:
+        by_operator[op].append((edit, site))
+    for drawn in by_operator.values():
+        rng.shuffle(drawn)
+    picked: list[Change] = []
+    while len(picked) < count and any(by_operator.values()):
+        for op in operators:
+            while by_operator[op] and len(picked) < count:
+                made = change(op, *by_operator[op].pop())
+                if made is not None:
+                    picked.append(made)
+                    break
+    return picked
+
+
+@dataclass(frozen=True)
 class Candidate:
     id: str
-    changes: tuple  # one change per region (the language's mutations.Change); a one-region task has one
+    changes: tuple  # one change per region (a Change, or what a language makes instead); one-region tasks have one
     tests: frozenset[str]  # passing tests that can notice the change (they run the changed code)
 
     @property

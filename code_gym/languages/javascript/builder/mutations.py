@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from code_gym.grading import builder
+from code_gym.grading.builder import REMOVE_BODY, Change, pick_changes
 from code_gym.languages.javascript import source as jssource
 
-REMOVE_BODY = "remove-body"
 OPERATORS = ("flip-comparison", "off-by-one", "swap-arguments", "drop-condition")
 NOT_IMPLEMENTED = 'throw new Error("not implemented");'
 _FLIPS = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "!=", "!=": "==", "===": "!==", "!==": "==="}
@@ -50,30 +51,13 @@ class Lines:
 
 
 @dataclass(frozen=True)
-class Function:
-    """A top-level function or a method of a top-level class or object (see the module docstring)."""
-    path: str  # repo-relative file
-    qualname: str  # "area", "Cart.total", "api.parse"
-    signature: str  # its header up to the body's "{": "function area(w, h)", "total()"
-    docstring: str | None  # the comment just above it (JSDoc), cleaned
-    module_doc: str | None  # the file's leading comment, when it is no license header
-    class_doc: str | None  # the comment above its class
-    body_lines: tuple[int, int]  # first and last line of the body's statements (after directives)
-    node: Lines = field(compare=False, repr=False)  # from its statement's first line to its last
+class Function(builder.Function):
+    """A top-level function or a method of a top-level class or object (see the module docstring):
+    its signature is its header up to the body's "{" (`function area(w, h)`, `total()`), its
+    docstring the comment just above it (JSDoc), cleaned, its module_doc the file's leading comment
+    when that is no license header, its body_lines those of the body's statements (after
+    directives), its node the Lines from its statement's first line to its last."""
     span: tuple[int, int] = field(compare=False, repr=False)  # the function node's bytes in the UTF-8 source
-
-
-@dataclass(frozen=True)
-class Change:
-    function: Function
-    operator: str  # REMOVE_BODY or one of OPERATORS
-    source: str  # the whole changed file
-    line: int  # where the change is
-    removed: tuple[str, ...]  # original code the fix restores (the statement must not reveal it)
-
-    @property
-    def kind(self) -> str:
-        return "feature" if self.operator == REMOVE_BODY else "bugfix"
 
 
 class _Source:
@@ -433,21 +417,8 @@ def mutation_sites(fn: Function, source: str, checker: _Checker | None = None) -
 
 def pick_mutations(fn: Function, source: str, count: int, rng: random.Random,
                    checker: _Checker | None = None) -> list[Change]:
-    """Up to `count` mutations of `fn`, spread over the operators: one of each operator in turn,
-    chosen at random among that operator's sites; sites are checked only as they are drawn."""
+    """Up to `count` mutations of `fn`, spread over the operators (`code_gym.grading.builder.
+    pick_changes`); sites are checked only as they are drawn."""
     checker = checker or _Checker(source)
-    by_operator: dict[str, list] = {op: [] for op in OPERATORS}
-    for op, edit, site in _site_edits(fn, checker.src):
-        by_operator[op].append((edit, site))
-    for sites in by_operator.values():
-        rng.shuffle(sites)
-    picked: list[Change] = []
-    while len(picked) < count and any(by_operator.values()):
-        for op in OPERATORS:
-            while by_operator[op] and len(picked) < count:
-                edit, site = by_operator[op].pop()
-                change = checker.change(fn, op, edit, site)
-                if change is not None:
-                    picked.append(change)
-                    break
-    return picked
+    return pick_changes(_site_edits(fn, checker.src), OPERATORS, count, rng,
+                        lambda op, edit, site: checker.change(fn, op, edit, site))

@@ -10,10 +10,10 @@ import copy
 import random
 import re
 import textwrap
-from dataclasses import dataclass, field
 
+from code_gym.grading.builder import REMOVE_BODY, Change, Function, pick_changes
 from code_gym.languages.python import source as pysource
-REMOVE_BODY = "remove-body"
+
 OPERATORS = ("flip-comparison", "off-by-one", "swap-arguments", "drop-condition")
 # the operator each comparison flips to; the pattern finds it in the text between the operands
 _FLIPS = {ast.Lt: (r"<", ">"), ast.LtE: (r"<=", ">="), ast.Gt: (r">", "<"), ast.GtE: (r">=", "<="),
@@ -23,32 +23,6 @@ _FLIPS = {ast.Lt: (r"<", ">"), ast.LtE: (r"<=", ">="), ast.Gt: (r">", "<"), ast.
 
 _COMPUTATIONS = (ast.Call, ast.BinOp, ast.BoolOp, ast.Compare, ast.UnaryOp, ast.IfExp, ast.Subscript, ast.Lambda,
                  ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-@dataclass(frozen=True)
-class Function:
-    """A module-level function or a method of a module-level class."""
-    path: str  # repo-relative file
-    qualname: str  # "area" or "Circle.area"
-    signature: str  # "def area(shape: Shape) -> float"
-    docstring: str | None
-    module_doc: str | None
-    class_doc: str | None
-    body_lines: tuple[int, int]  # first and last line of the body after the docstring
-    node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Change:
-    function: Function
-    operator: str  # REMOVE_BODY or one of OPERATORS
-    source: str  # the whole changed file
-    line: int  # where the change is
-    removed: tuple[str, ...]  # original code the fix restores (the statement must not reveal it)
-
-    @property
-    def kind(self) -> str:
-        return "feature" if self.operator == REMOVE_BODY else "bugfix"
 
 
 class _Text:
@@ -97,7 +71,8 @@ def _does_something(body: list[ast.stmt]) -> bool:
 
 
 def functions(path: str, source: str) -> list[Function]:
-    """Functions and methods whose body (after the docstring) does something."""
+    """The module-level functions and the methods of module-level classes whose body (after the
+    docstring) does something; each Function's node is its `ast.FunctionDef`."""
     tree = pysource.parse(source)
     found = []
     module_doc = ast.get_docstring(tree)
@@ -252,22 +227,8 @@ def checker(source: str) -> _Checker:
 
 def pick_mutations(fn: Function, source: str, count: int, rng: random.Random,
                    checker: _Checker | None = None) -> list[Change]:
-    """Up to `count` mutations of `fn`, spread over the operators: one of each operator in turn,
-    chosen at random among that operator's sites. Sites are checked (parsed) only as they are
-    drawn, so a function with thousands of sites (a data table) costs a few parses, not thousands."""
-    by_operator: dict[str, list] = {op: [] for op in OPERATORS}
-    for op, make, site in _site_edits(fn, source):
-        by_operator[op].append((make, site))
-    for sites in by_operator.values():
-        rng.shuffle(sites)
-    picked: list[Change] = []
-    while len(picked) < count and any(by_operator.values()):
-        for op in OPERATORS:
-            while by_operator[op] and len(picked) < count:
-                make, site = by_operator[op].pop()
-                checker = checker or _Checker(source)
-                change = checker.change(fn, op, make(), site)
-                if change is not None:
-                    picked.append(change)
-                    break
-    return picked
+    """Up to `count` mutations of `fn`, spread over the operators (`code_gym.grading.builder.
+    pick_changes`); a site's text is made and parsed only when it is drawn."""
+    checker = checker or _Checker(source)
+    return pick_changes(_site_edits(fn, source), OPERATORS, count, rng,
+                        lambda op, make, site: checker.change(fn, op, make(), site))
