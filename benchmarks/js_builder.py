@@ -311,7 +311,7 @@ def main(argv=None) -> int:
     per_package = format_table(["package", "status", "tasks", "multi", "candidates", "rejected by gate",
                                 "environment", "time", "reason"], _package_rows(report))
     gate_rows = [[g, n, f"{n / candidates:.1%}" if candidates else "-"] for g, n in gates.items()]
-    body = f"""`python benchmarks/js_builder.py --max-minutes {args.max_minutes:g}{'' if args.max_candidates is None else f' --max-candidates {args.max_candidates}'} --workers {args.workers} --revalidate {args.revalidate}` over {len(chosen)} listed npm packages, {len(history)} run(s) into one folder, each going on where the last stopped: {'; '.join(f"{r['started']}, {r['minutes']:.1f} min, load {r['load'][0]} before and {r['load'][1]} after" for r in history)} (other sessions shared the machine).
+    body = f"""`python benchmarks/js_builder.py --max-minutes {args.max_minutes:g}{'' if args.max_candidates is None else f' --max-candidates {args.max_candidates}'} --workers {args.workers} --revalidate {args.revalidate}` over {len(chosen)} listed npm packages, {len(history)} run(s) into one folder, each going on where the last stopped: {'; '.join(f"{r['started']}, a {r['max_minutes']:g} min box, {r['minutes']:.1f} min, load {r['load'][0]} before and {r['load'][1]} after" for r in history)} (other sessions shared the machine).
 
 - **{tasks} validated tasks** from {candidates} candidates in **{minutes:.1f} min** of wall time (**{tasks / hours if hours else 0:.0f} tasks/hour**), from **{sum(1 for p in built if p.tasks)} packages** of the {len(built)} the time boxes started ({len(report.projects) - len(built)} left pending).
 {slice_note}- **Multi-region: {multi} of {tasks} ({multi / tasks if tasks else 0:.0%})**.
