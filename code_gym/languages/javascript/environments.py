@@ -214,7 +214,7 @@ def _listed(spec: NpmSpec) -> str:
 
 
 _PACKAGE_IN_ERROR = (
-    re.compile(r"404 Not Found - GET \S+/(@[^/\s]+/[^/\s]+|[^/\s@]+)\b"),
+    re.compile(r"404 Not Found - GET \S+?/(@[^/\s%]+(?:/|%2[fF])[^/\s]+|[^/\s@]+)(?:\s|$)"),
     re.compile(r"No matching version found for (@?[^@\s]+)@"),
     re.compile(r"notarget .*?for (@?[^@\s]+)@"),
     re.compile(r"'(@?[^@'\s]+)@[^']*' is not in this registry"),
