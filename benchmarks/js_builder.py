@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -227,14 +228,38 @@ def grading_times(tasks, per_runner: int = 2) -> list[list]:
     return rows
 
 
-def _package_rows(report) -> list[list]:
-    rows = []
-    for key, p in report.projects.items():
-        rejected = ", ".join(f"{g} {n}" for g, n in p.gates.items() if n)
-        env = "-" if not p.environment else ("cached" if p.environment == "cached" else f"built {p.environment_seconds:.0f}s")
-        rows.append([p.source, p.status, len(p.tasks), p.multi_region, p.candidates, rejected or "-", env,
-                     f"{p.duration:.0f}s", p.reason[:70] or "-"])
-    return rows
+def _package_summary(report) -> str:
+    """One wrapped paragraph: each package's tasks / candidates (multi-region), or why it gave none."""
+    projects = sorted(report.projects.values(), key=lambda p: -len(p.tasks))
+    yielding = [p for p in projects if p.tasks]
+    parts = [f"{p.source} {len(p.tasks)}/{p.candidates} ({p.multi_region})" for p in yielding[:12]]
+    rest = yielding[12:]
+    if rest:
+        parts.append(f"{len(rest)} more packages {min(len(p.tasks) for p in rest)}-{max(len(p.tasks) for p in rest)} "
+                     f"tasks each")
+    none = [p for p in projects if not p.tasks]
+    text = "; ".join(parts)
+    if none:
+        text += ". None from " + ", ".join(f"{p.source} ({p.status})" for p in none)
+    return _fill(text)
+
+
+def _fill(text: str) -> str:
+    return textwrap.fill(text, 100, break_on_hyphens=False, break_long_words=False)
+
+
+def _left_out() -> str:
+    """How many packages were checked and left out, by kind of reason (each package and its reason is
+    in REJECTED)."""
+    kinds = {"no tests in the tarball": 0, "a runner code-gym does not run or read": 0, "other": 0}
+    for _, why in REJECTED:
+        kind = ("no tests in the tarball" if "no test files ship" in why else
+                "a runner code-gym does not run or read" if any(w in why for w in (
+                    "runner", "node-tap", "ava", "expresso", "asynct", "shell loop", "plain scripts",
+                    "indirectly", "leaves out", "TypeScript")) else "other")
+        kinds[kind] += 1
+    counts = ", ".join(f"{kind}: {n}" for kind, n in kinds.items() if n)
+    return _fill(f"{len(REJECTED)} ({counts}); each with its reason in `REJECTED` of benchmarks/js_builder.py")
 
 
 def main(argv=None) -> int:
@@ -308,9 +333,8 @@ def main(argv=None) -> int:
                       f"finish after its box): at this rate one hour gives about {tasks / hours if hours else 0:.0f} "
                       f"tasks, if the packages not reached yield like those that were (the list mixes large and small "
                       f"ones, large first).\n")
-    per_package = format_table(["package", "status", "tasks", "multi", "candidates", "rejected by gate",
-                                "environment", "time", "reason"], _package_rows(report))
-    gate_rows = [[g, n, f"{n / candidates:.1%}" if candidates else "-"] for g, n in gates.items()]
+    per_package = _package_summary(report)
+    gate_rows = ", ".join(f"{g} {n} ({n / candidates:.1%})" for g, n in gates.items() if n and candidates) or "none"
     body = f"""`python benchmarks/js_builder.py --max-minutes {args.max_minutes:g}{'' if args.max_candidates is None else f' --max-candidates {args.max_candidates}'} --workers {args.workers} --revalidate {args.revalidate}` over {len(chosen)} listed npm packages, {len(history)} run(s) into one folder, each going on where the last stopped: {'; '.join(f"{r['started']}, a {r['max_minutes']:g} min box, {r['minutes']:.1f} min, load {r['load'][0]} before and {r['load'][1]} after" for r in history)} (other sessions shared the machine).
 
 - **{tasks} validated tasks** from {candidates} candidates in **{minutes:.1f} min** of wall time (**{tasks / hours if hours else 0:.0f} tasks/hour**), from **{sum(1 for p in built if p.tasks)} packages** of the {len(built)} the time boxes started ({len(report.projects) - len(built)} left pending).
@@ -318,21 +342,16 @@ def main(argv=None) -> int:
 - Environments (node_modules per dependency set, npm with scripts off, a cold cache of the run's own): {len(cold)} built, {sum(p.environment_seconds for p in cold):.0f} s in all (median {statistics.median([p.environment_seconds for p in cold]) if cold else 0:.1f} s), {len(envs) - len(cold)} found in the cache (packages with the same dependency set); {len(built) - len(envs)} packages needed none.
 - Re-validation (`tasks revalidate --language javascript`: the grader with canaries, fresh sandboxes, 3 reference runs), a random sample of {args.revalidate} (seed 0): {sample_text}.
 
-gate rejections:
+- Gate rejections (of {candidates} candidates): {gate_rows}.
 
-{format_table(["gate", "rejected", "of candidates"], gate_rows)}
-
-per package:
-
+per package (tasks / candidates, multi-region in brackets; the full table is the run's manifest.json):
 {per_package}
 
 Grading time of a task's reference (median of 3 runs, seconds): the bare runner on the host (the task's command without records, hidden tests laid), the same command in the sandbox, and the grader (`grade`: copy, audit, canaries, records and their cross-checks):
 
 {format_table(["task", "runner", "tests", "bare runner", "in sandbox", "grader", "grader / bare"], grading) if grading else "not measured"}
 
-Packages checked and left out (reason):
-
-{chr(10).join(f"- `{spec}`: {why}" for spec, why in REJECTED)}
+Packages checked and left out: {_left_out()}.
 """
     if not args.no_doc:
         write_section(TITLE, body)
