@@ -17,6 +17,8 @@ from code_gym.workspace.working_copy import Workspace
 from attempts import ATTEMPTS, FORCE_PASS_REPORTS, _ExecOnLoad
 from conftest import BUNDLED
 
+PYTHON_TASKS = [t for t in BUNDLED if t.language == "python"]  # `drawn` spies on pytest canaries
+
 TASKS = {t.id: t for t in BUNDLED}
 # attempts that make pytest record tests as passed whatever they do: report factories, makereport
 # hooks (through pluggy, found at import time, defined through globals()), no-op runtest /
@@ -84,7 +86,7 @@ def test_a_report_forgery_the_audit_misses_is_void_with_canaries():
     assert _reward(task, changes, result, "enforce") == 0.0 and _reward(task, changes, result, "off") == 0.0
 
 
-@pytest.mark.parametrize("task", BUNDLED, ids=[t.id for t in BUNDLED])
+@pytest.mark.parametrize("task", PYTHON_TASKS, ids=[t.id for t in PYTHON_TASKS])
 def test_a_clean_reference_is_never_void_and_canaries_are_not_graded(task, drawn):
     result = grade(task, reference_changes(task))
     assert result.canary == [] and result.integrity == [] and result.resolved, result.summary()
