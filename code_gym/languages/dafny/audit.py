@@ -137,7 +137,7 @@ def added_findings(path: str, before: Program, after: Program) -> list[Finding]:
     findings: list[Finding] = []
     for rule, found in (("dafny-assume", _assumes), ("dafny-attribute", _attributes),
                         ("dafny-decreases-star", _decreases_star), ("dafny-include", _includes),
-                        ("dafny-bodyless", _bodyless_loops)):
+                        ("dafny-bodyless", _bodyless_loops), ("dafny-bodyless", _bodyless_foralls)):
         findings += _new(path, rule, found(before), found(after))
     findings += _bodyless_members(path, before, after)
     return findings
@@ -187,6 +187,31 @@ def _bodyless_loops(program: Program) -> list[tuple[str, int]]:
         if member.body is not None:
             found += [("a loop without a body", loop.keyword.line)
                       for loop in source.loops(program, *member.body) if loop.body is None]
+    return found
+
+
+def _bodyless_foralls(program: Program) -> list[tuple[str, int]]:
+    """forall statements with `ensures` and no body: Dafny assumes what they state (an axiom)."""
+    tokens, found = program.tokens, []
+    for i, token in enumerate(tokens):
+        if token.text != "forall" or token.kind != "id":
+            continue
+        depth, ensures = 0, False
+        for t in tokens[i + 1:]:
+            if t.text in ("(", "["):
+                depth += 1
+            elif t.text in (")", "]"):
+                depth -= 1
+            elif depth == 0 and t.text == "::":
+                break  # a quantifier expression
+            elif depth == 0 and t.text == "ensures":
+                ensures = True
+            elif depth == 0 and ensures and t.text == "{":
+                break  # a proof body
+            elif depth == 0 and t.text in (";", "}"):
+                if ensures:
+                    found.append(("a forall statement without a body", token.line))
+                break
     return found
 
 
