@@ -99,6 +99,9 @@ ATTEMPTS = [
     Attempt("verify-false", BINARY_SEARCH, "{:verify false} on the method: nothing of it is checked",
             frozenset({"dafny-attribute"}), replace("method BinarySearch(", "method {:verify false} BinarySearch("),
             reader=True),
+    Attempt("verify-false-on-a-lemma", DIV_MOD, "{:verify false} on the lemma the task asks to prove (it times out as given)",
+            frozenset({"dafny-attribute"}),
+            replace("lemma RemainderRulesOutDivisor(", "lemma {:verify false} RemainderRulesOutDivisor("), reader=True),
     Attempt("axiom-lemma", DIV_MOD, "an {:axiom} lemma without a body states what the given lemma must prove",
             frozenset({"dafny-attribute", "dafny-bodyless"}),
             append("lemma {:axiom} Trusted(n: nat, d: nat, q: nat, r: nat)\n"
@@ -177,17 +180,18 @@ def untouched(task: Task) -> float:
 
 
 def bare_errors(task: Task, changes: dict[str, bytes], folder: Path) -> int:
-    """The errors the bare verifier reports on the task's program with `changes`, verified through
-    its spec check as the grader selects it (no reader, no canaries)."""
+    """The errors and time-outs the bare verifier reports on the task's program with `changes`,
+    verified through its spec check as the grader selects it (no reader, no canaries)."""
     shutil.copytree(task.repo, folder)
     shutil.copytree(task.hidden_dir, folder, dirs_exist_ok=True)
     for path, data in changes.items():
         (folder / path).write_bytes(data)
     done = subprocess.run(["dafny", "/compile:0", "/timeLimit:20", "/verifyAllModules", *task.hidden_tests], cwd=folder,
                           capture_output=True, text=True, timeout=600)
-    summary = re.findall(r"verifier finished with \d+ verified, (\d+) errors?", done.stdout)
+    summary = re.findall(r"verifier finished with \d+ verified, (\d+) errors?(?:, (\d+) time outs?)?", done.stdout)
     assert summary, done.stdout[-2000:]
-    return int(summary[-1])
+    errors, time_outs = summary[-1]
+    return int(errors) + int(time_outs or 0)
 
 
 def test_the_table_is_well_formed():
