@@ -67,6 +67,16 @@ GRAMMARS: dict[str, Grammar] = {g.name: g for g in (
         "function_declaration", "generator_function_declaration", "function_expression", "generator_function",
         "arrow_function", "class_declaration", "class", "method_definition", "if_statement", "for_statement",
         "for_in_statement", "while_statement", "do_statement", "try_statement", "switch_statement"), marks="({="),
+    # Go: functions, methods and function literals (a closure passed to t.Run), types, and
+    # compound statements; each holds a "{"
+    Grammar("go", (".go",), "tree_sitter_go", (
+        "function_declaration", "method_declaration", "func_literal", "type_declaration", "if_statement",
+        "for_statement", "expression_switch_statement", "type_switch_statement", "select_statement"), marks="{"),
+    # Rust: functions and closures, impl and trait blocks, types, modules (a `mod tests`) and
+    # compound expressions; each holds a "{" or a closure's "|"
+    Grammar("rust", (".rs",), "tree_sitter_rust", (
+        "function_item", "closure_expression", "impl_item", "trait_item", "struct_item", "enum_item", "mod_item",
+        "if_expression", "match_expression", "for_expression", "while_expression", "loop_expression"), marks="{|"),
     # Dafny: no tree-sitter grammar installs from PyPI; brace blocks (credit.bracespans) answer every side
     Grammar("dafny", (".dfy",), "", (), marks="{", reader=brace_spans),
 )}

@@ -18,6 +18,8 @@ REGISTRY: dict[str, str] = {
     "python": "code_gym.languages.python:PYTHON",
     "javascript": "code_gym.languages.javascript.adapter:JAVASCRIPT",
     "dafny": "code_gym.languages.dafny.adapter:DAFNY",
+    "go": "code_gym.languages.go.adapter:GO",
+    "rust": "code_gym.languages.rust.adapter:RUST",
 }
 NAMES = tuple(REGISTRY)
 
