@@ -34,6 +34,22 @@ if ! command -v dafny >/dev/null 2>&1; then
   fi
 fi
 
+# Go and Rust tasks build with Debian's toolchains (golang-go 1.19; cargo and rustc 1.63, which
+# match the packaged crates); their libraries come from Debian's golang-*-dev and librust-*-dev
+# packages, downloaded and unpacked per task environment (never installed, no maintainer scripts).
+# A rustup toolchain elsewhere on PATH is not used: code-gym calls /usr/bin/go and /usr/bin/cargo.
+for tool in go:golang-go:Go cargo:cargo:Rust; do
+  IFS=: read -r program package language <<<"$tool"
+  if [ ! -x "/usr/bin/$program" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "setup: installing $package ($language tasks)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
+    else
+      echo "setup: /usr/bin/$program is missing; install it (e.g. 'sudo apt-get install $package') for $language tasks" >&2
+    fi
+  fi
+done
+
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
