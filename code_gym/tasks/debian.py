@@ -1,0 +1,461 @@
+"""Debian's Go and Rust library packages as task environments: the index of every `golang-*` and
+`librust-*` package apt knows (`index`), the Depends closure of a few of them (`closure`), their
+files unpacked into a folder (`extract`, from a shared download cache), and the package that
+ships a Rust crate (`crate_package`) or a Go import path (`import_path_package`).
+
+Nothing here runs a package's code: `apt-get download` and `dpkg-deb -x` only (no maintainer
+scripts, no `apt-get install`). The toolchain is the system's, so a dependency outside the
+libraries (golang-go, libc6, libssl-dev) is dropped from a closure."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from code_gym.util.hostfs import cache_root
+
+APT_LISTS = Path("/var/lib/apt/lists")
+PREFIXES = ("golang-", "librust-")
+GOCODE = "usr/share/gocode/src"
+_FIELDS = ("Package", "Version", "Architecture", "Filename", "Depends", "Pre-Depends", "Provides",
+           "Homepage", "Go-Import-Path")
+_RELATION = re.compile(r"^\s*([^\s(:\[]+)(?::\w+)?\s*(?:\(\s*(<<|<=|=|>=|>>)\s*([^)\s]+)\s*\))?")
+APT_TIMEOUT = 600
+
+
+class DebianError(Exception):
+    """A Debian package that cannot be found, resolved, downloaded or unpacked; the message names
+    it and what asked for it."""
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One name in a Depends or Provides field: `librust-serde-1+derive-dev (>= 1.0.103-~~)`."""
+    name: str
+    op: str = ""  # "", "<<", "<=", "=", ">=", ">>"
+    version: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.op} {self.version})" if self.op else self.name
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    version: str
+    architecture: str
+    filename: str  # its path in the archive (pool/...)
+    depends: tuple[tuple[Relation, ...], ...]  # each group: alternatives, the first that resolves wins
+    provides: tuple[Relation, ...]
+    homepage: str = ""
+    go_import_path: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version}"
+
+    @property
+    def deb_name(self) -> str:
+        """The file name `apt-get download` gives it (an epoch's colon is written %3a)."""
+        return f"{self.name}_{self.version.replace(':', '%3a')}_{self.architecture}.deb"
+
+
+def is_library(name: str) -> bool:
+    """A Go or Rust library package (a closure keeps these and drops the rest)."""
+    return name.startswith(PREFIXES) and name.endswith("-dev")
+
+
+# ---- Debian versions (dpkg's algorithm, lib/dpkg/version.c) ----
+
+def _order(c: str) -> int:
+    if c == "~":
+        return -1
+    if c.isdigit():
+        return 0
+    if c.isalpha():
+        return ord(c)
+    return ord(c) + 256
+
+
+def _verrevcmp(a: str, b: str) -> int:
+    i = j = 0
+    while i < len(a) or j < len(b):
+        first_diff = 0
+        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
+            ac = _order(a[i]) if i < len(a) else 0
+            bc = _order(b[j]) if j < len(b) else 0
+            if ac != bc:
+                return ac - bc
+            i, j = i + 1, j + 1
+        while i < len(a) and a[i] == "0":
+            i += 1
+        while j < len(b) and b[j] == "0":
+            j += 1
+        while i < len(a) and a[i].isdigit() and j < len(b) and b[j].isdigit():
+            if not first_diff:
+                first_diff = ord(a[i]) - ord(b[j])
+            i, j = i + 1, j + 1
+        if i < len(a) and a[i].isdigit():
+            return 1
+        if j < len(b) and b[j].isdigit():
+            return -1
+        if first_diff:
+            return first_diff
+    return 0
+
+
+def _split_version(v: str) -> tuple[int, str, str]:
+    epoch, _, rest = v.rpartition(":") if ":" in v else ("0", "", v)
+    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
+    return int(epoch or 0), upstream, revision
+
+
+def compare_versions(a: str, b: str) -> int:
+    """<0, 0 or >0 as Debian version `a` sorts before, with or after `b` (dpkg --compare-versions)."""
+    ea, ua, ra = _split_version(a)
+    eb, ub, rb = _split_version(b)
+    if ea != eb:
+        return ea - eb
+    return _verrevcmp(ua, ub) or _verrevcmp(ra, rb)
+
+
+def satisfies(version: str, op: str, wanted: str) -> bool:
+    """Does `version` meet the relation `(op wanted)`? An empty op is met by any version."""
+    if not op:
+        return True
+    c = compare_versions(version, wanted)
+    return {"<<": c < 0, "<=": c <= 0, "=": c == 0, ">=": c >= 0, ">>": c > 0}[op]
+
+
+# ---- the index ----
+
+def _relations(text: str) -> tuple[Relation, ...]:
+    found = []
+    for part in text.split("|"):
+        m = _RELATION.match(part)
+        if m:
+            found.append(Relation(m.group(1), m.group(2) or "", m.group(3) or ""))
+    return tuple(found)
+
+
+def _package(fields: dict[str, str]) -> Package:
+    groups = ", ".join(f for f in (fields.get("Pre-Depends", ""), fields.get("Depends", "")) if f)
+    return Package(fields["Package"], fields["Version"], fields.get("Architecture", "all"),
+                   fields.get("Filename", ""),
+                   tuple(r for r in (_relations(g) for g in groups.split(",")) if r),
+                   tuple(r for p in fields.get("Provides", "").split(",") for r in _relations(p)),
+                   fields.get("Homepage", ""), fields.get("Go-Import-Path", ""))
+
+
+class Index:
+    """Every golang-*/librust-* package apt knows: all versions of a name (highest first) and, for
+    each virtual name, the packages that provide it."""
+
+    def __init__(self, packages: list[Package]):
+        self.packages: dict[str, list[Package]] = {}
+        self.providers: dict[str, list[tuple[Package, Relation]]] = {}
+        for p in packages:
+            self.packages.setdefault(p.name, []).append(p)
+            for r in p.provides:
+                self.providers.setdefault(r.name, []).append((p, r))
+        for versions in self.packages.values():
+            versions.sort(key=_VersionKey.of, reverse=True)
+
+    def __len__(self) -> int:
+        return len(self.packages)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.packages or name in self.providers
+
+    def provider(self, name: str, op: str = "", version: str = "") -> Package | None:
+        """The package that meets `name (op version)`: the highest real package of that name that
+        satisfies it, else the provider with the highest provided version that does (an unversioned
+        Provides meets only an unversioned relation, as in dpkg). None when nothing does."""
+        for p in self.packages.get(name, ()):
+            if satisfies(p.version, op, version):
+                return p
+        offers = [(p, r) for p, r in self.providers.get(name, ())
+                  if (r.version and satisfies(r.version, op, version)) or not op]
+        offers.sort(key=lambda pr: _VersionKey(pr[1].version or "0"), reverse=True)
+        return offers[0][0] if offers else None
+
+    def describe(self, name: str) -> str:
+        """What Debian has under `name`, for an error message."""
+        have = [str(p) for p in self.packages.get(name, ())]
+        have += [f"{p} (provides {r})" for p, r in self.providers.get(name, ())]
+        return "Debian has " + ", ".join(have[:5]) if have else "no package of that name or providing it"
+
+
+class _VersionKey:
+    def __init__(self, version: str):
+        self.version = version
+
+    @classmethod
+    def of(cls, p: Package) -> "_VersionKey":
+        return cls(p.version)
+
+    def __lt__(self, other: "_VersionKey") -> bool:
+        return compare_versions(self.version, other.version) < 0
+
+
+def _lists_key() -> str:
+    stats = sorted((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in APT_LISTS.iterdir()
+                   if "_Packages" in f.name) if APT_LISTS.is_dir() else []
+    return hashlib.sha256(json.dumps(stats).encode()).hexdigest()[:16]
+
+
+def _read_dumpavail() -> list[dict[str, str]]:
+    try:
+        done = subprocess.run(["apt-cache", "dumpavail"], capture_output=True, text=True, timeout=APT_TIMEOUT)
+    except FileNotFoundError:
+        raise DebianError("apt-cache is not installed: Go and Rust environments need a Debian system") from None
+    if done.returncode != 0:
+        raise DebianError(f"apt-cache dumpavail failed: {done.stderr.strip()[:500]}")
+    records = []
+    for stanza in done.stdout.split("\n\n"):
+        if not stanza.startswith(tuple("Package: " + p for p in PREFIXES)):
+            continue
+        fields = {}
+        for line in stanza.splitlines():
+            key, sep, value = line.partition(": ")
+            if sep and key in _FIELDS:
+                fields[key] = value.strip()
+        records.append(fields)
+    return records
+
+
+@lru_cache(maxsize=1)
+def _index(key: str) -> Index:
+    path = cache_root() / "debian-index" / f"{key}.json"
+    try:
+        records = json.loads(path.read_text())
+    except (OSError, ValueError):
+        records = _read_dumpavail()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(records))
+        os.replace(tmp, path)
+    return Index([_package(r) for r in records])
+
+
+def index() -> Index:
+    """The index of apt's current lists (read from `apt-cache dumpavail` once per change of
+    /var/lib/apt/lists, then from `<cache>/debian-index/<key>.json`)."""
+    if not shutil.which("apt-cache"):
+        raise DebianError("apt-cache is not installed: Go and Rust environments need a Debian system")
+    return _index(_lists_key())
+
+
+# ---- closure ----
+
+def closure(names, index_: Index | None = None) -> list[Package]:
+    """`names` and every library package their Depends need, each once, in the order first met.
+    An alternative already chosen wins; otherwise the first alternative that resolves. Relations
+    on non-library packages are dropped (the toolchain and C libraries are the system's)."""
+    idx = index_ or index()
+    chosen: dict[str, Package] = {}
+    queue: list[tuple[Package, str]] = []
+    for name in names:
+        p = idx.provider(name)
+        if p is None:
+            raise DebianError(f"{name}: no such Debian package (asked for directly; {idx.describe(name)})")
+        queue.append((p, "asked for directly"))
+    while queue:
+        package, _ = queue.pop(0)
+        if package.name in chosen:
+            continue
+        chosen[package.name] = package
+        for group in package.depends:
+            libraries = [r for r in group if is_library(r.name)]
+            if not libraries:
+                continue
+            if any(r.name in chosen and satisfies(chosen[r.name].version, r.op, r.version) for r in libraries):
+                continue
+            found = next((p for r in libraries if (p := idx.provider(r.name, r.op, r.version))), None)
+            if found is None:
+                wanted = " | ".join(map(str, libraries))
+                raise DebianError(f"{wanted}: needed by {package}, but no Debian package satisfies it "
+                                  f"({idx.describe(libraries[0].name)})")
+            queue.append((found, str(package)))
+    return list(chosen.values())
+
+
+# ---- download and extract ----
+
+def downloads_dir() -> Path:
+    return cache_root() / "debian-downloads"
+
+
+def download(packages: list[Package]) -> list[Path]:
+    """The .deb of each package, from the shared cache or fetched now with `apt-get download`
+    (into a scratch folder, each file renamed into the cache when complete)."""
+    cache = downloads_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    missing = [p for p in packages if not (cache / p.deb_name).is_file()]
+    if missing:
+        scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
+        try:
+            command = ["apt-get", "download", "-q", *(f"{p.name}={p.version}" for p in missing)]
+            try:
+                done = subprocess.run(command, cwd=scratch, capture_output=True, text=True, timeout=APT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise DebianError(f"apt-get download did not finish in {APT_TIMEOUT} s for "
+                                  f"{', '.join(map(str, missing))}; is the Debian mirror reachable?") from None
+            for p in missing:
+                if not (scratch / p.deb_name).is_file():
+                    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("E:")]
+                    raise DebianError(f"{p}: apt-get download failed ({'; '.join(errors)[:500] or done.returncode})")
+                os.replace(scratch / p.deb_name, cache / p.deb_name)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return [cache / p.deb_name for p in packages]
+
+
+def extract(packages: list[Package], into: Path) -> Path:
+    """Unpack the packages' files (`dpkg-deb -x`) into `into`, which appears complete or not at all
+    (built in a scratch sibling, then renamed). An existing `into` is taken as done and returned."""
+    into = Path(into)
+    if into.exists():
+        return into
+    debs = download(packages)
+    into.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{into.name}-", dir=into.parent))
+    try:
+        for package, deb in zip(packages, debs):
+            done = subprocess.run(["dpkg-deb", "-x", str(deb), str(scratch)], capture_output=True, text=True,
+                                  timeout=APT_TIMEOUT)
+            if done.returncode != 0:
+                raise DebianError(f"{package}: dpkg-deb -x {deb} failed: {done.stderr.strip()[:500]}")
+        try:
+            os.rename(scratch, into)
+        except OSError:
+            if not into.is_dir():  # another process renamed its copy first: that one is complete
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return into
+
+
+# ---- the package of a Rust crate or a Go import path ----
+
+def crate_package(crate: str, version_req: str | None = None, index_: Index | None = None) -> Package:
+    """The highest librust-<crate>-dev or librust-<crate>-<version>-dev package whose crate version
+    meets the cargo requirement (`1.2`, `^1.2`, `~1.2.3`, `=1.0.1`, `>=1, <3`, `1.*`)."""
+    idx = index_ or index()
+    stem = "librust-" + crate.lower().replace("_", "-")
+    found = []
+    for name, versions in idx.packages.items():
+        suffix = name[len(stem):-len("-dev")] if name.startswith(stem) and name.endswith("-dev") else None
+        if suffix is None or (suffix and not re.fullmatch(r"-\d+(\.\d+)*", suffix)):
+            continue
+        for p in versions:
+            v = crate_version(p.version)
+            if v.startswith(suffix[1:]) and (not version_req or matches_req(v, version_req)):
+                found.append((_semver(v), p))
+    if not found:
+        asked = f" {version_req}" if version_req else ""
+        raise DebianError(f"crate {crate}{asked}: no Debian package ships it ({idx.describe(stem + '-dev')})")
+    return max(found, key=lambda vp: vp[0])[1]
+
+
+def crate_version(debian_version: str) -> str:
+    """The crate version a librust package ships: `1.0.152-2` -> `1.0.152` (no epoch, revision,
+    +dfsg; `~` back to `-` for a pre-release)."""
+    _, upstream, _ = _split_version(debian_version)
+    return upstream.split("+")[0].replace("~", "-")
+
+
+def _semver(text: str) -> tuple[int, ...]:
+    numbers = re.match(r"\d+(?:\.\d+)*", text.strip().lstrip("v"))
+    parts = [int(n) for n in numbers.group(0).split(".")] if numbers else []
+    return tuple(parts[:3])
+
+
+def _bump(parts: tuple[int, ...], i: int) -> tuple[int, ...]:
+    return tuple(parts[:i]) + (parts[i] + 1,) + (0,) * (2 - i)
+
+
+def matches_req(version: str, requirement: str) -> bool:
+    """Does crate `version` meet the cargo requirement? (Pre-release tags are ignored.)"""
+    v = (_semver(version) + (0, 0, 0))[:3]
+    for comparator in filter(None, (c.strip() for c in requirement.split(","))):
+        op = re.match(r"(\^|~|=|>=|<=|>|<)?", comparator).group(0)
+        text = comparator[len(op):].strip()
+        if text in ("*", ""):
+            continue
+        given = _semver(text.split("*")[0].rstrip("."))
+        n = len(given)
+        low = (given + (0, 0, 0))[:3]
+        op = op or ("=" if "*" in text else "^")
+        if op == "^":
+            first = next((i for i, x in enumerate(given) if x), n - 1)
+            ok = low <= v < _bump(low, first)
+        elif op == "~":
+            ok = low <= v < _bump(low, 0 if n == 1 else 1)
+        elif op == "=":
+            ok = v == low if n == 3 else low <= v < _bump(low, n - 1)
+        elif op == ">=":
+            ok = v >= low
+        elif op == ">":
+            ok = v > low if n == 3 else v >= _bump(low, n - 1)
+        elif op == "<":
+            ok = v < low
+        else:
+            ok = v <= low if n == 3 else v < _bump(low, n - 1)
+        if not ok:
+            return False
+    return True
+
+
+_GO_HOSTS = {"github.com": "github", "gitlab.com": "gitlab", "golang.org": "golang", "google.golang.org": "google",
+             "gopkg.in": "gopkg", "code.google.com": "googlecode", "cloud.google.com": "googlecloud",
+             "bitbucket.org": "bitbucket", "go.uber.org": "uber", "go4.org": "go4", "honnef.co": "honnef"}
+
+
+def _debian_go_name(path: str) -> str:
+    """dh-make-golang's package name for an import path: github.com/google/go-cmp ->
+    golang-github-google-go-cmp-dev."""
+    host, _, rest = path.partition("/")
+    parts = [_GO_HOSTS.get(host, host)] + ([rest] if rest else [])
+    return "golang-" + "-".join(parts).replace("/", "-").replace("_", "-").lower() + "-dev"
+
+
+def _homepage_path(url: str) -> str:
+    return re.sub(r"^\w+://(www\.)?|/+$|\.git$", "", url).lower()
+
+
+def _ships(deb: Path, path: str) -> bool:
+    listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, timeout=APT_TIMEOUT).stdout
+    return f"./{GOCODE}/{path}/" in listing
+
+
+def import_path_package(import_path: str, index_: Index | None = None) -> Package:
+    """The golang-*-dev package that ships /usr/share/gocode/src/<import_path>. apt here has no
+    Contents index, so the candidates are the packages whose Go-Import-Path or Homepage is the
+    path or a prefix of it, and dh-make-golang's name for each prefix; the first whose file list
+    (from its downloaded .deb) holds the path wins."""
+    idx = index_ or index()
+    path = import_path.strip("/")
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    candidates: list[Package] = []
+    for prefix in prefixes:
+        for versions in idx.packages.values():
+            p = versions[0]
+            if is_library(p.name) and prefix.lower() in (p.go_import_path.lower(), _homepage_path(p.homepage)):
+                candidates.append(p)
+        named = idx.packages.get(_debian_go_name(prefix))
+        if named:
+            candidates.append(named[0])
+    for p in dict.fromkeys(candidates):
+        if _ships(download([p])[0], path):
+            return p
+    tried = ", ".join(p.name for p in dict.fromkeys(candidates)) or "none"
+    raise DebianError(f"Go import path {import_path}: no Debian golang package ships {GOCODE}/{path} "
+                      f"(packages tried: {tried})")

@@ -1,0 +1,154 @@
+"""Debian's Go and Rust packages: the index from apt, Depends closures with features, versions and
+virtual packages, dpkg's version order, cargo requirements, and extraction that leaves a folder
+complete or not at all. Uses the machine's real apt lists and Debian's mirror."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from code_gym.tasks import debian
+from code_gym.tasks.debian import DebianError, Package, Relation
+
+
+def _index():
+    if not shutil.which("apt-cache") or not shutil.which("dpkg-deb"):
+        pytest.skip("apt-cache/dpkg-deb not installed: these tests need a Debian system")
+    idx = debian.index()
+    if "librust-serde-dev" not in idx or "golang-github-google-go-cmp-dev" not in idx:
+        pytest.skip("apt's lists have no librust-serde-dev or golang-github-google-go-cmp-dev (run apt-get update)")
+    return idx
+
+
+@pytest.fixture(scope="module")
+def idx():
+    return _index()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private code-gym cache: downloads land here, never in the user's cache."""
+    monkeypatch.setenv("CODE_GYM_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.mark.parametrize("a, b, sign", [
+    ("1.0", "1.0", 0), ("1.0-1", "1.0-2", -1), ("1:0.1", "2.0", 1), ("1.0~rc1", "1.0", -1),
+    ("1.0.152-2", "1.0.103-~~", 1), ("1.0-~~", "1.0-0", -1), ("1.0", "1.0-0", 0), ("1.0a", "1.0", 1),
+    ("1.0+dfsg-1", "1.0-1", 1), ("0.10", "0.9", 1), ("1.0.0~~", "1.0.0~", -1), ("2.0-1+b1", "2.0-1", 1),
+])
+def test_version_order_is_dpkgs(a, b, sign):
+    got = debian.compare_versions(a, b)
+    assert (got > 0) - (got < 0) == sign
+    if shutil.which("dpkg"):
+        op = {-1: "lt", 0: "eq", 1: "gt"}[sign]
+        assert subprocess.run(["dpkg", "--compare-versions", a, op, b]).returncode == 0
+
+
+@pytest.mark.parametrize("version, req, ok", [
+    ("1.2.3", "1.2", True), ("2.0.0", "1.2", False), ("0.2.5", "^0.2.3", True), ("0.3.0", "^0.2.3", False),
+    ("0.0.4", "^0.0.3", False), ("1.2.9", "~1.2.3", True), ("1.3.0", "~1.2.3", False), ("1.9.0", "~1", True),
+    ("1.0.1", "=1.0.1", True), ("1.0.2", "=1.0.1", False), ("1.5.0", ">=1, <3", True), ("3.0.0", ">=1, <3", False),
+    ("1.4.0", "1.*", True), ("2.0.0", "1.*", False), ("7.1.1", "*", True), ("1.2.0", ">1.1", True),
+    ("1.1.9", ">1.1", False), ("1.2.9", "<=1.2", True), ("1.3.0", "<=1.2", False),
+])
+def test_cargo_requirements(version, req, ok):
+    assert debian.matches_req(version, req) is ok
+
+
+def test_relations_parse_versions_and_alternatives():
+    pkg = debian._package({"Package": "golang-x-dev", "Version": "1-1",
+                           "Depends": "golang-go (>= 2:1.19~1) | gccgo-go, librust-foo-1+std-dev (>= 1.2-~~)",
+                           "Provides": "librust-x+a-dev (= 1-1), librust-x-1-dev"})
+    assert pkg.depends == ((Relation("golang-go", ">=", "2:1.19~1"), Relation("gccgo-go")),
+                           (Relation("librust-foo-1+std-dev", ">=", "1.2-~~"),))
+    assert pkg.provides == (Relation("librust-x+a-dev", "=", "1-1"), Relation("librust-x-1-dev"))
+
+
+def test_index_holds_only_go_and_rust(idx):
+    assert all(name.startswith(("golang-", "librust-")) for name in idx.packages)
+    assert len(idx) > 1000
+
+
+def test_closure_of_semver(idx):
+    names = [p.name for p in debian.closure(["librust-semver-dev"], idx)]
+    assert names[0] == "librust-semver-dev"
+    assert all(debian.is_library(n) for n in names)
+
+
+def test_closure_resolves_features_to_their_packages(idx):
+    """librust-serde+derive-dev is virtual: librust-serde+serde-derive-dev provides it and brings
+    serde itself and serde_derive's proc-macro stack."""
+    packages = debian.closure(["librust-serde+derive-dev"], idx)
+    names = {p.name for p in packages}
+    assert {"librust-serde-dev", "librust-serde-derive-dev", "librust-syn-dev", "librust-quote-dev"} <= names
+    assert len(names) == len(packages)
+    for p in packages:  # every chosen version meets every relation on it in the closure
+        for group in p.depends:
+            assert any(r.name not in names or debian.satisfies(next(q.version for q in packages if q.name == r.name),
+                                                               r.op, r.version) for r in group)
+
+
+def test_versioned_virtual_dependency_picks_a_provider_that_meets_it(idx):
+    serde = idx.packages["librust-serde-dev"][0]
+    assert idx.provider("librust-serde-1+std-dev", ">=", "1.0.0-~~") == serde
+    assert idx.provider("librust-serde-1+std-dev", ">=", "99.0") is None
+
+
+def test_go_closure_drops_the_toolchain(idx):
+    packages = debian.closure(["golang-github-google-go-cmp-dev"], idx)
+    assert packages[0].name == "golang-github-google-go-cmp-dev"
+    assert all(debian.is_library(p.name) for p in packages)
+    assert "golang-go" not in {p.name for p in packages}
+
+
+def test_unknown_package_is_named(idx):
+    with pytest.raises(DebianError, match="librust-no-such-crate-dev: no such Debian package"):
+        debian.closure(["librust-no-such-crate-dev"], idx)
+
+
+def test_unmet_dependency_names_what_asked_for_it(idx):
+    asker = Package("librust-asker-dev", "1.0-1", "all", "", ((Relation("librust-serde-1-dev", ">=", "99"),),), ())
+    real = debian.Index([asker] + [v for vs in idx.packages.values() for v in vs])
+    with pytest.raises(DebianError, match=r"librust-serde-1-dev \(>= 99\): needed by librust-asker-dev 1.0-1"):
+        debian.closure(["librust-asker-dev"], real)
+
+
+def test_crate_package(idx):
+    assert debian.crate_package("serde", "1.0.100", idx).name == "librust-serde-dev"
+    assert debian.crate_package("Rand_Core", None, idx).name == "librust-rand-core-dev"
+    with pytest.raises(DebianError, match="crate serde >=99"):
+        debian.crate_package("serde", ">=99", idx)
+
+
+def test_extract_unpacks_the_closure(idx, cache, tmp_path):
+    packages = debian.closure(["librust-semver-dev"], idx)
+    into = debian.extract(packages, tmp_path / "env")
+    crates = [p.name for p in (into / "usr/share/cargo/registry").iterdir()]
+    assert any(name.startswith("semver-") for name in crates)
+    assert sorted(p.name for p in (cache / "debian-downloads").iterdir()) == sorted(p.deb_name for p in packages)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".env-")] == []
+
+
+def test_extract_failure_leaves_no_folder(idx, cache, tmp_path):
+    good = idx.packages["librust-semver-dev"][0]
+    broken = idx.packages["librust-serde-dev"][0]
+    (cache / "debian-downloads").mkdir(parents=True)
+    (cache / "debian-downloads" / broken.deb_name).write_bytes(b"not a deb")
+    with pytest.raises(DebianError, match=f"{broken.name} .*dpkg-deb -x"):
+        debian.extract([good, broken], tmp_path / "env")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+
+
+def test_download_failure_is_named(idx, cache, tmp_path):
+    fake = Package("librust-semver-dev", "0.0.0-0", "amd64", "", (), ())
+    with pytest.raises(DebianError, match="librust-semver-dev 0.0.0-0: apt-get download failed"):
+        debian.extract([fake], tmp_path / "env")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+
+
+def test_import_path_package(idx, cache):
+    assert debian.import_path_package("github.com/google/go-cmp/cmp", idx).name == "golang-github-google-go-cmp-dev"
+    with pytest.raises(DebianError, match="example.com/nothing/here"):
+        debian.import_path_package("example.com/nothing/here", idx)
