@@ -152,3 +152,20 @@ def test_import_path_package(idx, cache):
     assert debian.import_path_package("github.com/google/go-cmp/cmp", idx).name == "golang-github-google-go-cmp-dev"
     with pytest.raises(DebianError, match="example.com/nothing/here"):
         debian.import_path_package("example.com/nothing/here", idx)
+
+
+def test_feature_package(idx):
+    serde = debian.crate_package("serde", "1", idx)
+    assert debian.feature_package(serde, "derive", idx).name == "librust-serde+serde-derive-dev"
+    assert debian.feature_package(serde, "std", idx) == serde
+    with pytest.raises(DebianError, match="crate feature 'no_such_feature' of librust-serde-dev"):
+        debian.feature_package(serde, "no_such_feature", idx)
+
+
+def test_two_versions_of_one_package_is_an_error(idx):
+    old = Package("librust-pin-dev", "1.0-1", "all", "", (), ())
+    new = Package("librust-pin-dev", "2.0-1", "all", "", (), ())
+    a = Package("librust-a-dev", "1-1", "all", "", ((Relation("librust-pin-dev", "<<", "2"),),), ())
+    b = Package("librust-b-dev", "1-1", "all", "", ((Relation("librust-pin-dev", ">=", "2"),),), ())
+    with pytest.raises(DebianError, match=r"needed by librust-b-dev 1-1, but the closure already has librust-pin-dev 1.0-1"):
+        debian.closure(["librust-a-dev", "librust-b-dev"], debian.Index([old, new, a, b]))

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cmp_to_key, lru_cache
 from pathlib import Path
 
 from code_gym.util.hostfs import cache_root
@@ -125,6 +125,9 @@ def compare_versions(a: str, b: str) -> int:
     return _verrevcmp(ua, ub) or _verrevcmp(ra, rb)
 
 
+_by_version = cmp_to_key(lambda a, b: compare_versions(a.version or "0", b.version or "0"))
+
+
 def satisfies(version: str, op: str, wanted: str) -> bool:
     """Does `version` meet the relation `(op wanted)`? An empty op is met by any version."""
     if not op:
@@ -165,7 +168,7 @@ class Index:
             for r in p.provides:
                 self.providers.setdefault(r.name, []).append((p, r))
         for versions in self.packages.values():
-            versions.sort(key=_VersionKey.of, reverse=True)
+            versions.sort(key=_by_version, reverse=True)
 
     def __len__(self) -> int:
         return len(self.packages)
@@ -180,9 +183,8 @@ class Index:
         for p in self.packages.get(name, ()):
             if satisfies(p.version, op, version):
                 return p
-        offers = [(p, r) for p, r in self.providers.get(name, ())
-                  if (r.version and satisfies(r.version, op, version)) or not op]
-        offers.sort(key=lambda pr: _VersionKey(pr[1].version or "0"), reverse=True)
+        offers = [(p, r) for p, r in self.providers.get(name, ()) if meets(p, Relation(name, op, version))]
+        offers.sort(key=lambda offer: _by_version(offer[1]), reverse=True)
         return offers[0][0] if offers else None
 
     def describe(self, name: str) -> str:
@@ -190,18 +192,6 @@ class Index:
         have = [str(p) for p in self.packages.get(name, ())]
         have += [f"{p} (provides {r})" for p, r in self.providers.get(name, ())]
         return "Debian has " + ", ".join(have[:5]) if have else "no package of that name or providing it"
-
-
-class _VersionKey:
-    def __init__(self, version: str):
-        self.version = version
-
-    @classmethod
-    def of(cls, p: Package) -> "_VersionKey":
-        return cls(p.version)
-
-    def __lt__(self, other: "_VersionKey") -> bool:
-        return compare_versions(self.version, other.version) < 0
 
 
 def _lists_key() -> str:
@@ -252,37 +242,49 @@ def index() -> Index:
     return _index(_lists_key())
 
 
+_apt_index = index  # the functions below take an `index` argument, which hides this name
+
+
 # ---- closure ----
 
-def closure(names, index_: Index | None = None) -> list[Package]:
+def meets(package: Package, relation: Relation) -> bool:
+    """Does `package` satisfy `relation`, by its own name or by a versioned Provides?"""
+    if package.name == relation.name:
+        return satisfies(package.version, relation.op, relation.version)
+    return any(r.name == relation.name and (not relation.op or (r.version and satisfies(r.version, relation.op,
+                                                                                          relation.version)))
+               for r in package.provides)
+
+
+def closure(names, index: Index | None = None) -> list[Package]:
     """`names` and every library package their Depends need, each once, in the order first met.
-    An alternative already chosen wins; otherwise the first alternative that resolves. Relations
-    on non-library packages are dropped (the toolchain and C libraries are the system's)."""
-    idx = index_ or index()
+    A group whose alternative is already chosen is met; otherwise the first alternative that
+    resolves wins. Relations on non-library packages are dropped (the toolchain and C libraries
+    are the system's). Two versions of one package asked for: DebianError."""
+    idx = _apt_index() if index is None else index
     chosen: dict[str, Package] = {}
-    queue: list[tuple[Package, str]] = []
     for name in names:
         p = idx.provider(name)
         if p is None:
             raise DebianError(f"{name}: no such Debian package (asked for directly; {idx.describe(name)})")
-        queue.append((p, "asked for directly"))
+        chosen.setdefault(p.name, p)
+    queue = list(chosen.values())
     while queue:
-        package, _ = queue.pop(0)
-        if package.name in chosen:
-            continue
-        chosen[package.name] = package
+        package = queue.pop(0)
         for group in package.depends:
             libraries = [r for r in group if is_library(r.name)]
-            if not libraries:
-                continue
-            if any(r.name in chosen and satisfies(chosen[r.name].version, r.op, r.version) for r in libraries):
+            if not libraries or any(meets(p, r) for p in chosen.values() for r in libraries):
                 continue
             found = next((p for r in libraries if (p := idx.provider(r.name, r.op, r.version))), None)
+            wanted = " | ".join(map(str, libraries))
             if found is None:
-                wanted = " | ".join(map(str, libraries))
                 raise DebianError(f"{wanted}: needed by {package}, but no Debian package satisfies it "
                                   f"({idx.describe(libraries[0].name)})")
-            queue.append((found, str(package)))
+            if found.name in chosen:
+                raise DebianError(f"{wanted}: needed by {package}, but the closure already has "
+                                  f"{chosen[found.name]}, which does not satisfy it")
+            chosen[found.name] = found
+            queue.append(found)
     return list(chosen.values())
 
 
@@ -344,10 +346,10 @@ def extract(packages: list[Package], into: Path) -> Path:
 
 # ---- the package of a Rust crate or a Go import path ----
 
-def crate_package(crate: str, version_req: str | None = None, index_: Index | None = None) -> Package:
+def crate_package(crate: str, version_req: str | None = None, index: Index | None = None) -> Package:
     """The highest librust-<crate>-dev or librust-<crate>-<version>-dev package whose crate version
     meets the cargo requirement (`1.2`, `^1.2`, `~1.2.3`, `=1.0.1`, `>=1, <3`, `1.*`)."""
-    idx = index_ or index()
+    idx = _apt_index() if index is None else index
     stem = "librust-" + crate.lower().replace("_", "-")
     found = []
     for name, versions in idx.packages.items():
@@ -356,12 +358,25 @@ def crate_package(crate: str, version_req: str | None = None, index_: Index | No
             continue
         for p in versions:
             v = crate_version(p.version)
-            if v.startswith(suffix[1:]) and (not version_req or matches_req(v, version_req)):
+            if (not suffix or (v + ".").startswith(suffix[1:] + ".")) and (not version_req or matches_req(v, version_req)):
                 found.append((_semver(v), p))
     if not found:
         asked = f" {version_req}" if version_req else ""
         raise DebianError(f"crate {crate}{asked}: no Debian package ships it ({idx.describe(stem + '-dev')})")
     return max(found, key=lambda vp: vp[0])[1]
+
+
+def feature_package(package: Package, feature: str, index: Index | None = None) -> Package:
+    """The package that gives crate `package` its cargo feature `feature`, at the same version:
+    (librust-serde-dev, "derive") -> librust-serde+serde-derive-dev; (librust-serde-dev, "std")
+    -> librust-serde-dev itself (a feature that needs no other crate is provided by the crate)."""
+    idx = _apt_index() if index is None else index
+    name = f"{package.name[:-len('-dev')]}+{feature.lower().replace('_', '-')}-dev"
+    found = idx.provider(name, "=", package.version)
+    if found is None:
+        raise DebianError(f"crate feature {feature!r} of {package}: Debian has no {name} at that version "
+                          f"({idx.describe(name)})")
+    return found
 
 
 def crate_version(debian_version: str) -> str:
@@ -435,12 +450,12 @@ def _ships(deb: Path, path: str) -> bool:
     return f"./{GOCODE}/{path}/" in listing
 
 
-def import_path_package(import_path: str, index_: Index | None = None) -> Package:
+def import_path_package(import_path: str, index: Index | None = None) -> Package:
     """The golang-*-dev package that ships /usr/share/gocode/src/<import_path>. apt here has no
     Contents index, so the candidates are the packages whose Go-Import-Path or Homepage is the
     path or a prefix of it, and dh-make-golang's name for each prefix; the first whose file list
     (from its downloaded .deb) holds the path wins."""
-    idx = index_ or index()
+    idx = _apt_index() if index is None else index
     path = import_path.strip("/")
     parts = path.split("/")
     prefixes = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
