@@ -3,6 +3,7 @@ virtual packages, dpkg's version order, cargo requirements, and extraction that 
 complete or not at all. Uses the machine's real apt lists and Debian's mirror."""
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 
@@ -169,3 +170,23 @@ def test_two_versions_of_one_package_is_an_error(idx):
     b = Package("librust-b-dev", "1-1", "all", "", ((Relation("librust-pin-dev", ">=", "2"),),), ())
     with pytest.raises(DebianError, match=r"needed by librust-b-dev 1-1, but the closure already has librust-pin-dev 1.0-1"):
         debian.closure(["librust-a-dev", "librust-b-dev"], debian.Index([old, new, a, b]))
+
+
+def test_version_order_agrees_with_dpkg_on_random_versions():
+    """Random versions from the characters that matter (digits, letters, ~ + . -, epochs) against
+    `dpkg --compare-versions` itself."""
+    if not shutil.which("dpkg"):
+        pytest.skip("dpkg is not installed")
+    rng = random.Random(34)
+
+    def version():
+        upstream = rng.choice("0123456789") + "".join(rng.choice("0123456789ab~+.") for _ in range(rng.randint(1, 6)))
+        epoch = f"{rng.randint(0, 2)}:" if rng.random() < 0.2 else ""
+        revision = f"-{rng.choice(['1', '0', '~~', '2+b1', '1~bpo'])}" if rng.random() < 0.6 else ""
+        return epoch + upstream + revision
+
+    for _ in range(60):
+        a, b = version(), version()
+        got = debian.compare_versions(a, b)
+        op = "lt" if got < 0 else "eq" if got == 0 else "gt"
+        assert subprocess.run(["dpkg", "--compare-versions", a, op, b]).returncode == 0, (a, op, b)

@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import cmp_to_key, lru_cache
+from itertools import zip_longest
 from pathlib import Path
 
 from code_gym.util.hostfs import cache_root
@@ -74,39 +75,21 @@ def is_library(name: str) -> bool:
 # ---- Debian versions (dpkg's algorithm, lib/dpkg/version.c) ----
 
 def _order(c: str) -> int:
-    if c == "~":
-        return -1
-    if c.isdigit():
-        return 0
-    if c.isalpha():
-        return ord(c)
-    return ord(c) + 256
+    """dpkg's weight of a non-digit: `~` sorts before anything (even the end), letters before the rest."""
+    return -1 if c == "~" else ord(c) if c.isalpha() else ord(c) + 256
 
 
 def _verrevcmp(a: str, b: str) -> int:
-    i = j = 0
-    while i < len(a) or j < len(b):
-        first_diff = 0
-        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
-            ac = _order(a[i]) if i < len(a) else 0
-            bc = _order(b[j]) if j < len(b) else 0
-            if ac != bc:
-                return ac - bc
-            i, j = i + 1, j + 1
-        while i < len(a) and a[i] == "0":
-            i += 1
-        while j < len(b) and b[j] == "0":
-            j += 1
-        while i < len(a) and a[i].isdigit() and j < len(b) and b[j].isdigit():
-            if not first_diff:
-                first_diff = ord(a[i]) - ord(b[j])
-            i, j = i + 1, j + 1
-        if i < len(a) and a[i].isdigit():
-            return 1
-        if j < len(b) and b[j].isdigit():
-            return -1
-        if first_diff:
-            return first_diff
+    """Alternating runs: non-digits compared by weight (the end weighs 0), digits as numbers."""
+    runs = zip_longest(re.findall(r"(\D*)(\d*)", a), re.findall(r"(\D*)(\d*)", b), fillvalue=("", ""))
+    for (text_a, digits_a), (text_b, digits_b) in runs:
+        wa, wb = [_order(c) for c in text_a], [_order(c) for c in text_b]
+        wa += [0] * (len(wb) - len(wa))
+        wb += [0] * (len(wa) - len(wb))
+        if wa != wb:
+            return -1 if wa < wb else 1
+        if int(digits_a or 0) != int(digits_b or 0):
+            return -1 if int(digits_a or 0) < int(digits_b or 0) else 1
     return 0
 
 
