@@ -116,9 +116,22 @@ def test_unmet_dependency_names_what_asked_for_it(idx):
         debian.closure(["librust-asker-dev"], real)
 
 
+@pytest.mark.parametrize("path, names", [
+    ("github.com/google/go-cmp", ["golang-github-google-go-cmp-dev"]),
+    ("golang.org/x/net", ["golang-golang-x-net-dev"]),
+    ("go.uber.org/zap", ["golang-uber-zap-dev", "golang-go.uber-zap-dev"]),
+    ("github.com/BurntSushi/toml", ["golang-github-burntsushi-toml-dev"]),
+    ("github.com/prometheus/client_golang", ["golang-github-prometheus-client-golang-dev"]),
+])
+def test_debian_go_names(path, names):
+    assert debian._debian_go_names(path) == names
+
+
 def test_crate_package(idx):
     assert debian.crate_package("serde", "1.0.100", idx).name == "librust-serde-dev"
     assert debian.crate_package("Rand_Core", None, idx).name == "librust-rand-core-dev"
+    assert debian.crate_package("clap", "2", idx).name == "librust-clap-2-dev"
+    assert debian.crate_package("clap", ">=3", idx).name == "librust-clap-dev"
     with pytest.raises(DebianError, match="crate serde >=99"):
         debian.crate_package("serde", ">=99", idx)
 
@@ -151,6 +164,8 @@ def test_download_failure_is_named(idx, cache, tmp_path):
 
 def test_import_path_package(idx, cache):
     assert debian.import_path_package("github.com/google/go-cmp/cmp", idx).name == "golang-github-google-go-cmp-dev"
+    if "golang-go.uber-zap-dev" in idx.packages:  # a vanity path under Debian's older naming
+        assert debian.import_path_package("go.uber.org/zap", idx).name == "golang-go.uber-zap-dev"
     with pytest.raises(DebianError, match="example.com/nothing/here"):
         debian.import_path_package("example.com/nothing/here", idx)
 
@@ -168,7 +183,7 @@ def test_two_versions_of_one_package_is_an_error(idx):
     new = Package("librust-pin-dev", "2.0-1", "all", "", (), ())
     a = Package("librust-a-dev", "1-1", "all", "", ((Relation("librust-pin-dev", "<<", "2"),),), ())
     b = Package("librust-b-dev", "1-1", "all", "", ((Relation("librust-pin-dev", ">=", "2"),),), ())
-    with pytest.raises(DebianError, match=r"needed by librust-b-dev 1-1, but the closure already has librust-pin-dev 1.0-1"):
+    with pytest.raises(DebianError, match=r"librust-b-dev 1-1, but the closure already has librust-pin-dev 1.0-1"):
         debian.closure(["librust-a-dev", "librust-b-dev"], debian.Index([old, new, a, b]))
 
 

@@ -29,6 +29,7 @@ _FIELDS = ("Package", "Version", "Architecture", "Filename", "Depends", "Pre-Dep
            "Homepage", "Go-Import-Path")
 _RELATION = re.compile(r"^\s*([^\s(:\[]+)(?::\w+)?\s*(?:\(\s*(<<|<=|=|>=|>>)\s*([^)\s]+)\s*\))?")
 APT_TIMEOUT = 600
+GO_CANDIDATES = 12  # .debs downloaded at most to find the package of an import path
 
 
 class DebianError(Exception):
@@ -334,14 +335,15 @@ def crate_package(crate: str, version_req: str | None = None, index: Index | Non
     meets the cargo requirement (`1.2`, `^1.2`, `~1.2.3`, `=1.0.1`, `>=1, <3`, `1.*`)."""
     idx = _apt_index() if index is None else index
     stem = "librust-" + crate.lower().replace("_", "-")
+    named = re.compile(re.escape(stem) + r"(?:-(\d+(?:\.\d+)*))?-dev")  # librust-clap-dev, librust-clap-2-dev
     found = []
     for name, versions in idx.packages.items():
-        suffix = name[len(stem):-len("-dev")] if name.startswith(stem) and name.endswith("-dev") else None
-        if suffix is None or (suffix and not re.fullmatch(r"-\d+(\.\d+)*", suffix)):
-            continue
-        for p in versions:
+        m = named.fullmatch(name)
+        for p in versions if m else ():
             v = crate_version(p.version)
-            if (not suffix or (v + ".").startswith(suffix[1:] + ".")) and (not version_req or matches_req(v, version_req)):
+            if m.group(1) and not (v + ".").startswith(m.group(1) + "."):
+                continue  # librust-md-5-dev is crate md-5, not crate md at version 5
+            if not version_req or matches_req(v, version_req):
                 found.append((_semver(v), p))
     if not found:
         asked = f" {version_req}" if version_req else ""
@@ -411,49 +413,63 @@ def matches_req(version: str, requirement: str) -> bool:
     return True
 
 
-_GO_HOSTS = {"github.com": "github", "gitlab.com": "gitlab", "golang.org": "golang", "google.golang.org": "google",
-             "gopkg.in": "gopkg", "code.google.com": "googlecode", "cloud.google.com": "googlecloud",
-             "bitbucket.org": "bitbucket", "go.uber.org": "uber", "go4.org": "go4", "honnef.co": "honnef"}
+# dh-make-golang's short names of hosts (make.go, shortHostName); another host loses its last label
+_GO_HOSTS = {"bazil.org": "bazil", "bitbucket.org": "bitbucket", "blitiri.com.ar": "blitiri",
+             "cloud.google.com": "googlecloud", "code.google.com": "googlecode", "git.sr.ht": "sourcehut",
+             "github.com": "github", "gitlab.com": "gitlab", "go.uber.org": "uber", "go4.org": "go4",
+             "gocloud.dev": "gocloud", "golang.org": "golang", "google.golang.org": "google", "gopkg.in": "gopkg",
+             "honnef.co": "honnef", "howett.net": "howett", "k8s.io": "k8s", "pault.ag": "pault", "rsc.io": "rsc",
+             "salsa.debian.org": "debian", "sigs.k8s.io": "k8s-sigs"}
 
 
-def _debian_go_name(path: str) -> str:
-    """dh-make-golang's package name for an import path: github.com/google/go-cmp ->
-    golang-github-google-go-cmp-dev."""
-    host, _, rest = path.partition("/")
-    parts = [_GO_HOSTS.get(host, host)] + ([rest] if rest else [])
-    return "golang-" + "-".join(parts).replace("/", "-").replace("_", "-").lower() + "-dev"
+def _debian_go_names(path: str) -> list[str]:
+    """The package names Debian gives an import path: dh-make-golang's (github.com/google/go-cmp ->
+    golang-github-google-go-cmp-dev) and the older host-minus-last-label one (golang-go.uber-zap-dev)."""
+    host, *rest = path.split("/")
+    tail = [re.sub(r"[^a-z0-9.+-]", "", part.lower().replace("_", "-")).strip("-") for part in rest]
+    hosts = dict.fromkeys([_GO_HOSTS.get(host, ""), host.rpartition(".")[0] or host])
+    return ["golang-" + "-".join([h, *tail]).strip("-") + "-dev" for h in hosts if h]
 
 
 def _homepage_path(url: str) -> str:
     return re.sub(r"^\w+://(www\.)?|/+$|\.git$", "", url).lower()
 
 
-def _ships(deb: Path, path: str) -> bool:
+def _go_candidates(idx: Index, path: str) -> list[Package]:
+    """Packages that may ship `path`, likeliest first: for each prefix of the path (longest first)
+    Debian's names for it and the packages whose Go-Import-Path or Homepage it is; then those
+    named after a prefix's last element (golang-github-coreos-bbolt-dev for go.etcd.io/bbolt)."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:n]) for n in range(len(parts), 1, -1)]
+    latest = [versions[0] for versions in idx.packages.values() if is_library(versions[0].name)]
+    found: list[Package] = []
+    for prefix in prefixes:
+        found += [idx.packages[name][0] for name in _debian_go_names(prefix) if name in idx.packages]
+        found += [p for p in latest if prefix.lower() in (p.go_import_path.lower(), _homepage_path(p.homepage))]
+    for prefix in prefixes:
+        last = _debian_go_names(prefix)[0].rpartition("-")[0].rpartition("-")[2]
+        found += [p for p in latest if p.name.startswith("golang-") and p.name.endswith(f"-{last}-dev")]
+    return list(dict.fromkeys(found))[:GO_CANDIDATES]
+
+
+@lru_cache(maxsize=256)
+def _go_dirs(deb: Path) -> frozenset[str]:
     listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, timeout=APT_TIMEOUT).stdout
-    return f"./{GOCODE}/{path}/" in listing
+    prefix = f"./{GOCODE}/"
+    return frozenset(line.split(prefix, 1)[1].rstrip("/") for line in listing.splitlines() if prefix in line)
 
 
 def import_path_package(import_path: str, index: Index | None = None) -> Package:
     """The golang-*-dev package that ships /usr/share/gocode/src/<import_path>. apt here has no
-    Contents index, so the candidates are the packages whose Go-Import-Path or Homepage is the
-    path or a prefix of it, and dh-make-golang's name for each prefix; the first whose file list
-    (from its downloaded .deb) holds the path wins."""
+    Contents index (and apt-file is not installed), so the candidates come from Debian's naming,
+    Go-Import-Path and Homepage (`_go_candidates`); the first whose file list (read from its
+    downloaded .deb, which extract reuses) holds the path wins."""
     idx = _apt_index() if index is None else index
     path = import_path.strip("/")
-    parts = path.split("/")
-    prefixes = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
-    candidates: list[Package] = []
-    for prefix in prefixes:
-        for versions in idx.packages.values():
-            p = versions[0]
-            if is_library(p.name) and prefix.lower() in (p.go_import_path.lower(), _homepage_path(p.homepage)):
-                candidates.append(p)
-        named = idx.packages.get(_debian_go_name(prefix))
-        if named:
-            candidates.append(named[0])
-    for p in dict.fromkeys(candidates):
-        if _ships(download([p])[0], path):
+    candidates = _go_candidates(idx, path)
+    for p in candidates:
+        if path in _go_dirs(download([p])[0]):
             return p
-    tried = ", ".join(p.name for p in dict.fromkeys(candidates)) or "none"
+    tried = ", ".join(p.name for p in candidates) or "none"
     raise DebianError(f"Go import path {import_path}: no Debian golang package ships {GOCODE}/{path} "
                       f"(packages tried: {tried})")
