@@ -313,6 +313,7 @@ def extract(packages: list[Package], into: Path) -> Path:
     into.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{into.name}-", dir=into.parent))
     try:
+        scratch.chmod(0o755)  # mkdtemp's 0700 would hide it from a sandbox's other uid
         for package, deb in zip(packages, debs):
             done = subprocess.run(["dpkg-deb", "-x", str(deb), str(scratch)], capture_output=True, text=True,
                                   timeout=APT_TIMEOUT)
