@@ -299,7 +299,7 @@ def functions(path: str, source: str) -> list[Function]:
     if error is not None:
         raise SyntaxError(f"{path}: {error}")
     root = src.tree.root_node
-    if any(c.type == "inner_attribute_item" and _TEST_ATTRIBUTE.match(_attribute(c)) for c in root.named_children):
+    if _marked_test(root):
         return []  # a file of test code (`#![cfg(test)]`)
     module_doc, type_docs = _module_doc(root), _type_docs(root)
     found = (_function(path, src, node, name, owner, module_doc, type_docs) for node, name, owner in _items(root, ""))
@@ -486,3 +486,33 @@ def pick_mutations(fn: Function, source: str, count: int, rng: random.Random,
     checker = checker or _Checker(source)
     return pick_changes(_site_edits(fn, checker.src), OPERATORS, count, rng,
                         lambda op, edit, site: checker.change(fn, op, edit, site))
+
+
+# -- test code of a crate -----------------------------------------------------------------------
+
+def is_test_file(source: str) -> bool:
+    """Whether a file is marked test code as a whole (`#![cfg(test)]`)."""
+    return _marked_test(parse(source.encode("utf-8", "surrogatepass")).root_node)
+
+
+def _marked_test(root: Node) -> bool:
+    return any(c.type == "inner_attribute_item" and _TEST_ATTRIBUTE.match(_attribute(c)) for c in root.named_children)
+
+
+def _module_declarations(source: str) -> Iterator[tuple[str, bool]]:
+    """(name, is test code) of each `mod name;` (a module in a file of its own) of a file, at any
+    depth of inline modules."""
+    root = parse(source.encode("utf-8", "surrogatepass")).root_node
+    for node in walk(root, frozenset({"function_item", "token_tree", "impl_item", "trait_item"})):
+        if node.type == "mod_item" and node.child_by_field_name("body") is None:
+            yield node.child_by_field_name("name").text.decode(), _is_test_code(node)
+
+
+def test_modules(source: str) -> list[str]:
+    """The modules a file declares as test code: `#[cfg(test)] mod tests;`."""
+    return [name for name, test in _module_declarations(source) if test]
+
+
+def declared_modules(source: str) -> list[str]:
+    """Every module a file declares in a file of its own (`mod name;`)."""
+    return [name for name, _ in _module_declarations(source)]

@@ -1,0 +1,523 @@
+"""The grader's Rust reader: builds the crate's test targets with cargo and runs each test binary
+inside the sandbox, streaming one record per test on the results channel
+(`code_gym.grading.records`). Laid read-only in the run's reporter folder and started as
+`python3 -I cargotest.py SPEC`, SPEC a JSON object:
+
+    {"cargo": ["cargo", "test"], "options": [...], "libtest": [...], "files": [...],
+     "names": {"tests/x.rs": ["name", ...]} | null, "results": "/results", "build_only": false}
+
+1. The target directory: CARGO_TARGET_DIR starts as a copy of the task's target cache
+   (CODE_GYM_RUST_CACHE, read-only), so only what the patch changed compiles again.
+2. `cargo metadata --no-deps` names the crate's targets; the selected files are target roots
+   (none: every library, binary and integration-test target); the unit tests of the library and
+   the binaries run in every run (they live in the sources: no task lists those as test files).
+3. `cargo test --no-run --offline --message-format json` with those targets: compiler-artifact
+   messages give each test executable, compiler-message errors the compile errors by target. A
+   target that does not build gets one "collect" record (id: its root, message: the compiler's
+   errors), the full text goes to stdout, and the others are built again without it (cargo stops
+   at a first failing target). An integration test that could not build only because the library
+   did not, and that does not use the library, is compiled on its own with rustc (the canaries).
+4. Each executable runs (cwd: the crate root, as cargo runs it) with `-Z unstable-options --format
+   json --report-time` and RUSTC_BOOTSTRAP=1 in its environment only (libtest reads it when it
+   runs; the compiler never sees it). Records `SRC::NAME`: passed, failed (with libtest's captured
+   output), ignored -> skipped. Names come from the binary's `--list` first; a test reported twice,
+   a name the binary does not list, a binary that exits before reporting a test, a status that
+   disagrees with its reports: the tests concerned fail. Records are held to the run's end.
+
+The reader is not dumpable (prctl), so the test binaries (same uid) cannot open its descriptors
+through /proc; the channel is reopened close-on-exec and its number dropped before anything
+starts. It is the subreaper of what it starts: after each binary, whatever that binary left
+running is killed before the next one starts, and every executable is checked against its hash
+taken after the build. The run exits 0 when every record passed (or was skipped), 1 when one
+failed or a target did not build, 3 when cargo could not start or read the manifest; the end
+record carries the same status.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+MESSAGE = 500
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+LIBRARY_KINDS = ("lib", "rlib", "dylib", "cdylib", "staticlib", "proc-macro")
+TEST_KINDS = LIBRARY_KINDS + ("bin", "test")
+MAX_ROUNDS = 12
+LIBTEST_JSON = ["-Z", "unstable-options", "--format", "json", "--report-time"]
+
+
+class Channel:
+    """The results channel named by CODE_GYM_RECORDS ("FD NONCE"): reopened close-on-exec through
+    /proc before anything starts, FD closed, the variable removed, so no child inherits it."""
+
+    def __init__(self) -> None:
+        settings = os.environ.pop("CODE_GYM_RECORDS", "").split(" ")
+        self.fd = None
+        self.nonce = settings[1] if len(settings) == 2 else ""
+        if len(settings) == 2:
+            self.fd = os.open(f"/proc/self/fd/{settings[0]}", os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            os.close(int(settings[0]))
+        self.seq = 0
+        self.write("start")
+
+    def write(self, kind: str, **fields) -> None:
+        if self.fd is None:
+            return
+        line = (json.dumps({"nonce": self.nonce, "seq": self.seq, "kind": kind, **fields}) + "\n").encode()
+        self.seq += 1
+        done = 0
+        while done < len(line):
+            done += os.write(self.fd, line[done:])
+
+
+def harden() -> None:
+    """Not dumpable (a child of the same uid cannot read /proc/<reader>/fd or ptrace it), and the
+    subreaper of every process it starts (an orphan comes back to it, to be killed)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def reap() -> None:
+    """Kill every process left under this one (orphans of a test binary come back to the reader as
+    their subreaper), and wait for them."""
+    me = os.getpid()
+    for _ in range(50):
+        children = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me:
+                children.append(int(entry))
+        if not children:
+            return
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+
+
+def say(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+# -- cargo
+
+def relative(path: str, root: str) -> str:
+    real = os.path.realpath(path)
+    return os.path.relpath(real, root) if real.startswith(root.rstrip("/") + "/") else path
+
+
+def metadata(cargo: list[str], options: list[str], root: str) -> tuple[dict | None, str]:
+    """(the crate's package from `cargo metadata --no-deps`, cargo's error text)."""
+    features = [w for w in options if w.split("=", 1)[0] in ("--features", "-F", "--all-features",
+                                                              "--no-default-features", "--locked", "--frozen")]
+    # the values of --features follow their flag
+    words, keep = [], False
+    for word in options:
+        if keep:
+            words.append(word)
+            keep = False
+        elif word in features:
+            words.append(word)
+            keep = word in ("--features", "-F")
+    try:
+        done = subprocess.run([cargo[0], "metadata", "--no-deps", "--format-version", "1", "--offline", *words],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                              errors="replace", close_fds=True)
+    except OSError as error:
+        return None, f"cargo could not start: {error}"
+    if done.returncode != 0:
+        return None, done.stderr
+    try:
+        data = json.loads(done.stdout)
+    except ValueError:
+        return None, "cargo metadata printed no JSON"
+    manifest = os.path.join(root, "Cargo.toml")
+    for package in data.get("packages", []):
+        if os.path.realpath(package.get("manifest_path", "")) == manifest:
+            return package, ""
+    return None, "cargo metadata lists no package at ./Cargo.toml (a workspace without a root package?)"
+
+
+class Target:
+    def __init__(self, raw: dict, root: str):
+        self.name = raw["name"]
+        self.kinds = list(raw.get("kind", []))
+        self.src = relative(raw["src_path"], root)
+        self.edition = raw.get("edition", "2015")
+        self.tested = raw.get("test", True)
+
+    @property
+    def library(self) -> bool:
+        return any(k in LIBRARY_KINDS for k in self.kinds)
+
+    def select(self) -> list[str]:
+        if self.library:
+            return ["--lib"]
+        kind = "bin" if "bin" in self.kinds else "test"
+        return [f"--{kind}", self.name]
+
+
+def test_targets(package: dict, root: str, files: list[str]) -> tuple[list[Target], list[str], Target | None]:
+    """(the targets to build and run, the selected files that are no test target, the library).
+    The unit tests of the library and the binaries always run: they live in the sources a patch
+    changes, which no task can list as test files (a test file is protected)."""
+    targets = [Target(t, root) for t in package.get("targets", [])]
+    library = next((t for t in targets if t.library), None)
+    runnable = [t for t in targets if any(k in TEST_KINDS for k in t.kinds) and t.tested]
+    if not files:
+        return runnable, [], library
+    by_src = {t.src: t for t in runnable}
+    wanted = list(dict.fromkeys(os.path.normpath(f) for f in files))
+    chosen = [by_src[f] for f in wanted if f in by_src]
+    chosen += [t for t in runnable if "test" not in t.kinds and t not in chosen]
+    return chosen, [f for f in wanted if f not in by_src], library
+
+
+class Build:
+    def __init__(self) -> None:
+        self.executables: dict[str, str] = {}  # target root -> test executable
+        self.errors: dict[str, list[str]] = {}  # target root -> rendered compiler errors
+        self.failed: dict[str, str] = {}  # target root -> why it did not build
+        self.stderr = ""
+
+
+def cargo_build(cargo: list[str], options: list[str], targets: list[Target], root: str, build: Build) -> bool:
+    """One `cargo test --no-run` of `targets`; True when cargo finished the build."""
+    selectors = [w for t in targets for w in t.select()]
+    command = [*cargo, "--no-run", "--offline", "--message-format", "json", *options, *selectors]
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                text=True, errors="replace", close_fds=True)
+    except OSError as error:
+        build.stderr = f"cargo could not start: {error}"
+        return False
+    stdout, stderr = proc.communicate()
+    build.stderr = stderr
+    shown: set[str] = set()  # the library and its unit tests compile the same file: one error, twice
+    for line in stdout.splitlines():
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(message, dict):
+            continue
+        reason = message.get("reason")
+        target = message.get("target") or {}
+        src = relative(target.get("src_path", ""), root) if target.get("src_path") else ""
+        if reason == "compiler-artifact" and message.get("executable") and (message.get("profile") or {}).get("test"):
+            if os.path.realpath(os.path.dirname(message.get("manifest_path", ""))) == root:
+                build.executables[src] = message["executable"]
+        elif reason == "compiler-message":
+            diagnostic = message.get("message") or {}
+            rendered = diagnostic.get("rendered") or diagnostic.get("message") or ""
+            if rendered in shown:
+                continue
+            shown.add(rendered)
+            if diagnostic.get("level") in ("error", "error: internal compiler error"):
+                build.errors.setdefault(src, []).append(rendered)
+            if rendered:
+                say(rendered.rstrip("\n"))
+    sys.stdout.write(stderr)
+    sys.stdout.flush()
+    return proc.returncode == 0
+
+
+def standalone(target: Target, root: str, out: str) -> tuple[str | None, str]:
+    """Compile an integration test that does not use the library on its own (rustc --test)."""
+    exe = os.path.join(out, "standalone-" + target.name)
+    try:
+        done = subprocess.run(["rustc", "--test", "--edition", target.edition, "-o", exe, "--crate-name",
+                               target.name.replace("-", "_"), target.src], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace",
+                              close_fds=True, cwd=root)
+    except OSError as error:
+        return None, str(error)
+    return (exe if done.returncode == 0 else None), done.stdout
+
+
+def uses_library(target: Target, library: Target | None, root: str) -> bool:
+    if library is None:
+        return False
+    try:
+        with open(os.path.join(root, target.src), encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return True
+    name = library.name.replace("-", "_")
+    return name in text or "extern crate" in text or "#[path" in text or "mod " in text or "include!" in text
+
+
+def build_targets(cargo: list[str], options: list[str], targets: list[Target], library: Target | None,
+                  root: str) -> Build:
+    """Build `targets`, again and again without the ones that failed, until the rest built."""
+    build = Build()
+    pending = list(targets)
+    for _ in range(MAX_ROUNDS):
+        if not pending:
+            break
+        if cargo_build(cargo, options, pending, root, build):
+            pending = [t for t in pending if t.src not in build.executables]
+            for target in pending:
+                build.failed[target.src] = "cargo built no test executable for it"
+            break
+        library_errors = build.errors.get(library.src, []) if library is not None else []
+        broke = [t for t in pending if t.src not in build.executables and build.errors.get(t.src)]
+        if library_errors:  # every other target of the crate links the library
+            why = "the library did not build:\n" + "\n".join(library_errors)
+            for target in pending:
+                if target.src not in build.executables:
+                    build.failed.setdefault(target.src, why if target is not library else "\n".join(library_errors))
+            break
+        if not broke:
+            why = error_lines(build.stderr) or "cargo failed before compiling it"
+            for target in pending:
+                if target.src not in build.executables:
+                    build.failed[target.src] = why
+            break
+        for target in broke:
+            build.failed[target.src] = "\n".join(build.errors[target.src])
+        pending = [t for t in pending if t.src not in build.executables and t.src not in build.failed]
+    return build
+
+
+def error_lines(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.startswith(("error", "Caused by", "  ")) or "error:" in ln]
+    return "\n".join(lines)
+
+
+# -- test binaries
+
+class Binary:
+    def __init__(self, target: Target, exe: str):
+        self.target = target
+        self.exe = exe
+        self.listed: list[str] = []
+        self.outcomes: dict[str, str] = {}
+        self.messages: dict[str, str] = {}
+        self.problems: list[str] = []
+
+
+def listed_tests(exe: str, root: str, env: dict[str, str], libtest: list[str]) -> list[str] | None:
+    """The tests a binary holds (`--list --format terse`), None when it cannot list them."""
+    flags = [w for w in libtest if w in ("--ignored", "--include-ignored")]
+    try:
+        done = subprocess.run([exe, "--list", "--format", "terse", *flags], cwd=root, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True, errors="replace",
+                              close_fds=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        reap()
+    if done.returncode != 0:
+        return None
+    names = []
+    for line in done.stdout.splitlines():
+        if line.endswith(": test"):
+            names.append(line[:-len(": test")])
+    return names
+
+
+def run_binary(binary: Binary, root: str, env: dict[str, str], libtest: list[str], names: list[str] | None) -> None:
+    """Run one test binary and read its JSON events into `binary` (printing libtest's lines)."""
+    exe, src = binary.exe, binary.target.src
+    say(f"     Running {src} ({os.path.relpath(exe, root) if exe.startswith(root) else exe})")
+    listed = listed_tests(exe, root, env, libtest)
+    if listed is None:
+        binary.problems.append("the test binary could not list its tests")
+        listed = []
+    skips = [libtest[i + 1] if w == "--skip" else w.split("=", 1)[1]
+             for i, w in enumerate(libtest) if w == "--skip" and i + 1 < len(libtest) or w.startswith("--skip=")]
+    binary.listed = [n for n in listed if (names is None or n in names) and not any(s in n for s in skips)]
+    filters = [*names, "--exact"] if names else []
+    try:
+        proc = subprocess.Popen([exe, *libtest, *LIBTEST_JSON, *filters], cwd=root, env=env, stdout=subprocess.PIPE,
+                                stderr=None, stdin=subprocess.DEVNULL, close_fds=True)
+    except OSError as error:
+        binary.problems.append(f"the test binary could not start: {error}")
+        return
+    finished = None
+    seen: set[str] = set()
+    for raw in proc.stdout:
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        event = _event(line)
+        if event is None:
+            say(line)
+            continue
+        kind, name = event.get("type"), event.get("name")
+        if kind == "suite" and event.get("event") in ("ok", "failed"):
+            finished = event
+            continue
+        if kind != "test" or not isinstance(name, str) or event.get("event") in ("started", "timeout"):
+            continue
+        state = event.get("event")
+        outcome = {"ok": "passed", "failed": "failed", "ignored": "skipped"}.get(state)
+        if outcome is None:
+            continue
+        if name in seen:
+            binary.outcomes[name] = "failed"
+            binary.messages[name] = "libtest reported this test more than once"
+            binary.problems.append(f"{name} was reported more than once")
+            continue
+        seen.add(name)
+        binary.outcomes[name] = outcome
+        mark = {"passed": "ok", "failed": "FAILED", "skipped": "ignored"}[outcome]
+        say(f"test {name} ... {mark}")
+        if outcome == "failed":
+            output = event.get("stdout") or ""
+            binary.messages[name] = output.strip()[-MESSAGE:] or "the test failed"
+            say(f"---- {name} stdout ----\n{output.rstrip()}")
+    status = proc.wait()
+    reap()
+    unknown = [n for n in binary.outcomes if n not in binary.listed]
+    for name in unknown:  # a name the binary does not hold: written by the code under test
+        binary.problems.append(f"{name} is not a test of this binary")
+        del binary.outcomes[name]
+    failed = [n for n, o in binary.outcomes.items() if o == "failed"]
+    if status == 0 and (finished is None or failed):
+        why = "the test binary exited 0 before libtest's summary" if finished is None else \
+            "the test binary exited 0 although a test failed"
+        binary.problems.append(why)
+    elif status == 101 and not failed:
+        binary.problems.append("the test binary exited 101 but reported no failing test")
+        for name in binary.listed:
+            binary.outcomes[name] = "failed"
+            binary.messages[name] = "the test binary exited 101 but reported no failing test"
+    elif status not in (0, 101):
+        why = f"the test binary was killed by signal {-status}" if status < 0 else f"the test binary exited {status}"
+        binary.problems.append(why)
+    for name in binary.listed:
+        if name not in binary.outcomes:
+            binary.outcomes[name] = "failed"
+            binary.messages[name] = (binary.problems[-1] if binary.problems else "no result was reported") + \
+                " before reporting this test"
+    summary = f"test result: {sum(o == 'passed' for o in binary.outcomes.values())} passed; {len(failed)} failed; " \
+              f"{sum(o == 'skipped' for o in binary.outcomes.values())} ignored"
+    say(summary + "".join(f"\ncode-gym: {p}" for p in binary.problems) + "\n")
+
+
+def _event(line: str) -> dict | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and "type" in event else None
+
+
+def digest(path: str) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def prepare_target() -> None:
+    """CARGO_TARGET_DIR as a copy of the task's target cache (kept mtimes: cargo reuses its units)."""
+    cache, target = os.environ.get("CODE_GYM_RUST_CACHE", ""), os.environ.get("CARGO_TARGET_DIR", "")
+    if cache and target and os.path.isdir(cache) and not os.path.exists(target):
+        started = time.monotonic()
+        done = subprocess.run(["cp", "-a", cache, target], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, text=True, errors="replace", close_fds=True)
+        if done.returncode != 0:
+            say(f"code-gym: the target cache could not be copied ({done.stdout.strip()[:300]}); building from scratch")
+            shutil.rmtree(target, ignore_errors=True)
+        elif os.environ.get("CODE_GYM_RUST_TIMING"):
+            say(f"code-gym: target cache copied in {time.monotonic() - started:.2f} s")
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(argv[1])
+    harden()
+    channel = Channel()
+    root = os.path.realpath(os.getcwd())
+    cargo, options, libtest = list(spec["cargo"]), list(spec.get("options", [])), list(spec.get("libtest", []))
+    names = spec.get("names") or None
+    prepare_target()
+    package, error = metadata(cargo, options, root)
+    if package is None:
+        say(error.rstrip())
+        say("code-gym: cargo could not read the crate's manifest: no test ran")
+        channel.write("end", exitstatus=3)
+        return 3
+    targets, strangers, library = test_targets(package, root, list(spec.get("files", [])))
+    for file in strangers:
+        say(f"code-gym: {file} is not the root of a library, binary or integration-test target: it is not run "
+            "on its own (a test module in it runs with the target that declares it)")
+    build = build_targets(cargo, options, targets, library, root)
+    if spec.get("build_only"):
+        channel.write("end", exitstatus=0 if not build.failed else 1)
+        return 0 if not build.failed else 1
+    scratch = tempfile.mkdtemp(prefix="code-gym-standalone-")
+    for target in targets:  # an integration test that failed only with the library, and does not use it
+        if target.src in build.failed and "test" in target.kinds and library is not None \
+                and not build.errors.get(target.src) and library.src in build.errors \
+                and not uses_library(target, library, root):
+            exe, text = standalone(target, root, scratch)
+            if exe is not None:
+                build.executables[target.src] = exe
+                del build.failed[target.src]
+            elif text.strip():
+                say(text.rstrip())
+    hashes = {src: digest(exe) for src, exe in build.executables.items() if os.path.isfile(exe)}
+    env = dict(os.environ) | {"RUSTC_BOOTSTRAP": "1"}
+    collects, reports = [], []
+    for target in targets:
+        if target.src in build.failed:
+            why = build.failed[target.src]
+            collects.append({"id": target.src, "outcome": "failed", "message": why.strip()[:MESSAGE]})
+            continue
+        exe = build.executables.get(target.src)
+        binary = Binary(target, exe or "")
+        if exe is None or hashes.get(target.src) is None or digest(exe) != hashes[target.src]:
+            collects.append({"id": target.src, "outcome": "failed",
+                             "message": "the test executable was changed or removed before it ran"})
+            say(f"code-gym: {target.src}: the test executable was changed or removed before it ran")
+            continue
+        wanted = names.get(target.src) if names else None
+        run_binary(binary, root, env, libtest, wanted)
+        for name in binary.listed:
+            record = {"id": f"{target.src}::{name}", "outcome": binary.outcomes[name]}
+            if name in binary.messages:
+                record["message"] = binary.messages[name][:MESSAGE]
+            reports.append(record)
+        if not binary.listed and binary.problems:
+            collects.append({"id": target.src, "outcome": "failed", "message": "; ".join(binary.problems)[:MESSAGE]})
+    shutil.rmtree(scratch, ignore_errors=True)
+    for record in collects:
+        channel.write("collect", **record)
+    for record in reports:
+        channel.write("report", when="call", **record)
+    ok = not collects and all(r["outcome"] in ("passed", "skipped") for r in reports)
+    status = 0 if ok else 1
+    channel.write("end", exitstatus=status)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
