@@ -42,8 +42,6 @@ from code_gym.util.hostfs import MAX_DIFF_BYTES
 RULES: dict[str, str] = {
     "foreign-code": "adds or changes code Go builds into the package that the audit cannot read: assembly (.s, .S, .sx), "
                     "object files (.syso), or C, C++, Objective-C, Fortran and SWIG sources (cgo)",
-    "shadow-package": "adds or changes a file in a `vendor` folder at any depth (GOPATH mode resolves an import there "
-                      "before the environment's packages: a vendored copy replaces a test dependency)",
     "test-fixture": "changes a file that the task's test files name (a golden file or fixture outside testdata/)",
     "unauditable": "a Go file tree-sitter-go cannot parse cleanly (a syntax error, or a grammar gap): its code goes unread",
     "oversized-source": "a Go file more than 1 MiB (hostfs.MAX_DIFF_BYTES) larger than its starting version: too large "
@@ -139,11 +137,9 @@ _MAX_FOLD = 1 << 16  # the longest string folding builds (strings.Repeat)
 
 def path_rule(task: Task, path: str, old: bytes | None, new: bytes | None) -> str | None:
     """The rule a change to `path` breaks by its path alone, or None (test files, testdata/, go.mod,
-    go.sum and the top vendor/ are the file policy's: `files.grader_owned`)."""
+    go.sum and vendor/ folders are the file policy's: `files.grader_owned`)."""
     if new is None:
         return None
-    if "vendor" in path.split("/")[:-1]:
-        return "shadow-package"
     if path.endswith(FOREIGN_SUFFIXES):
         return "foreign-code"
     if not path.endswith(".go") and posixpath.basename(path) in _test_names(task):
