@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from code_gym.grading.builder import REMOVE_BODY
+from code_gym.languages.go import source
 from code_gym.languages.go.builder import mutations
 
 GO = shutil.which("go") or ("/usr/bin/go" if os.path.exists("/usr/bin/go") else None)
@@ -192,7 +193,7 @@ def test_remove_body_panics_and_drops_the_imports_it_leaves_unused():
     # strings and fmt were used only there; errors is still used by ErrEmpty
     assert '"strings"' not in change.source and '"fmt"' not in change.source and '"errors"' in change.source
     assert "strings.ReplaceAll(strings.TrimSpace(text), \",\", \"\")" in change.removed
-    assert mutations.syntax_error(mutations.parse(change.source.encode())) is None
+    assert source.syntax_error(source.parse(change.source.encode())) is None
 
 
 def test_an_import_left_as_the_only_one_goes_with_its_declaration():
@@ -210,7 +211,7 @@ def _all_mutants(text=MODULE):
 def test_every_mutant_parses_and_edits_only_its_function_and_imports():
     operators = set()
     for fn, change in _all_mutants():
-        assert mutations.syntax_error(mutations.parse(change.source.encode())) is None, (fn.qualname, change.operator)
+        assert source.syntax_error(source.parse(change.source.encode())) is None, (fn.qualname, change.operator)
         before = MODULE.splitlines()
         after = change.source.splitlines()
         import_lines = {i for i, line in enumerate(before) if line.startswith('\t"')}

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import random
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import tree_sitter_go
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Node, Tree
 
 from code_gym.grading import builder
 from code_gym.grading.builder import REMOVE_BODY, Change, pick_changes
+from code_gym.languages.go.source import parse, receiver_type, syntax_error, walk
 
-LANGUAGE = Language(tree_sitter_go.language())
 OPERATORS = ("flip-comparison", "off-by-one", "swap-arguments", "drop-condition")
 NOT_IMPLEMENTED = 'panic("not implemented")'
 _FLIPS = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "!=", "!=": "=="}
@@ -46,38 +44,6 @@ _COMPUTATIONS = frozenset({"call_expression", "binary_expression", "unary_expres
                            "slice_expression", "func_literal", "type_assertion_expression", "composite_literal"})
 _LICENSE = re.compile(r"copyright|licen[cs]e|spdx", re.I)
 _BUILD_TAG = re.compile(r"^//\s*(\+build|go:build)\b")
-_LOCAL = threading.local()
-
-
-def parse(data: bytes, old: Tree | None = None) -> Tree:
-    """The tree-sitter syntax tree of Go source `data` (errors are ERROR and MISSING nodes); `old`:
-    the edited tree of an earlier version, whose unchanged parts are reused."""
-    parser = getattr(_LOCAL, "parser", None)
-    if parser is None:
-        parser = _LOCAL.parser = Parser(LANGUAGE)
-    return parser.parse(data, old) if old is not None else parser.parse(data)
-
-
-def syntax_error(tree: Tree) -> str | None:
-    """Where the tree does not parse ("line 3: syntax error"), or None when it does."""
-    node = tree.root_node
-    if not node.has_error:
-        return None
-    while not (node.is_missing or node.type == "ERROR"):
-        inner = next((c for c in node.children if c.has_error or c.is_missing), None)
-        if inner is None:
-            break
-        node = inner
-    return f"line {node.start_point[0] + 1}: " + (f"missing `{node.type}`" if node.is_missing else "syntax error")
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """Every node under `node` (itself included), depth first, without recursion."""
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(node.children))
 
 
 @dataclass(frozen=True)
@@ -182,17 +148,6 @@ def _type_docs(root: Node) -> dict[str, str]:
     return docs
 
 
-def receiver_type(node: Node) -> str | None:
-    """The type name of a method's receiver: `(b *Buffer)` and `(s Set[T])` -> "Buffer", "Set"."""
-    receiver = node.child_by_field_name("receiver")
-    if receiver is None:
-        return None
-    for child in walk(receiver):
-        if child.type == "type_identifier":
-            return child.text.decode()
-    return None
-
-
 def _statements(body: Node) -> list[Node]:
     """A block's statements, comments left out."""
     listed = next((c for c in body.named_children if c.type == "statement_list"), body)
@@ -222,7 +177,7 @@ def _function(path: str, src: _Source, node: Node, module_doc: str | None, type_
     if not _does_something(work) or work[0].start_point[0] <= body.start_point[0]:
         return None
     name = node.child_by_field_name("name").text.decode()
-    owner = receiver_type(node)
+    owner = receiver_type(node) if node.type == "method_declaration" else None
     comments = _doc_comments(node)
     first = comments[0] if comments else node
     signature = " ".join(src.data[node.start_byte:body.start_byte].decode("utf-8", "replace").split())
