@@ -1,0 +1,510 @@
+"""The grader's Go reader: runs `go test -json` inside the sandbox and streams one record per
+top-level test on the results channel (`code_gym.grading.records`). Laid read-only in the run's
+reporter folder and started as `python3 -I gotest.py SPEC` (stdlib only), SPEC a JSON object:
+
+    {"command": ["go", "test", "-count=1"], "packages": ["", "cmp/cmpopts"] | null, "warm": ""}
+
+`command` is the task's test_command split into words; `packages` the package folders to test,
+relative to the repository root ("" the root itself; null: every package, `./...`). The variables
+the language's runtime sets say where the task lives: CODE_GYM_GO_PACKAGE (the repository's import
+path), CODE_GYM_GO_DEPENDENCIES (the GOPATH of its Debian dependencies, "" for none) and
+CODE_GYM_GO_CACHE (the task's build cache, bound read-only; "" for none).
+
+Go builds in GOPATH mode, as Debian builds it: /tmp/code-gym-gopath/src/<import path> is made a
+link to the repository and `go test` runs from there (PWD says so), with GOPATH
+"/tmp/code-gym-gopath:<dependencies>". The build cache is copied to a fresh folder under /tmp for
+the run (GOCACHE), so only what the patch changed compiles again. `warm` (a writable folder) runs
+the cache's own warm-up instead: `go test <options> -run '^$' -exec /bin/true ./...` with that
+folder as GOCACHE (everything compiles and is vetted, no test binary runs), and no records.
+
+Records ("DIR/FILE_test.go::NAME", DIR the package folder, FILE the test file that declares NAME):
+- one report per top-level Test, Example and Fuzz function that ran: "passed", "failed" or
+  "skipped"; a subtest folds into its top-level test (a failed subtest fails it, and the message
+  names the subtest); a test reported both passed and failed is failed;
+- in a package whose test binary failed: a test that started and never ended (a panic, an exit)
+  and every test of its files that never started are failed, and when no test of the package
+  failed, so are its passes (the binary failed outside them, or a test's output hid its result);
+- one "collect" record per _test.go file of a package that does not build (compile, vet or
+  import errors), with the compiler's message; the full message goes to stdout.
+The run exits 0 when everything passed, 1 when something failed or did not build, 3 when go could
+not start or failed before testing any package; the end record carries the same status. What the
+agent reads on stdout is go's own report: build errors, failing tests' output, one line a package.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+
+MESSAGE = 500
+LINK_ROOT = "/tmp/code-gym-gopath"
+_FUNC = re.compile(r"^func\s+((?:Test|Example|Fuzz)\w*)\s*\(", re.M)
+_PACKAGE_FAILED = re.compile(r"^FAIL\s+(\S+) \[(build failed|setup failed)\]\s*$")
+_FRAMING = re.compile(r"^\s*=== (RUN|PAUSE|CONT|NAME)\s")
+_CLAUSE = re.compile(r"^\s*package\s+([A-Za-z_]\w*)", re.M)
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+CANARY = "_code_gym_canary_"  # a planted canary (canary.py): go ignores it, the reader writes its real file
+
+
+class Channel:
+    """The results channel named by CODE_GYM_RECORDS ("FD NONCE"): reopened close-on-exec through
+    /proc before go starts, FD closed, the variable removed, so no child inherits it; the process
+    is made non-dumpable, so a test binary (same uid) cannot open it through /proc/PID/fd."""
+
+    def __init__(self) -> None:
+        settings = os.environ.pop("CODE_GYM_RECORDS", "").split(" ")
+        self.fd = None
+        self.nonce = settings[1] if len(settings) == 2 else ""
+        if len(settings) == 2:
+            ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+            self.fd = os.open(f"/proc/self/fd/{settings[0]}", os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            os.close(int(settings[0]))
+        self.seq = 0
+        self.write("start")
+
+    def write(self, kind: str, **fields) -> None:
+        if self.fd is None:
+            return
+        line = (json.dumps({"nonce": self.nonce, "seq": self.seq, "kind": kind, **fields}) + "\n").encode()
+        self.seq += 1
+        done = 0
+        while done < len(line):
+            done += os.write(self.fd, line[done:])
+
+
+# -- the package folders and their tests
+
+def test_functions(folder: str) -> dict[str, str]:
+    """Top-level test function name -> the _test.go file (its name) that declares it, in `folder`."""
+    found: dict[str, str] = {}
+    for name in test_files(folder):
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        for match in _FUNC.finditer(text):
+            if _is_test_name(match.group(1)):
+                found.setdefault(match.group(1), name)
+    return found
+
+
+def _is_test_name(name: str) -> bool:
+    """go test's rule: Test, Example or Fuzz, then nothing or a character that is not lower case."""
+    for prefix in ("Test", "Example", "Fuzz"):
+        if name.startswith(prefix):
+            rest = name[len(prefix):]
+            return not rest or not rest[0].islower() or prefix == "Example"
+    return False
+
+
+def test_files(folder: str) -> list[str]:
+    try:
+        return sorted(n for n in os.listdir(folder or ".") if n.endswith("_test.go") and not n.startswith((".", "_"))
+                      and os.path.isfile(os.path.join(folder, n)))
+    except OSError:
+        return []
+
+
+def _joined(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def has_go_files(folder: str) -> bool:
+    try:
+        return any(n.endswith(".go") and not n.startswith((".", "_")) for n in os.listdir(folder or "."))
+    except OSError:
+        return False
+
+
+# -- canaries
+
+class Canary:
+    """A planted canary file and the real one the reader wrote beside it for this run."""
+
+    def __init__(self, planted: str, written: str) -> None:
+        self.planted = planted
+        self.written = written
+        self.key = _stat_key(written)
+
+    def intact(self) -> bool:
+        return _stat_key(self.written) == self.key
+
+
+def _stat_key(path: str) -> tuple | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def package_clause(folder: str) -> str | None:
+    """The package of `folder`'s test files (else of its Go files), by the first file's clause."""
+    names = [n for n in test_files(folder) if not n.startswith("code_gym_canary_")]
+    try:
+        names += sorted(n for n in os.listdir(folder or ".") if n.endswith(".go") and not n.endswith("_test.go")
+                        and not n.startswith((".", "_")))
+    except OSError:
+        return None
+    for name in names:
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as handle:
+                match = _CLAUSE.search(_COMMENTS.sub("", handle.read()))
+        except OSError:
+            continue
+        if match:
+            return match.group(1)
+    return None
+
+
+def planted_canaries(packages: list[str] | None) -> list[str]:
+    """The planted canary files in the package folders (None: anywhere in the repository)."""
+    if packages is not None:
+        folders = packages
+    else:
+        folders = []
+        for folder, dirs, _ in os.walk("."):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")) and d not in ("testdata", "vendor"))
+            relative = os.path.relpath(folder, ".")
+            folders.append("" if relative == "." else relative)
+    found = []
+    for folder in folders:
+        try:
+            names = sorted(os.listdir(folder or "."))
+        except OSError:
+            continue
+        found += [_joined(folder, n) for n in names if n.startswith(CANARY) and n.endswith("_test.go")]
+    return found
+
+
+def lay_canaries(packages: list[str] | None) -> list[Canary]:
+    """Write each planted canary's real file, with its folder's package clause."""
+    laid = []
+    for planted in planted_canaries(packages):
+        folder, name = os.path.split(planted)
+        package = package_clause(folder)
+        written = os.path.join(folder, name[1:])
+        if package is None or os.path.lexists(written):
+            continue
+        with open(planted, encoding="utf-8") as handle:
+            source = handle.read()
+        with open(written, "x", encoding="utf-8") as handle:
+            handle.write(re.sub(r"^package _\b", f"package {package}", source, count=1))
+        laid.append(Canary(planted, written))
+    return laid
+
+
+# -- reading go test -json
+
+class Test:
+    """One top-level test: the outcomes its events gave (its own and its subtests'), its output."""
+
+    def __init__(self) -> None:
+        self.ended: set[str] = set()  # "pass", "fail", "skip" of the test itself
+        self.failed_subtests: list[str] = []
+        self.output: list[str] = []
+
+    @property
+    def failed(self) -> bool:
+        return "fail" in self.ended or bool(self.failed_subtests)
+
+
+class Package:
+    """The events of one package's test run."""
+
+    def __init__(self, import_path: str, folder: str) -> None:
+        self.import_path = import_path
+        self.folder = folder
+        self.tests: dict[str, Test] = {}
+        self.output: list[str] = []  # package-level output (not inside a test)
+        self.result = ""  # "pass", "fail", "skip" (no test files), "build failed", "setup failed"
+
+    def event(self, event: dict) -> None:
+        action, name = event.get("Action"), event.get("Test")
+        if not name:
+            if action == "output":
+                self.output.append(event.get("Output", ""))
+            elif action in ("pass", "fail", "skip"):
+                self.result = action
+            return
+        top, _, sub = name.partition("/")
+        test = self.tests.setdefault(top, Test())
+        if action == "output":
+            test.output.append(event.get("Output", ""))
+        elif action in ("pass", "fail", "skip"):
+            if sub:
+                if action == "fail":
+                    test.failed_subtests.append(name)
+            else:
+                test.ended.add(action)
+
+
+def _message(lines: list[str]) -> str:
+    text = "".join(line for line in lines if not _FRAMING.match(line)).strip()
+    return text[:MESSAGE]
+
+
+def package_records(package: Package, compile_errors: str,
+                    canaries: list[Canary] = ()) -> tuple[list[dict], list[dict]]:
+    """(report records, collect records) of one finished package. A canary's records go under its
+    planted file; none when its real file changed during the run (the grader then finds its
+    canaries missing)."""
+    folder = package.folder
+    renamed = {os.path.basename(c.written): os.path.basename(c.planted) for c in canaries
+               if os.path.dirname(c.written) == folder}
+    tampered = {os.path.basename(c.planted) for c in canaries if os.path.dirname(c.written) == folder
+                and not c.intact()}
+    declared = {name: renamed.get(file, file) for name, file in test_functions(folder).items()}
+    files = [renamed.get(f, f) for f in test_files(folder)]
+    if package.result in ("build failed", "setup failed"):
+        message = (compile_errors or f"the package does not build ({package.result})")[:MESSAGE]
+        return [], [{"id": _joined(folder, name), "outcome": "failed", "message": message} for name in files]
+    binary_failed = package.result == "fail"
+    fallback = files[0] if files else "?"
+    records = []
+    for name, test in package.tests.items():
+        test_id = f"{_joined(folder, declared.get(name, fallback))}::{name}"
+        if test.failed:
+            why = _message(test.output)
+            if test.failed_subtests:
+                why = f"subtest {test.failed_subtests[0]} failed: {why}"
+            records.append({"id": test_id, "outcome": "failed", "message": why[:MESSAGE] or "failed"})
+        elif not test.ended:
+            if binary_failed or not package.result:
+                records.append({"id": test_id, "outcome": "failed", "message": (
+                    "the test did not finish: the test binary panicked or exited during it: "
+                    + _message(test.output + package.output))[:MESSAGE]})
+        elif "pass" in test.ended:
+            records.append({"id": test_id, "outcome": "passed"})
+        else:
+            records.append({"id": test_id, "outcome": "skipped"})
+    if binary_failed or not package.result:
+        ran = set(package.tests)
+        records += [{"id": f"{_joined(folder, file)}::{name}", "outcome": "failed",
+                     "message": "the test did not run: the test binary ended before it"}
+                    for name, file in declared.items() if name not in ran and not name.startswith("Example")]
+        if not any(r["outcome"] == "failed" for r in records):
+            why = ("the test binary failed outside its tests (an exit or panic after them, or output that hid a "
+                   "test's result): " + _message(package.output))[:MESSAGE]
+            records = [{"id": r["id"], "outcome": "failed", "message": why} if r["outcome"] == "passed" else r
+                       for r in records]
+    if tampered:
+        records = [r for r in records if r["id"].split("::", 1)[0] not in {_joined(folder, t) for t in tampered}]
+    return records, []
+
+
+def compile_blocks(stderr: str) -> list[tuple[str, str]]:
+    """(header, text) of each `# pkg` block go printed on stderr (compile, vet and import errors)."""
+    blocks: list[tuple[str, str]] = []
+    for line in stderr.splitlines(keepends=True):
+        if line.startswith("# "):
+            blocks.append((line[2:].strip(), line))
+        elif blocks:
+            blocks[-1] = (blocks[-1][0], blocks[-1][1] + line)
+    return blocks
+
+
+def errors_of(import_path: str, blocks: list[tuple[str, str]], stderr: str) -> str:
+    """The compiler's message for a package that did not build: its own blocks (the package, its
+    test variant, its external test package), else every block (a dependency broke)."""
+    own = [text for header, text in blocks
+           if header.split()[0] in (import_path, import_path + "_test") or f"[{import_path}.test]" in header]
+    return "".join(own or [text for _, text in blocks]) or stderr
+
+
+# -- the run
+
+def folder_of(import_path: str, root: str) -> str | None:
+    if import_path == root:
+        return ""
+    if import_path.startswith(root + "/"):
+        return import_path[len(root) + 1:]
+    return None
+
+
+def go_environment(cache: str, dependencies: str) -> dict[str, str]:
+    gopath = LINK_ROOT + (f":{dependencies}" if dependencies else "")
+    return os.environ | {"GO111MODULE": "off", "GOPATH": gopath, "GOFLAGS": "", "GOPROXY": "off", "GOENV": "off",
+                         "GOCACHE": cache}
+
+
+def link_repository(import_path: str) -> str:
+    """Make LINK_ROOT/src/<import path> a link to the working folder (the repository); return it.
+    What an earlier command left under LINK_ROOT is removed first: nothing may shadow a dependency."""
+    repo = os.getcwd()
+    if os.path.islink(LINK_ROOT) or os.path.isfile(LINK_ROOT):
+        os.unlink(LINK_ROOT)
+    elif os.path.isdir(LINK_ROOT):
+        shutil.rmtree(LINK_ROOT)
+    target = os.path.join(LINK_ROOT, "src", import_path)
+    os.makedirs(os.path.dirname(target))
+    os.symlink(repo, target)
+    return target
+
+
+def run_cache(seed: str) -> str:
+    """A fresh writable copy of the task's build cache (an empty folder without one)."""
+    folder = tempfile.mkdtemp(prefix="code-gym-gocache-")
+    if seed and os.path.isdir(seed):
+        shutil.copytree(seed, folder, dirs_exist_ok=True, symlinks=True)
+    return folder
+
+
+def _patterns(packages: list[str] | None) -> list[str]:
+    if packages is None:
+        return ["./..."]
+    return ["./" + p if p else "." for p in packages]
+
+
+def warm(command: list[str], import_path: str, dependencies: str, cache: str) -> int:
+    here = link_repository(import_path)
+    env = go_environment(cache, dependencies) | {"PWD": here}
+    argv = [*command, "-run", "^$", "-exec", "/bin/true", "./..."]
+    try:
+        done = subprocess.run(argv, cwd=here, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace")
+    except OSError as error:
+        print(f"code-gym: go could not start: {error}")
+        return 3
+    print(done.stdout)
+    return done.returncode
+
+
+def _drain(stream, into: list[str]) -> None:
+    for line in stream:
+        into.append(line)
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(argv[1])
+    command = list(spec["command"])
+    import_path = os.environ.get("CODE_GYM_GO_PACKAGE", "")
+    dependencies = os.environ.get("CODE_GYM_GO_DEPENDENCIES", "")
+    if spec.get("warm"):
+        return warm(command, import_path, dependencies, spec["warm"])
+    channel = Channel()
+    if not import_path:
+        print("code-gym: CODE_GYM_GO_PACKAGE is not set: the task names no import path", file=sys.stderr)
+        channel.write("end", exitstatus=3)
+        return 3
+    packages = spec.get("packages")
+    if packages is not None:
+        missing = [p for p in packages if not has_go_files(p)]
+        for folder in missing:
+            print(f"code-gym: {folder or '.'} holds no Go files: not tested")
+        packages = [p for p in packages if p not in missing]
+    here = link_repository(import_path)
+    cache = run_cache(os.environ.get("CODE_GYM_GO_CACHE", ""))
+    env = go_environment(cache, dependencies) | {"PWD": here}
+    canaries = lay_canaries(packages)
+    try:
+        try:
+            proc = subprocess.Popen([command[0], command[1], "-json", *command[2:], *_patterns(packages)], cwd=here,
+                                    env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, errors="replace", close_fds=True)
+        except OSError as error:
+            print(f"code-gym: go could not start: {error}", file=sys.stderr)
+            channel.write("end", exitstatus=3)
+            return 3
+        errors: list[str] = []
+        drain = threading.Thread(target=_drain, args=(proc.stderr, errors), daemon=True)
+        drain.start()
+        run = Run(channel, import_path, canaries)
+        run.read(proc.stdout)
+        code = proc.wait()
+        drain.join()
+        status = run.finish("".join(errors))
+        if not run.finished and code != 0:
+            print(f"code-gym: go test exited {code} before testing any package", file=sys.stderr)
+            status = 3
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+        for canary in canaries:
+            if os.path.lexists(canary.written):
+                os.unlink(canary.written)
+    channel.write("end", exitstatus=status)
+    return status
+
+
+class Run:
+    """One `go test -json` run: its events and build-failure lines read as they come, each
+    package's records streamed when it ends; packages that did not build wait for go's end (their
+    compiler messages are on stderr)."""
+
+    def __init__(self, channel: Channel, root: str, canaries: list[Canary]) -> None:
+        self.channel = channel
+        self.root = root
+        self.canaries = canaries
+        self.running: dict[str, Package] = {}
+        self.unbuilt: list[Package] = []
+        self.finished = 0
+        self.ok = True
+
+    def read(self, stdout) -> None:
+        for line in stdout:
+            event = _event(line)
+            if event is None:
+                failed = _PACKAGE_FAILED.match(line)
+                folder = folder_of(failed.group(1), self.root) if failed else None
+                if folder is None:
+                    print(line, end="")
+                    continue
+                package = self.running.pop(failed.group(1), None) or Package(failed.group(1), folder)
+                package.result = failed.group(2)
+                self.unbuilt.append(package)
+                continue
+            path = event.get("Package", "")
+            folder = folder_of(path, self.root)
+            if folder is None:
+                continue
+            package = self.running.setdefault(path, Package(path, folder))
+            package.event(event)
+            if not event.get("Test") and event.get("Action") in ("pass", "fail", "skip"):
+                self.report(self.running.pop(path), "")
+
+    def finish(self, stderr: str) -> int:
+        """Report what is left once go exited (`stderr`: everything it wrote there); the status."""
+        for package in list(self.running.values()):  # go stopped before their end
+            self.report(package, "")
+        if stderr:
+            print(stderr, end="" if stderr.endswith("\n") else "\n")
+        blocks = compile_blocks(stderr)
+        for package in self.unbuilt:
+            print(f"FAIL\t{package.import_path} [{package.result}]")
+            self.report(package, errors_of(package.import_path, blocks, stderr))
+        return 0 if self.ok else 1
+
+    def report(self, package: Package, compile_errors: str) -> None:
+        self.finished += 1
+        for test in package.tests.values():
+            if test.failed or not test.ended:
+                print("".join(line for line in test.output if not _FRAMING.match(line)), end="")
+        print("".join(package.output), end="")
+        records, collects = package_records(package, compile_errors, self.canaries)
+        for record in collects:
+            self.channel.write("collect", **record)
+        for record in records:
+            self.channel.write("report", when="call", **record)
+        self.ok = (self.ok and not collects and package.result != "fail"
+                   and all(r["outcome"] != "failed" for r in records))
+
+
+def _event(line: str) -> dict | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
