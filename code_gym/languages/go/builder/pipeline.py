@@ -279,6 +279,7 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
             counts["unparsed_files"] += 1
             continue
         module = task_id(posixpath.splitext(path)[0])
+        prefix = "" if module == project.name or module.startswith(project.name + "-") else project.name + "-"
         for fn in fns:
             counts["found"] += 1
             if not _covering(baseline, path, range(fn.body_lines[0], fn.body_lines[1] + 1)):
@@ -286,7 +287,7 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
             counts["covered"] += 1
             batch = []
             for change, folders in _changes(fn, text, file_checker, baseline, options, counts):
-                name = unique_id(task_id(f"{project.name}-{module}-{fn.qualname}-{change.operator}"), ids)
+                name = unique_id(task_id(f"{prefix}{module}-{fn.qualname}-{change.operator}"), ids)
                 tests = frozenset(t for t in baseline.passed if _folder(_file(t)) in folders)
                 batch.append(Candidate(name, (change,), tests))
             turn = len(per_function) % max(len(batch), 1)
