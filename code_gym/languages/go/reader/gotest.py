@@ -251,53 +251,94 @@ def _message(lines: list[str]) -> str:
     return text[:MESSAGE]
 
 
+def test_record(test_id: str, test: Test, ended: bool, package_output: list[str]) -> dict | None:
+    """The record of one top-level test; `ended`: its package's test binary finished (a test that
+    started and did not end is then failed, as the binary died in it)."""
+    if test.failed:
+        why = _message(test.output)
+        if test.failed_subtests:
+            why = f"subtest {test.failed_subtests[0]} failed: {why}"
+        return {"id": test_id, "outcome": "failed", "message": why[:MESSAGE] or "failed"}
+    if not test.ended:
+        if not ended:
+            return None
+        return {"id": test_id, "outcome": "failed", "message": (
+            "the test did not finish: the test binary panicked or exited during it: "
+            + _message(test.output + package_output))[:MESSAGE]}
+    return {"id": test_id, "outcome": "passed" if "pass" in test.ended else "skipped"}
+
+
 def package_records(package: Package, compile_errors: str,
-                    canaries: list[Canary] = ()) -> tuple[list[dict], list[dict]]:
-    """(report records, collect records) of one finished package. A canary's records go under its
-    planted file; none when its real file changed during the run (the grader then finds its
-    canaries missing)."""
+                    canaries: list[Canary] = ()) -> tuple[list[dict], list[dict], list[Canary]]:
+    """(report records, collect records, canaries to run on their own) of one finished package.
+
+    A canary's records go under its planted file, none when its real file changed during the run
+    (the grader then finds its canaries missing). A canary whose package did not build, or whose
+    test binary died before the canary's tests ended, is run again on its own (`canary_alone`): a
+    patch that breaks the package fails its tests, and the run stays gradable."""
     folder = package.folder
-    renamed = {os.path.basename(c.written): os.path.basename(c.planted) for c in canaries
-               if os.path.dirname(c.written) == folder}
-    tampered = {os.path.basename(c.planted) for c in canaries if os.path.dirname(c.written) == folder
-                and not c.intact()}
+    mine = [c for c in canaries if os.path.dirname(c.written) == folder]
+    renamed = {os.path.basename(c.written): os.path.basename(c.planted) for c in mine}
     declared = {name: renamed.get(file, file) for name, file in test_functions(folder).items()}
     files = [renamed.get(f, f) for f in test_files(folder)]
+    planted = {c.planted: c for c in mine}
     if package.result in ("build failed", "setup failed"):
         message = (compile_errors or f"the package does not build ({package.result})")[:MESSAGE]
-        return [], [{"id": _joined(folder, name), "outcome": "failed", "message": message} for name in files]
-    binary_failed = package.result == "fail"
+        collects = [{"id": _joined(folder, name), "outcome": "failed", "message": message} for name in files
+                    if _joined(folder, name) not in planted]
+        return [], collects, [c for c in mine if c.intact()]
+    ended = package.result in ("fail", "")
     fallback = files[0] if files else "?"
     records = []
     for name, test in package.tests.items():
-        test_id = f"{_joined(folder, declared.get(name, fallback))}::{name}"
-        if test.failed:
-            why = _message(test.output)
-            if test.failed_subtests:
-                why = f"subtest {test.failed_subtests[0]} failed: {why}"
-            records.append({"id": test_id, "outcome": "failed", "message": why[:MESSAGE] or "failed"})
-        elif not test.ended:
-            if binary_failed or not package.result:
-                records.append({"id": test_id, "outcome": "failed", "message": (
-                    "the test did not finish: the test binary panicked or exited during it: "
-                    + _message(test.output + package.output))[:MESSAGE]})
-        elif "pass" in test.ended:
-            records.append({"id": test_id, "outcome": "passed"})
-        else:
-            records.append({"id": test_id, "outcome": "skipped"})
-    if binary_failed or not package.result:
+        record = test_record(f"{_joined(folder, declared.get(name, fallback))}::{name}", test, ended, package.output)
+        if record is not None:
+            records.append(record)
+    if ended:
         ran = set(package.tests)
         records += [{"id": f"{_joined(folder, file)}::{name}", "outcome": "failed",
                      "message": "the test did not run: the test binary ended before it"}
                     for name, file in declared.items() if name not in ran and not name.startswith("Example")]
-        if not any(r["outcome"] == "failed" for r in records):
-            why = ("the test binary failed outside its tests (an exit or panic after them, or output that hid a "
-                   "test's result): " + _message(package.output))[:MESSAGE]
-            records = [{"id": r["id"], "outcome": "failed", "message": why} if r["outcome"] == "passed" else r
-                       for r in records]
-    if tampered:
-        records = [r for r in records if r["id"].split("::", 1)[0] not in {_joined(folder, t) for t in tampered}]
-    return records, []
+    file_of = {r["id"]: r["id"].split("::", 1)[0] for r in records}
+    own = [r for r in records if file_of[r["id"]] not in planted]
+    if ended and not any(r["outcome"] == "failed" for r in records):
+        why = ("the test binary failed outside its tests (an exit or panic after them, or output that hid a "
+               "test's result): " + _message(package.output))[:MESSAGE]
+        own = [{"id": r["id"], "outcome": "failed", "message": why} if r["outcome"] == "passed" else r for r in own]
+    alone = []
+    for canary in mine:
+        theirs = [r for r in records if file_of[r["id"]] == canary.planted]
+        if not canary.intact():
+            continue
+        if any(r.get("message", "").startswith(("the test did not run", "the test did not finish")) for r in theirs):
+            alone.append(canary)
+        else:
+            own += theirs
+    return own, [], alone
+
+
+def canary_alone(canary: Canary, command: list[str], env: dict[str, str]) -> list[dict]:
+    """Run a canary's real file as a package of its own (a fresh folder under the GOPATH link root)
+    and return its records, filed under its planted path."""
+    folder = tempfile.mkdtemp(prefix="code_gym_canary_", dir=os.path.join(LINK_ROOT, "src"))
+    try:
+        with open(canary.planted, encoding="utf-8") as handle:
+            source = re.sub(r"^package _\b", "package canary", handle.read(), count=1)
+        with open(os.path.join(folder, os.path.basename(canary.written)), "w", encoding="utf-8") as handle:
+            handle.write(source)
+        done = subprocess.run([command[0], command[1], "-json", *command[2:], "."], cwd=folder,
+                              env=env | {"PWD": folder}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    package = Package("", "")
+    for line in done.stdout.splitlines(keepends=True):
+        event = _event(line)
+        if event is not None:
+            package.event(event)
+    records = [test_record(f"{canary.planted}::{name}", test, True, package.output)
+               for name, test in package.tests.items()]
+    return [r for r in records if r is not None]
 
 
 def compile_blocks(stderr: str) -> list[tuple[str, str]]:
@@ -416,7 +457,7 @@ def main(argv: list[str]) -> int:
         errors: list[str] = []
         drain = threading.Thread(target=_drain, args=(proc.stderr, errors), daemon=True)
         drain.start()
-        run = Run(channel, import_path, canaries)
+        run = Run(channel, import_path, canaries, command, env)
         run.read(proc.stdout)
         code = proc.wait()
         drain.join()
@@ -438,10 +479,13 @@ class Run:
     package's records streamed when it ends; packages that did not build wait for go's end (their
     compiler messages are on stderr)."""
 
-    def __init__(self, channel: Channel, root: str, canaries: list[Canary]) -> None:
+    def __init__(self, channel: Channel, root: str, canaries: list[Canary], command: list[str],
+                 env: dict[str, str]) -> None:
         self.channel = channel
         self.root = root
         self.canaries = canaries
+        self.command = command
+        self.env = env
         self.running: dict[str, Package] = {}
         self.unbuilt: list[Package] = []
         self.finished = 0
@@ -487,12 +531,14 @@ class Run:
             if test.failed or not test.ended:
                 print("".join(line for line in test.output if not _FRAMING.match(line)), end="")
         print("".join(package.output), end="")
-        records, collects = package_records(package, compile_errors, self.canaries)
+        records, collects, alone = package_records(package, compile_errors, self.canaries)
+        for canary in alone:
+            records += canary_alone(canary, self.command, self.env)
         for record in collects:
             self.channel.write("collect", **record)
         for record in records:
             self.channel.write("report", when="call", **record)
-        self.ok = (self.ok and not collects and package.result != "fail"
+        self.ok = (self.ok and not collects and package.result not in ("fail", "build failed", "setup failed")
                    and all(r["outcome"] != "failed" for r in records))
 
 
