@@ -22,11 +22,11 @@ import posixpath
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from code_gym import languages
 from code_gym.grading.builder import BuildError
+from code_gym.languages.rust import environments
 from code_gym.languages.rust.builder import mutations
 from code_gym.tasks import debian
 from code_gym.tasks.loaders.folder import copy_tree, task_id
@@ -64,6 +64,8 @@ class EnvOptions:
     # leave out dev, optional and platform-specific dependencies Debian does not ship (their tests
     # fail to build and are left out) instead of refusing the crate
     drop_missing: bool = True
+    # leave out the dev-dependencies no source or test file names (benchmark harnesses: criterion)
+    test_dependencies_only: bool = True
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,15 @@ class Project:
     test_command: str = DEFAULT_TEST_COMMAND
     dropped: tuple[str, ...] = ()  # dependencies left out of Cargo.toml, "kind crate (requirement): why"
     origin: str = ""  # the Debian package, or the folder, it came from
+    env: environments.RustEnvironment | None = None  # its crates as an offline directory source
+
+    @property
+    def manifest_environment(self) -> dict:
+        """The manifest's account of the environment."""
+        env = self.env
+        return {"packages": list(self.packages), "closure": len(env.packages) if env else 0,
+                "key": env.key if env else "", "cached": bool(env and env.cached),
+                "build_seconds": round(env.build_seconds, 2) if env else 0.0, "dropped_dependencies": list(self.dropped)}
 
     @property
     def environment(self) -> dict:
@@ -87,11 +98,10 @@ class Project:
     def task(self) -> Task:
         """The project as a task without a statement: what the adapter needs for the builder's own
         runs (`language.runtime(project.task)`: the environment and the target cache of the crate)."""
-        language = languages.get("rust")
         return Task(id=self.name, statement="(building)", repo=self.root, hidden_dir=self.root,
                     visible_tests=self.test_files, hidden_tests=(), protected_paths=(), reference_patch="",
                     test_command=self.test_command, language="rust",
-                    environment=language.read_environment(self.environment, self.root / "Cargo.toml"))
+                    environment=environments.read_environment(self.environment, self.root / "Cargo.toml"))
 
 
 # -- the source: a Debian package or a crate folder
@@ -165,21 +175,43 @@ def _feature_requests(manifest: Mapping) -> dict[str, set[str]]:
     return asked
 
 
-def resolve_packages(manifest: Mapping, index: debian.Index, drop_missing: bool = True
+def _feature(package: debian.Package, feature: str, index: debian.Index) -> debian.Package:
+    """The package of a crate feature; for `default`, the crate's own when Debian has no package of
+    that name (the crate's default features need nothing more, or cargo's resolution says what)."""
+    try:
+        return debian.feature_package(package, feature, index)
+    except debian.DebianError:
+        if feature == "default":
+            return package
+        raise
+
+
+def named_in(code: str, key: str) -> bool:
+    """Whether Rust `code` names the crate a dependency table calls `key` (`foo-bar` is `foo_bar`)."""
+    name = re.escape(key.replace("-", "_"))
+    return re.search(rf"\b{name}\s*::|\bextern\s+crate\s+{name}\b|\buse\s+{name}\b|\b{name}!", code) is not None
+
+
+def resolve_packages(manifest: Mapping, index: debian.Index, drop_missing: bool = True, test_code: str | None = None
                      ) -> tuple[list[str], list[Dependency], dict[str, str]]:
     """(the Debian packages of the crate's dependencies, with their features; the dependencies left
-    out; why each was). BuildError naming the first dependency Debian cannot give that the crate
+    out; why each was). With `test_code` (the crate's sources and tests), the dev-dependencies it
+    does not name are left out too (benchmark harnesses, publishing checks: compiled for every test
+    build, used by none). BuildError naming the first dependency Debian cannot give that the crate
     cannot do without."""
     asked = _feature_requests(manifest)
     names: list[str] = []
     dropped: list[Dependency] = []
     why: dict[str, str] = {}
     for dep in dependencies(manifest):
+        if test_code is not None and dep.kind == "dev-dependencies" and not named_in(test_code, dep.key):
+            dropped.append(dep)
+            why[dep.key] = "no test or source file names it"
+            continue
         try:
             package = debian.crate_package(dep.crate, dep.requirement, index)
-            wanted = [package] + [debian.feature_package(package, f, index)
-                                  for f in (["default"] if dep.default_features else []) + list(dep.features) +
-                                  sorted(asked.get(dep.key, ()))]
+            wanted = [package] + [_feature(package, f, index) for f in (["default"] if dep.default_features else []) +
+                                  list(dep.features) + sorted(asked.get(dep.key, ()))]
         except debian.DebianError as exc:
             if drop_missing and dep.droppable:
                 dropped.append(dep)
@@ -187,7 +219,7 @@ def resolve_packages(manifest: Mapping, index: debian.Index, drop_missing: bool 
                 continue
             raise BuildError(f"the {dep.kind[:-len('-dependencies')] or 'normal'} dependency {dep.crate} "
                              f"{dep.requirement or ''}: {exc}".replace("dependencies dependency", "dependency")) from None
-        names += [p.name for p in wanted if p.name not in names]
+        names = list(dict.fromkeys(names + [p.name for p in wanted]))
     try:
         debian.closure(names, index)
     except debian.DebianError as exc:
@@ -346,7 +378,10 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
     crate, version = package.get("name"), package.get("version", "")
     if not isinstance(crate, str):
         raise BuildError(f"{text}: Cargo.toml names no [package] name")
-    packages, dropped, why = resolve_packages(manifest, index, env_options.drop_missing)
+    code = "\n".join(_text(root, p.relative_to(root).as_posix()) for folder in ("src", "tests")
+                     for p in sorted((root / folder).rglob("*.rs")))
+    packages, dropped, why = resolve_packages(manifest, index, env_options.drop_missing,
+                                              code if env_options.test_dependencies_only else None)
     if dropped:
         (root / "Cargo.toml").write_text(dump_cargo_toml(without(manifest, dropped)), encoding="utf-8")
         manifest = read_manifest(root)
@@ -364,7 +399,8 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
     project = Project(task_id(crate), root, crate, version, tuple(targets), tuple(sources), tuple(packages),
                       dropped=notes, origin=text)
     try:
-        languages.get("rust").environments.write_lockfile(project.task)
+        env = environments.task_environment(project.task)
+        environments.generate_lockfile(root, env)
     except TaskError as exc:
-        raise BuildError(f"{text}: cargo cannot resolve the crate offline against its Debian packages: {exc}") from None
-    return project
+        raise BuildError(f"{text}: the environment of its dependencies cannot be made: {exc}") from None
+    return replace(project, env=env)

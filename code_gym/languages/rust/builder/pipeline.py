@@ -1,0 +1,497 @@
+"""The builder for Rust crates: a crate with tests in (a Debian librust-*-dev package or a crate
+folder), task folders and a manifest out. Its shape is the JavaScript builder's; what is shared
+(gates, reports, multi-region combinations, the grader check, the batch run) is in
+`code_gym.grading.builder`.
+
+1. Environment: the Debian packages of the crate's dependencies as an offline directory source,
+   Cargo.lock resolved against them, and the target cache of the original crate (dependencies and
+   the crate compiled once, in the sandbox): `code_gym.languages.rust.environments`.
+2. Baseline: the crate's test targets run twice back to back in one copy, through the adapter (the
+   reader's per-test records and failure messages). A target that does not build or where no test
+   passes is left out; a test that does not pass in both runs is never listed.
+3. Candidates: for each function of the crate's sources, its body removed (when it has a doc
+   comment) and a few mutations (mutations.py). Rust has no cheap line coverage here, so every
+   candidate runs every test target: one incremental build of the crate (the dependencies come
+   fresh from the cache) and one run of the test binaries.
+4. Gates, each candidate in its own copy and sandbox (code_gym.grading.gates.GATES). A change whose
+   code does not compile is rejected (gate "fails"): every test of the crate would fail with a
+   compile error that points at the changed line, which is no task. The changed code's run may
+   take SLOWDOWN_LIMIT times the baseline (a mutant that loops forever: gate "runtime").
+   The reference runs start from the original's target cache with the original files' times, so
+   cargo finds the crate fresh and only the hidden tests' targets compile.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import posixpath
+import random
+import shutil
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from code_gym import languages
+from code_gym.grading import records as run_records
+from code_gym.grading.builder import (MANIFEST_NAME, BuildError, BuildReport, Candidate, Outcome, Rejection,
+                                      check_all, check_reference_runs, combinations, grow, outcome_manifest,
+                                      place_tasks, unique_id)
+from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
+from code_gym.grading.grade import RESULTS_DIR
+from code_gym.grading.multiregion import apply_changes as apply_region_changes
+from code_gym.grading.multiregion import state, unneeded_regions
+from code_gym.grading.reference import reference_changes
+from code_gym.languages.rust.builder.mutations import Function, checker, functions, pick_mutations, remove_body
+from code_gym.languages.rust.builder.project import EnvOptions, Project, open_project
+from code_gym.languages.rust.builder.statement import leak, parse_failures, write_multi_statement, write_statement
+from code_gym.sandbox import Limits, Runtime, make_sandbox
+from code_gym.sandbox.records import new_nonce
+from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
+from code_gym.tasks.task import Task, TaskError
+from code_gym.util.hostfs import owned_prefix
+from code_gym.workspace.diffs import file_diff
+from code_gym.workspace.working_copy import Workspace
+
+BASELINE_RUNS = 2  # runs of the original back to back: a test must pass in each to be listed
+# the changed code's run (a build and the tests) may take this many times the baseline's (at least
+# MIN_CHANGED_LIMIT seconds, at most the task's timeout)
+SLOWDOWN_LIMIT = 10.0
+MIN_CHANGED_LIMIT = 60.0
+MEMORY = 4 << 30
+PROCESSES = 512  # rustc, the linker and libtest's threads
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    timeout: float = 300.0  # the tasks' test timeout in seconds: a graded run builds the crate, then tests
+    command_timeout: float = 120.0  # the tasks' agent command timeout (`cargo build` of a change)
+    reruns: int = 3  # runs of the original that must all pass
+    mutations_per_function: int = 2
+    remove_bodies: bool = True
+    max_candidates: int | None = None  # None: every candidate
+    seed: int = 0
+    workers: int = 2  # sandbox runs at once
+    multi_ratio: float = 0.6  # multi-region candidates per accepted one-region task (0: none)
+    isolation: str = "auto"
+    progress: bool = True
+    environment: EnvOptions = EnvOptions()
+    # stop a crate once this many one-region candidates were checked and none passed the gates
+    # (0: check every one): a crate whose tests cannot run in the task layout fails each alike
+    give_up_after: int = 12
+
+
+@dataclass
+class SuiteRun:
+    outcomes: dict[str, str]  # test id -> "passed" | "failed" | "error" | "skipped"; a target that did not build: its root
+    messages: dict[str, str]  # test or target id -> the failure message its record carried
+    exit_code: int | None
+    timed_out: bool
+    duration: float
+    output: str
+    problems: list[str] = field(default_factory=list)  # what voids the records (a broken stream)
+
+    @property
+    def ok(self) -> bool:
+        """The run itself worked (tests may have failed, targets may not have built)."""
+        return not self.timed_out and self.exit_code in languages.get("rust").run_ok and \
+            not self.problems and bool(self.outcomes)
+
+    @property
+    def unbuilt(self) -> dict[str, str]:
+        """The targets that did not build, with the compiler's errors."""
+        return {t: self.messages.get(t, "") for t, o in self.outcomes.items() if "::" not in t and o != "passed"}
+
+
+def _limits(timeout: float) -> Limits:
+    return Limits(timeout=timeout, memory_bytes=MEMORY, file_size_bytes=2 << 30, processes=PROCESSES)
+
+
+def run_suite(root: Path, test_command: str, selected: list[str] | tuple[str, ...], timeout: float, runtime: Runtime,
+              isolation: str = "auto", repeat: int = 1) -> list[SuiteRun]:
+    """Run the `selected` targets or test ids with `test_command` in a sandbox on `root`, `repeat`
+    times in a row in the same folder (the second build finds the first's target directory), with
+    the records on: outcomes and failure messages by test id, as the grader reads them."""
+    language = languages.get("rust")
+    results = Path(tempfile.mkdtemp(prefix=owned_prefix("build")))
+    sandbox = make_sandbox(isolation, root, _limits(timeout), runtime=runtime)
+    try:
+        binds = {results: RESULTS_DIR}
+        plan = language.test_run(test_command, tuple(selected), sandbox.inside(results, binds), known_ids=True)
+        runs = []
+        for _ in range(repeat):
+            nonce = new_nonce()
+            run = sandbox.exec(plan.command, timeout=timeout, binds=binds, records=nonce)
+            outcomes, void = run_records.run_outcomes(language, run, nonce, results, ())
+            messages = run_records.read(run.records or b"", nonce).messages
+            runs.append(SuiteRun(outcomes, messages, run.exit_code, run.timed_out, run.duration, run.output,
+                                 [f.message for f in void]))
+        return runs
+    finally:
+        sandbox.close()
+        shutil.rmtree(results, ignore_errors=True)
+
+
+def _file(test_id: str) -> str:
+    return test_id.split("::")[0]
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    passed: frozenset[str]  # the tests listed in tasks: they pass in every run
+    clean_targets: tuple[str, ...]  # test targets with a passing test: the tasks' tests
+    excluded: dict[str, str]  # test target -> why it is left out
+    duration: float  # the second run (a warm build and the tests)
+    first_duration: float  # the first run (the copy of the cache, fingerprints, the tests)
+    not_listed: int = 0  # tests of clean targets that do not pass (ignored, failing, flaky)
+
+
+def _baseline(project: Project, runtime: Runtime, options: BuildOptions, slots) -> _Baseline:
+    """Every test target of the original, BASELINE_RUNS times back to back in one copy."""
+    with slots:
+        copy = Workspace(project.root, strategy="copy")
+        try:
+            runs = run_suite(copy.root, project.test_command, [], 3 * options.timeout, runtime, options.isolation,
+                             BASELINE_RUNS)
+        finally:
+            copy.close()
+    first = runs[0]
+    if first.timed_out:
+        raise BuildError(f"the crate's tests did not finish within {3 * options.timeout:g}s; raise --timeout")
+    if not first.ok:
+        why = "; ".join(first.problems[:1]) or first.output[-300:].strip()
+        raise BuildError(f"the crate's test run fails as a whole (exit code {first.exit_code}): {why}")
+    excluded = {t: f"it does not build: {m.strip()[:200]}" for t, m in first.unbuilt.items()}
+    passed = {t for t in first.outcomes if "::" in t and all(r.outcomes.get(t) == "passed" for r in runs)}
+    for target in sorted({_file(t) for t in first.outcomes if "::" in t} - {_file(t) for t in passed}):
+        excluded.setdefault(target, "none of its tests passes in every run")
+    clean = sorted({_file(t) for t in passed} - set(excluded))
+    if not clean:
+        raise BuildError("no test target passes on the original code: " +
+                         "; ".join(f"{f}: {r}" for f, r in list(excluded.items())[:5]))
+    listed = frozenset(t for t in passed if _file(t) in clean)
+    total = sum(1 for t in first.outcomes if "::" in t and _file(t) in clean)
+    return _Baseline(listed, tuple(clean), excluded, runs[-1].duration, first.duration, total - len(listed))
+
+
+def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) -> tuple[list[Candidate], dict]:
+    """Candidates in round-robin order over functions (so a cap keeps variety), and counts of
+    functions found and files that did not parse."""
+    per_function, ids = [], set()
+    counts = {"found": 0, "unparsed_files": 0}
+    tests = frozenset(baseline.passed)
+    for path in project.source_files:
+        try:
+            text = (project.root / path).read_text(encoding="utf-8")
+            fns = functions(path, text)
+            file_checker = checker(text)
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            counts["unparsed_files"] += 1
+            continue
+        module = task_id(posixpath.splitext(path.removeprefix("src/"))[0].removesuffix("/mod"))
+        prefix = "" if module == project.name else project.name + "-"
+        for fn in fns:
+            counts["found"] += 1
+            batch = [Candidate(unique_id(task_id(f"{prefix}{module}-{fn.qualname}-{change.operator}"), ids),
+                               (change,), tests) for change in _changes(fn, text, file_checker, options)]
+            turn = len(per_function) % max(len(batch), 1)
+            per_function.append(batch[turn:] + batch[:turn])  # the first round mixes kinds and operators
+    ordered = [c for round_ in itertools.zip_longest(*per_function) for c in round_ if c is not None]
+    if options.max_candidates is not None:
+        ordered = ordered[: options.max_candidates]
+    return ordered, counts
+
+
+def _changes(fn: Function, text: str, file_checker, options: BuildOptions) -> list:
+    """`fn`'s body removal (when it has a doc comment) and up to `mutations_per_function` mutations."""
+    out = []
+    if options.remove_bodies and fn.docstring:
+        change = remove_body(fn, text)
+        if change is not None:
+            out.append(change)
+    rng = random.Random(f"{options.seed}:{fn.path}:{fn.qualname}")
+    return out + pick_mutations(fn, text, options.mutations_per_function, rng, file_checker)
+
+
+def _originals(project: Project, changes) -> dict[str, str]:
+    return {c.function.path: (project.root / c.function.path).read_text(encoding="utf-8") for c in changes}
+
+
+def _hidden(fail_to_pass: list[str]) -> list[str]:
+    """The integration-test files of the FAIL_TO_PASS tests (unit tests live in the sources: they
+    stay where they are, and the audit keeps them as they were)."""
+    return sorted({_file(t) for t in fail_to_pass if _file(t).startswith("tests/")})
+
+
+def _write_task(project: Project, baseline: _Baseline, cand: Candidate, changed: dict[str, str],
+                fail_to_pass: list[str], statement: str, staging: Path, options: BuildOptions) -> Task:
+    hidden = _hidden(fail_to_pass)
+    originals = _originals(project, cand.changes)
+
+    def fill_repo(repo: Path) -> None:
+        copy_tree(project.root, repo, lambda rel: rel in hidden)
+        for path, text in changed.items():
+            (repo / path).write_text(text, encoding="utf-8")
+
+    regions = [{"file": c.function.path, "function": c.function.qualname, "operator": c.operator, "line": c.line}
+               for c in cand.changes]
+    source = {"builder": "code-gym", "project": project.name, "crate": f"{project.crate} {project.version}",
+              **regions[0]}
+    if len(regions) > 1:
+        source = {"builder": "code-gym", "project": project.name, "crate": f"{project.crate} {project.version}",
+                  "regions": len(regions),
+                  **{f"{key}s": [r[key] for r in regions] for key in ("file", "function", "operator", "line")}}
+    manifest = {
+        "id": cand.id,
+        "kind": "feature" if all(c.kind == "feature" for c in cand.changes) else "bugfix",
+        "language": "rust",
+        "statement": statement,
+        # the unit tests live in the sources and run in every run: test files are integration tests only
+        "visible_tests": [f for f in baseline.clean_targets if f.startswith("tests/") and f not in hidden],
+        "hidden_tests": hidden,
+        "protected_paths": ["tests/"] if any(f.startswith("tests/") for f in project.test_files) else [],
+        "test_command": project.test_command,
+        "fail_to_pass": fail_to_pass,
+        "pass_to_pass": sorted(baseline.passed - set(fail_to_pass)),
+        "timeouts": {"command": options.command_timeout, "tests": options.timeout},
+        "environment": project.environment,
+        "source": source,
+    }
+    patch = "".join(file_diff(path, changed[path].encode(), originals[path].encode()).text for path in sorted(changed))
+    return write_task(staging / cand.id, manifest, fill_repo, {f: (project.root / f).read_bytes() for f in hidden}, patch)
+
+
+def _same_times(root: Path, original: Path) -> None:
+    """Give each file of `root` whose bytes are the original's the original's times: cargo decides
+    what to rebuild by modification times, and the target cache was built from the original."""
+    for path in root.rglob("*"):
+        if not path.is_file() or path.is_symlink():
+            continue
+        source = original / path.relative_to(root)
+        try:
+            if source.is_file() and path.stat().st_size == source.stat().st_size and path.read_bytes() == source.read_bytes():
+                st = source.stat()
+                os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        except OSError:
+            continue
+
+
+class _Runs:
+    """The builder's sandbox runs of one crate: `slots` bounds how many run at once across a whole
+    multi-crate build; `failed` remembers which listed tests failed on which code."""
+
+    def __init__(self, project: Project, baseline: _Baseline, runtime: Runtime, options: BuildOptions, slots):
+        self.project, self.baseline, self.runtime, self.options, self.slots = project, baseline, runtime, options, slots
+        self.failed: dict[frozenset, frozenset[str]] = {}  # code state -> the listed tests that failed on it
+        self.unbuilt: dict[frozenset, str] = {}  # code state -> the compiler's errors, where it did not build
+        self.stable: set[str] = set()  # tests that passed every rerun of the original back to back
+        self.durations: list[float] = []  # of the changed code's runs (an incremental build and the tests)
+
+    @property
+    def limit(self) -> float:
+        """How long the changed code's run may take (SLOWDOWN_LIMIT)."""
+        usual = max(self.baseline.duration, self.baseline.first_duration)
+        return min(self.options.timeout, max(MIN_CHANGED_LIMIT, SLOWDOWN_LIMIT * usual))
+
+    def changed(self, files: dict[str, str]) -> SuiteRun:
+        """Every clean target on the crate with `files` (path -> text) changed."""
+        with self.slots:
+            copy = Workspace(self.project.root, strategy="copy")
+            try:
+                for path, text in files.items():
+                    (copy.root / path).write_text(text, encoding="utf-8")
+                [run] = run_suite(copy.root, self.project.test_command, self.baseline.clean_targets, self.limit,
+                                  self.runtime, self.options.isolation)
+            finally:
+                copy.close()
+        self.durations.append(run.duration)
+        if run.ok:
+            key = state(files)
+            if run.unbuilt:
+                self.unbuilt[key] = next(iter(run.unbuilt.values()))
+            self.failed[key] = frozenset(t for t in self.baseline.passed if run.outcomes.get(t) != "passed")
+        return run
+
+    def failing(self, files: dict[str, str]) -> frozenset[str]:
+        """The listed tests that fail on the code with `files` changed (remembered from an earlier
+        run of the same code: a region's own one-region run)."""
+        key = state(files)
+        if key not in self.failed:
+            run = self.changed(files)
+            if not run.ok:
+                return frozenset({f"(the test run itself fails: exit code {run.exit_code})"})
+        return self.failed[key]
+
+    def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str]]:
+        """The original code laid out as the grader lays it (the hidden tests back, every clean
+        target run), then, back to back in the same folder, the FAIL_TO_PASS tests that no earlier
+        candidate's reruns showed stable (`reruns` runs in all). Returns the runs and the tests rerun."""
+        with self.slots:
+            copy = Workspace(task.repo, strategy="copy")
+            try:
+                apply_changes(task, copy.root, reference_changes(task))
+                lay_hidden_tests(task, copy.root)
+                _same_times(copy.root, self.project.root)
+                timeout = task.timeouts.tests
+                targets = tuple(task.visible_tests) + tuple(task.hidden_tests)
+                runs = run_suite(copy.root, task.test_command, targets, timeout, self.runtime, self.options.isolation)
+                again = frozenset(task.fail_to_pass) - self.stable
+                if self.options.reruns > 1 and not runs[0].timed_out and again:
+                    runs += run_suite(copy.root, task.test_command, sorted(again), timeout, self.runtime,
+                                      self.options.isolation, self.options.reruns - 1)
+                return runs, again
+            finally:
+                copy.close()
+
+
+def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = None) -> Outcome:
+    """Every gate on one candidate, in the order of the gates' table in docs/tasks.md."""
+    project, baseline, options = runs.project, runs.baseline, runs.options
+    try:
+        changed = apply_region_changes(_originals(project, cand.changes), cand.changes)
+    except ValueError as exc:
+        return Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
+    run = runs.changed(changed)
+    if run.timed_out:
+        return Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's build and tests run past "
+                                       f"{runs.limit:.0f}s (on the original code {baseline.duration:.1f}s: an "
+                                       "endless loop?)"))
+    if not run.ok:
+        why = "; ".join(run.problems[:1]) or run.output[-200:].strip()
+        return Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (exit code "
+                                       f"{run.exit_code}), so no test can be singled out: {why}"))
+    if run.unbuilt:
+        target, errors = next(iter(run.unbuilt.items()))
+        first = next((line.strip() for line in errors.splitlines() if line.strip()), "")
+        return Outcome(cand, Rejection(cand.id, "fails", f"the changed code does not compile ({target}: {first[:160]})"))
+    fail_to_pass = sorted(runs.failed[state(changed)])
+    if not fail_to_pass:
+        return Outcome(cand, Rejection(cand.id, "fails",
+                                       "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
+    symptoms = parse_failures(run.messages, fail_to_pass)
+    if len(cand.changes) == 1:
+        statement = write_statement(cand.change, fail_to_pass, symptoms, seed=cand.id)
+    else:
+        own = own or {}
+        parts = [(c, sorted(own[c].fail_to_pass), own[c].symptoms) if c in own else (c, fail_to_pass, symptoms)
+                 for c in cand.changes]
+        statement = write_multi_statement(parts, seed=cand.id)
+    for change in cand.changes:
+        reason = leak(statement, change)
+        if reason:
+            return Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
+    if len(cand.changes) > 1:
+        unneeded = unneeded_regions(_originals(project, cand.changes), cand.changes, runs.failing)
+        if unneeded:
+            names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
+            return Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
+                                           f"{names}"), frozenset(fail_to_pass))
+    task = _write_task(project, baseline, cand, changed, fail_to_pass, statement, staging, options)
+    reference_runs, rerun = runs.reference(task)
+    listed = [t for t in baseline.passed]
+    verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun, listed)
+    if verdict:
+        shutil.rmtree(task.root, ignore_errors=True)
+        return Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
+    runs.stable.update(rerun)
+    return Outcome(cand, task, frozenset(fail_to_pass), symptoms)
+
+
+def _manifest(source, project: Project, baseline: _Baseline, runs: _Runs, cache, counts: dict,
+              candidates: list[Candidate], tasks: list[Task], rejections: list[Rejection], options: BuildOptions,
+              duration: float, given_up: int) -> dict:
+    changed = sorted(runs.durations)
+    return {
+        "source": str(source),
+        "project": project.name,
+        "crate": project.crate,
+        "version": project.version,
+        "language": "rust",
+        "test_command": project.test_command,
+        "options": asdict(options),
+        "environment": project.manifest_environment,
+        "target_cache": cache,
+        "baseline": {"tests": len(baseline.passed), "test_targets": list(baseline.clean_targets),
+                     "excluded_test_targets": baseline.excluded, "tests_not_listed": baseline.not_listed,
+                     "duration": round(baseline.duration, 3), "first_duration": round(baseline.first_duration, 3)},
+        "changed_runs": {"count": len(changed), "median": round(changed[len(changed) // 2], 2) if changed else 0.0,
+                         "total": round(sum(changed), 1)},
+        "functions": counts,
+        "duration": round(duration, 2),
+        "given_up": given_up,
+        **outcome_manifest(candidates, tasks, rejections),
+    }
+
+
+def _runtime(project: Project) -> tuple[Runtime, dict]:
+    """The runtime of the original crate (its environment and target cache, built now in the
+    sandbox on first use), and the cache's account for the manifest."""
+    from code_gym.languages.rust import environments
+
+    task = project.task
+    try:
+        runtime = languages.get("rust").runtime(task)
+        cache = environments.target_cache(task, project.env or environments.task_environment(task))
+    except TaskError as exc:
+        raise BuildError(f"the crate's environment cannot be made: {exc}") from None
+    if cache is None:
+        return runtime, {}
+    if not cache.ok:
+        raise BuildError("the original crate does not build in its environment (the target cache's build failed; "
+                         f"see {cache.folder})")
+    return runtime, {"cached": cache.cached, "build_seconds": round(cache.build_seconds, 2), "size": cache.size}
+
+
+def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
+                bar=None, slots=None) -> BuildReport:
+    """Turn the crate at `source` (a folder or a Debian package `librust-NAME-dev`) into task
+    folders under `out`, plus `out/manifest.json` with counts and each rejection's gate and reason.
+    The crate's code (build scripts, proc macros, tests) runs only in the sandbox. A task folder of
+    the same id already in `out` is replaced.
+
+    `bar`: a progress bar to count candidates on (default: one of its own when `options.progress`);
+    `slots`: a semaphore shared by the builds of a multi-crate run, bounding its sandbox runs at
+    once (default: `options.workers`)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / ".staging"
+    started = time.monotonic()
+    slots = slots or threading.BoundedSemaphore(max(1, options.workers))
+    own_bar = bar is None
+    if own_bar:
+        bar = tqdm(total=0, desc="candidate tasks", unit="task", disable=not options.progress)
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("builder")) as workdir:
+        try:
+            project = open_project(source, Path(workdir), options.environment)
+            if own_bar:
+                bar.set_description(f"{project.name}: baseline")
+            runtime, cache = _runtime(project)
+            baseline = _baseline(project, runtime, options, slots)
+            runs = _Runs(project, baseline, runtime, options, slots)
+            candidates, counts = _candidates(project, baseline, options)
+            grow(bar, len(candidates))
+            if own_bar:
+                bar.set_description(f"{project.name}: candidate tasks")
+            outcomes = check_all(lambda c: _evaluate(runs, c, staging), candidates, options.workers, bar,
+                                 options.give_up_after)
+            given_up = len(candidates) - len(outcomes)
+            candidates = [o.candidate for o in outcomes] if given_up else candidates
+            combined = combinations(outcomes, options.multi_ratio, options.seed) if options.multi_ratio > 0 else []
+            grow(bar, len(combined))
+            own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
+            outcomes += check_all(lambda c: _evaluate(runs, c, staging, own), combined, options.workers, bar)
+            candidates += combined
+            tasks, rejections = place_tasks(outcomes, out, options.workers, options.isolation, slots)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+            if own_bar:
+                bar.close()
+        manifest = _manifest(source, project, baseline, runs, cache, counts, candidates, tasks, rejections, options,
+                             time.monotonic() - started, given_up)
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+    return BuildReport(out, tasks, rejections, manifest)
