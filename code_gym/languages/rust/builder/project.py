@@ -311,7 +311,7 @@ def _text(root: Path, rel: str) -> str:
         return ""
 
 
-def test_only_files(root: Path, files: list[str]) -> set[str]:
+def files_of_test_code(root: Path, files: list[str]) -> set[str]:
     """The files of `files` that only test code loads: declared by a `#[cfg(test)] mod x;` (and
     the files those declare), or marked `#![cfg(test)]`."""
     found: set[str] = set()
@@ -334,7 +334,7 @@ def _has_tests(text: str) -> bool:
     return re.search(r"#\[\s*(test|tokio::test)\s*\]", text) is not None
 
 
-def test_targets(root: Path, manifest: Mapping, sources: list[str]) -> list[str]:
+def targets_with_tests(root: Path, manifest: Mapping, sources: list[str]) -> list[str]:
     """The target roots whose code holds tests."""
     targets = []
     src = [f for f in sources if f.startswith("src/")]
@@ -388,8 +388,8 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
     (root / "Cargo.lock").unlink(missing_ok=True)
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.rs") if p.is_file())
     src = [f for f in files if f.startswith("src/")]
-    tests_only = test_only_files(root, src)
-    targets = test_targets(root, manifest, files)
+    tests_only = files_of_test_code(root, src)
+    targets = targets_with_tests(root, manifest, files)
     if not targets:
         raise BuildError(f"{text}: no test in the crate (no #[test] in src/ or tests/): the builder needs its tests")
     sources = [f for f in src if f not in tests_only and (root / f).stat().st_size <= MAX_SOURCE_BYTES]
