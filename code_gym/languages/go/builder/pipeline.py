@@ -46,7 +46,8 @@ from code_gym.grading.multiregion import state, unneeded_regions
 from code_gym.grading.reference import reference_changes
 from code_gym.languages.go.builder.mutations import Function, checker, functions, pick_mutations, remove_body
 from code_gym.languages.go.builder.project import EnvOptions, Project, open_project
-from code_gym.languages.go.builder.statement import leak, parse_failures, write_multi_statement, write_statement
+from code_gym.languages.go.builder.statement import (collateral, leak, parse_failures, write_multi_statement,
+                                                     write_statement)
 from code_gym.sandbox import Limits, Runtime, make_sandbox
 from code_gym.sandbox.records import new_nonce
 from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
@@ -322,9 +323,17 @@ def _originals(project: Project, changes) -> dict[str, str]:
     return {c.function.path: (project.root / c.function.path).read_text(encoding="utf-8") for c in changes}
 
 
+def _hidden(fail_to_pass: list[str], messages: dict[str, str]) -> list[str]:
+    """The test files a task hides: those of the FAIL_TO_PASS tests that failed of their own, not
+    the ones only an earlier test's panic kept from running (they show nothing of the bug, and
+    hiding them would hide most of a package's tests); every F2P test's file when none did."""
+    own = [t for t in fail_to_pass if not collateral(messages.get(t, ""))]
+    return sorted({_file(t) for t in own or fail_to_pass})
+
+
 def _write_task(project: Project, baseline: _Baseline, cand: Candidate, changed: dict[str, str],
-                fail_to_pass: list[str], statement: str, staging: Path, options: BuildOptions) -> Task:
-    hidden = sorted({_file(t) for t in fail_to_pass})
+                fail_to_pass: list[str], hidden: list[str], statement: str, staging: Path,
+                options: BuildOptions) -> Task:
     originals = _originals(project, cand.changes)
 
     def fill_repo(repo: Path) -> None:
@@ -472,7 +481,8 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
             names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
             return Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
                                            f"{names}"), frozenset(fail_to_pass))
-    task = _write_task(project, baseline, cand, changed, fail_to_pass, statement, staging, options)
+    task = _write_task(project, baseline, cand, changed, fail_to_pass, _hidden(fail_to_pass, run.messages), statement,
+                       staging, options)
     reference_runs, rerun = runs.reference(task)
     listed = [t for t in baseline.passed if _folder(_file(t)) in {_folder(h) for h in task.hidden_tests}]
     verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun, listed)

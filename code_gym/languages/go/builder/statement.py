@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from code_gym.grading.builder import Function
 from code_gym.grading.statement import Wording, cut, leak
 
+COLLATERAL = "the test did not run"  # the reader's message for a test its binary never reached
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NOISE = re.compile(r"^\s*(=== (RUN|PAUSE|CONT|NAME)\b|--- (FAIL|PASS|SKIP):|FAIL\s*$|PASS\s*$|FAIL\s+\S+\s+[\d.]+s|"
                     r"exit status \d+$|goroutine \d+ \[|Error Trace:|Test:\s)")
@@ -35,10 +36,17 @@ class Symptom:
     message: str
 
 
+def collateral(message: str) -> bool:
+    """Whether a failure message says only that the test never ran: an earlier test of its binary
+    panicked or exited (the reader's words), so the test shows nothing of the bug itself."""
+    return message.startswith(COLLATERAL)
+
+
 def parse_failures(messages: Mapping[str, str], tests: Iterable[str]) -> dict[str, Symptom]:
     """The symptoms of `tests` (test ids) from the failure messages of a run's records (test id ->
-    message; a failed test without a message has no symptom)."""
-    return {t: Symptom(t, _ANSI.sub("", messages[t])) for t in tests if (messages.get(t) or "").strip()}
+    message; a failed test without a message, or one that never ran, has no symptom)."""
+    return {t: Symptom(t, _ANSI.sub("", messages[t])) for t in tests
+            if (messages.get(t) or "").strip() and not collateral(messages[t])}
 
 
 def _lines(message: str) -> list[str]:
@@ -111,5 +119,5 @@ WORDING = Wording(test_name=_test_name, describe=describe, header=_header, modul
 pick_symptoms, write_statement, write_multi_statement = (
     WORDING.pick_symptoms, WORDING.write_statement, WORDING.write_multi_statement)
 
-__all__ = ["Symptom", "describe", "leak", "parse_failures", "pick_symptoms", "write_multi_statement",
+__all__ = ["Symptom", "collateral", "describe", "leak", "parse_failures", "pick_symptoms", "write_multi_statement",
            "write_statement"]
