@@ -38,7 +38,7 @@ from pathlib import Path
 from code_gym.tasks.task import Task, TaskError
 from code_gym.util.hostfs import cache_root
 
-ENV_FORMAT = "1"  # bump when the way environments are built changes: every key changes with it
+ENV_FORMAT = "2"  # bump when the way environments are built changes: every key changes with it
 CACHE_FORMAT = "1"
 RECORD = "code-gym-environment.json"  # written last: a folder without it is unfinished
 CACHE_RECORD = "code-gym-target-cache.json"
@@ -127,7 +127,7 @@ def cargo_config(registry: Path) -> str:
             "[net]\noffline = true\n\n"
             "[build]\nincremental = false\n\n"
             "[term]\ncolor = \"never\"\nprogress.when = \"never\"\n\n"
-            "[profile.dev]\ndebug = 0\n\n[profile.test]\ndebug = 0\n")
+            "[profile.dev]\ndebug = 0\nstrip = \"debuginfo\"\n\n[profile.test]\ndebug = 0\nstrip = \"debuginfo\"\n")
 
 
 def _resolve(spec: RustSpec) -> list:

@@ -125,7 +125,12 @@ class Token:
 def tokens(tree: Tree) -> list[Token]:
     """The file's tokens in order: comments dropped, each string literal one "string" token, raw
     identifiers (`r#type`) without their prefix."""
-    out, stack = [], [tree.root_node]
+    return tokens_of(tree.root_node)
+
+
+def tokens_of(node: Node) -> list[Token]:
+    """The tokens of one node (as `tokens`)."""
+    out, stack = [], [node]
     while stack:
         node = stack.pop()
         if node.type in COMMENTS:

@@ -234,7 +234,7 @@ def cargo_build(cargo: list[str], options: list[str], targets: list[Target], roo
         elif reason == "compiler-message":
             diagnostic = message.get("message") or {}
             rendered = diagnostic.get("rendered") or diagnostic.get("message") or ""
-            if rendered in shown:
+            if rendered in shown or (diagnostic.get("message") or "").startswith("aborting due to"):
                 continue
             shown.add(rendered)
             if diagnostic.get("level") in ("error", "error: internal compiler error"):
