@@ -271,7 +271,7 @@ def test_a_task_validates_with_the_grader(built):
 
 
 @needs_cargo
-def test_a_change_that_does_not_compile_is_rejected(tmp_path):
+def test_changes_that_do_not_compile_change_nothing_or_crash_are_rejected(tmp_path):
     crate = _write(tmp_path / "gauge", GAUGE)
     options = BuildOptions(progress=False)
     project = pipeline.open_project(crate, tmp_path / "work")
@@ -287,3 +287,7 @@ def test_a_change_that_does_not_compile_is_rejected(tmp_path):
     same = Change(fn, "off-by-one", text.replace("let total: i64", "let  total: i64"), 5, ())
     outcome = pipeline._evaluate(runs, Candidate("same", (same,), baseline.passed), tmp_path / "staging")
     assert outcome.result.gate == "fails" and "no test fails" in outcome.result.reason
+    # endless recursion overflows the stack: the binary aborts, and which of its tests had finished is chance
+    endless = Change(fn, "flip-comparison", text.replace("if xs.is_empty() {", "if xs.is_empty() && mean(xs) > 0 {"), 4, ())
+    outcome = pipeline._evaluate(runs, Candidate("endless", (endless,), baseline.passed), tmp_path / "staging")
+    assert outcome.result.gate == "fails" and "test binary died" in outcome.result.reason, outcome.result

@@ -16,7 +16,10 @@ folder), task folders and a manifest out. Its shape is the JavaScript builder's;
 4. Gates, each candidate in its own copy and sandbox (code_gym.grading.gates.GATES). A change whose
    code does not compile is rejected (gate "fails"): every test of the crate would fail with a
    compile error that points at the changed line, which is no task. The changed code's run may
-   take SLOWDOWN_LIMIT times the baseline (a mutant that loops forever: gate "runtime").
+   take SLOWDOWN_LIMIT times the baseline (a mutant that loops forever: gate "runtime"). A change
+   that kills a test binary (a recursion that overflows the stack aborts the process) is rejected
+   too (gate "fails"): which of that binary's tests had finished depends on thread timing, so its
+   FAIL_TO_PASS list would not repeat.
    The reference runs start from the original's target cache with the original files' times, so
    cargo finds the crate fresh and only the hidden tests' targets compile.
 """
@@ -63,6 +66,9 @@ BASELINE_RUNS = 2  # runs of the original back to back: a test must pass in each
 SLOWDOWN_LIMIT = 10.0
 MIN_CHANGED_LIMIT = 60.0
 MEMORY = 4 << 30
+# the reader's message for a test that has no outcome because its binary died first (a stack
+# overflow aborts the process, whichever test thread overflowed)
+CRASHED = "before reporting this test"
 PROCESSES = 512  # rustc, the linker and libtest's threads
 
 
@@ -369,6 +375,10 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
         first = next((line.strip() for line in errors.splitlines() if line.strip()), "")
         return Outcome(cand, Rejection(cand.id, "fails", f"the changed code does not compile ({target}: {first[:160]})"))
     fail_to_pass = sorted(runs.failed[state(changed)])
+    crash = next((run.messages[t] for t in fail_to_pass if run.messages.get(t, "").endswith(CRASHED)), None)
+    if crash:
+        return Outcome(cand, Rejection(cand.id, "fails", f"a test binary died ({crash.removesuffix(CRASHED).strip()}): "
+                                       "which of its tests fail depends on the order its threads ran them in"))
     if not fail_to_pass:
         return Outcome(cand, Rejection(cand.id, "fails",
                                        "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
