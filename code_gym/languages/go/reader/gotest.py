@@ -17,13 +17,19 @@ the run (GOCACHE), so only what the patch changed compiles again. `warm` (a writ
 the cache's own warm-up instead: `go test <options> -run '^$' -exec /bin/true ./...` with that
 folder as GOCACHE (everything compiles and is vetted, no test binary runs), and no records.
 
-Records ("DIR/FILE_test.go::NAME", DIR the package folder, FILE the test file that declares NAME):
-- one report per top-level Test, Example and Fuzz function that ran: "passed", "failed" or
-  "skipped"; a subtest folds into its top-level test (a failed subtest fails it, and the message
-  names the subtest); a test reported both passed and failed is failed;
+Records ("DIR/FILE_test.go::NAME", DIR the package folder, FILE the test file that declares NAME),
+written once go has exited:
+- one report per top-level Test, Example and Fuzz function of the package's test files that ran
+  ("passed", "failed" or "skipped"); a subtest folds into its top-level test (a failed subtest
+  fails it, and the message names the subtest). go 1.19's test2json reads the test binary's text,
+  so a test that prints test output of its own (a test of a test framework) or code that prints
+  forged result lines is read as more events: names no test file declares are left out, a test
+  reported both passed and failed is failed, and in a package that passed (its binary exited 0,
+  which go says last) every test that ran passed;
 - in a package whose test binary failed: a test that started and never ended (a panic, an exit)
   and every test of its files that never started are failed, and when no test of the package
-  failed, so are its passes (the binary failed outside them, or a test's output hid its result);
+  failed, so are its passes (the binary failed outside them, or output hid a test's result); when
+  go failed but no package did, every pass is failed (a package's result line was forged);
 - one "collect" record per _test.go file of a package that does not build (compile, vet or
   import errors), with the compiler's message; the full message goes to stdout.
 The run exits 0 when everything passed, 1 when something failed or did not build, 3 when go could
@@ -251,21 +257,27 @@ def _message(lines: list[str]) -> str:
     return text[:MESSAGE]
 
 
-def test_record(test_id: str, test: Test, ended: bool, package_output: list[str]) -> dict | None:
-    """The record of one top-level test; `ended`: its package's test binary finished (a test that
-    started and did not end is then failed, as the binary died in it)."""
+def test_record(test_id: str, test: Test, result: str, package_output: list[str]) -> dict | None:
+    """The record of one top-level test of a package whose run ended with `result` ("pass",
+    "fail", or "" when go stopped before the package's end); None when there is nothing to say."""
+    if result == "pass":
+        if not test.ended:
+            return None
+        skipped = "skip" in test.ended and "pass" not in test.ended
+        return {"id": test_id, "outcome": "skipped" if skipped else "passed"}
     if test.failed:
         why = _message(test.output)
         if test.failed_subtests:
             why = f"subtest {test.failed_subtests[0]} failed: {why}"
         return {"id": test_id, "outcome": "failed", "message": why[:MESSAGE] or "failed"}
     if not test.ended:
-        if not ended:
-            return None
         return {"id": test_id, "outcome": "failed", "message": (
             "the test did not finish: the test binary panicked or exited during it: "
             + _message(test.output + package_output))[:MESSAGE]}
     return {"id": test_id, "outcome": "passed" if "pass" in test.ended else "skipped"}
+
+
+DID_NOT_RUN = "the test did not run: the test binary ended before it"
 
 
 def package_records(package: Package, compile_errors: str,
@@ -279,35 +291,32 @@ def package_records(package: Package, compile_errors: str,
     folder = package.folder
     mine = [c for c in canaries if os.path.dirname(c.written) == folder]
     renamed = {os.path.basename(c.written): os.path.basename(c.planted) for c in mine}
-    declared = {name: renamed.get(file, file) for name, file in test_functions(folder).items()}
-    files = [renamed.get(f, f) for f in test_files(folder)]
+    declared = {name: _joined(folder, renamed.get(file, file)) for name, file in test_functions(folder).items()}
     planted = {c.planted: c for c in mine}
     if package.result in ("build failed", "setup failed"):
         message = (compile_errors or f"the package does not build ({package.result})")[:MESSAGE]
-        collects = [{"id": _joined(folder, name), "outcome": "failed", "message": message} for name in files
-                    if _joined(folder, name) not in planted]
+        collects = [{"id": _joined(folder, renamed.get(name, name)), "outcome": "failed", "message": message}
+                    for name in test_files(folder) if _joined(folder, renamed.get(name, name)) not in planted]
         return [], collects, [c for c in mine if c.intact()]
-    ended = package.result in ("fail", "")
-    fallback = files[0] if files else "?"
+    result = "" if package.result == "fail" else package.result
     records = []
     for name, test in package.tests.items():
-        record = test_record(f"{_joined(folder, declared.get(name, fallback))}::{name}", test, ended, package.output)
-        if record is not None:
-            records.append(record)
-    if ended:
-        ran = set(package.tests)
-        records += [{"id": f"{_joined(folder, file)}::{name}", "outcome": "failed",
-                     "message": "the test did not run: the test binary ended before it"}
-                    for name, file in declared.items() if name not in ran and not name.startswith("Example")]
-    file_of = {r["id"]: r["id"].split("::", 1)[0] for r in records}
-    own = [r for r in records if file_of[r["id"]] not in planted]
-    if ended and not any(r["outcome"] == "failed" for r in records):
-        why = ("the test binary failed outside its tests (an exit or panic after them, or output that hid a "
-               "test's result): " + _message(package.output))[:MESSAGE]
-        own = [{"id": r["id"], "outcome": "failed", "message": why} if r["outcome"] == "passed" else r for r in own]
-    alone = []
+        if name in declared:
+            record = test_record(f"{declared[name]}::{name}", test, result or "fail", package.output)
+            if record is not None:
+                records.append(record)
+    if result != "pass":
+        records += [{"id": f"{file}::{name}", "outcome": "failed", "message": DID_NOT_RUN}
+                    for name, file in declared.items() if name not in package.tests and not name.startswith("Example")]
+        if not any(r["outcome"] == "failed" for r in records):
+            records = _failed_passes(records, "the test binary failed outside its tests (an exit or panic after them, "
+                                              "or output that hid a test's result): " + _message(package.output))
+    own, alone = [], []
+    for record in records:
+        if record["id"].split("::", 1)[0] not in planted:
+            own.append(record)
     for canary in mine:
-        theirs = [r for r in records if file_of[r["id"]] == canary.planted]
+        theirs = [r for r in records if r["id"].split("::", 1)[0] == canary.planted]
         if not canary.intact():
             continue
         if any(r.get("message", "").startswith(("the test did not run", "the test did not finish")) for r in theirs):
@@ -315,6 +324,11 @@ def package_records(package: Package, compile_errors: str,
         else:
             own += theirs
     return own, [], alone
+
+
+def _failed_passes(records: list[dict], why: str) -> list[dict]:
+    return [{"id": r["id"], "outcome": "failed", "message": why[:MESSAGE]} if r["outcome"] == "passed" else r
+            for r in records]
 
 
 def canary_alone(canary: Canary, command: list[str], env: dict[str, str]) -> list[dict]:
@@ -336,7 +350,7 @@ def canary_alone(canary: Canary, command: list[str], env: dict[str, str]) -> lis
         event = _event(line)
         if event is not None:
             package.event(event)
-    records = [test_record(f"{canary.planted}::{name}", test, True, package.output)
+    records = [test_record(f"{canary.planted}::{name}", test, package.result, package.output)
                for name, test in package.tests.items()]
     return [r for r in records if r is not None]
 
@@ -457,12 +471,17 @@ def main(argv: list[str]) -> int:
         errors: list[str] = []
         drain = threading.Thread(target=_drain, args=(proc.stderr, errors), daemon=True)
         drain.start()
-        run = Run(channel, import_path, canaries, command, env)
+        run = Run(import_path, canaries, command, env)
         run.read(proc.stdout)
         code = proc.wait()
         drain.join()
-        status = run.finish("".join(errors))
-        if not run.finished and code != 0:
+        records, collects = run.records("".join(errors), code)
+        for record in collects:
+            channel.write("collect", **record)
+        for record in records:
+            channel.write("report", when="call", **record)
+        status = 1 if collects or code != 0 or any(r["outcome"] == "failed" for r in records) else 0
+        if not run.ended and code != 0:
             print(f"code-gym: go test exited {code} before testing any package", file=sys.stderr)
             status = 3
     finally:
@@ -476,20 +495,16 @@ def main(argv: list[str]) -> int:
 
 class Run:
     """One `go test -json` run: its events and build-failure lines read as they come, each
-    package's records streamed when it ends; packages that did not build wait for go's end (their
-    compiler messages are on stderr)."""
+    package's output printed when it ends, its records made once go has exited (packages that did
+    not build have their compiler messages on stderr) and written then."""
 
-    def __init__(self, channel: Channel, root: str, canaries: list[Canary], command: list[str],
-                 env: dict[str, str]) -> None:
-        self.channel = channel
+    def __init__(self, root: str, canaries: list[Canary], command: list[str], env: dict[str, str]) -> None:
         self.root = root
         self.canaries = canaries
         self.command = command
         self.env = env
         self.running: dict[str, Package] = {}
-        self.unbuilt: list[Package] = []
-        self.finished = 0
-        self.ok = True
+        self.ended: list[Package] = []
 
     def read(self, stdout) -> None:
         for line in stdout:
@@ -502,7 +517,7 @@ class Run:
                     continue
                 package = self.running.pop(failed.group(1), None) or Package(failed.group(1), folder)
                 package.result = failed.group(2)
-                self.unbuilt.append(package)
+                self.ended.append(package)
                 continue
             path = event.get("Package", "")
             folder = folder_of(path, self.root)
@@ -511,35 +526,40 @@ class Run:
             package = self.running.setdefault(path, Package(path, folder))
             package.event(event)
             if not event.get("Test") and event.get("Action") in ("pass", "fail", "skip"):
-                self.report(self.running.pop(path), "")
+                self.ended.append(self.running.pop(path))
+                show(package)
 
-    def finish(self, stderr: str) -> int:
-        """Report what is left once go exited (`stderr`: everything it wrote there); the status."""
-        for package in list(self.running.values()):  # go stopped before their end
-            self.report(package, "")
+    def records(self, stderr: str, code: int) -> tuple[list[dict], list[dict]]:
+        """(report records, collect records) once go exited with `code` (`stderr`: all it wrote there)."""
+        self.ended += self.running.values()  # go stopped before their end
+        self.running = {}
         if stderr:
             print(stderr, end="" if stderr.endswith("\n") else "\n")
         blocks = compile_blocks(stderr)
-        for package in self.unbuilt:
-            print(f"FAIL\t{package.import_path} [{package.result}]")
-            self.report(package, errors_of(package.import_path, blocks, stderr))
-        return 0 if self.ok else 1
+        records: list[dict] = []
+        collects: list[dict] = []
+        for package in self.ended:
+            unbuilt = package.result in ("build failed", "setup failed")
+            if unbuilt:
+                print(f"FAIL\t{package.import_path} [{package.result}]")
+            errors = errors_of(package.import_path, blocks, stderr) if unbuilt else ""
+            mine, theirs, alone = package_records(package, errors, self.canaries)
+            for canary in alone:
+                mine += canary_alone(canary, self.command, self.env)
+            records += mine
+            collects += theirs
+        if code != 0 and all(p.result in ("pass", "skip") for p in self.ended):
+            records = _failed_passes(records, f"go test exited {code} although every package reported passing "
+                                              "(a test's output forged its package's result)")
+        return records, collects
 
-    def report(self, package: Package, compile_errors: str) -> None:
-        self.finished += 1
-        for test in package.tests.values():
-            if test.failed or not test.ended:
-                print("".join(line for line in test.output if not _FRAMING.match(line)), end="")
-        print("".join(package.output), end="")
-        records, collects, alone = package_records(package, compile_errors, self.canaries)
-        for canary in alone:
-            records += canary_alone(canary, self.command, self.env)
-        for record in collects:
-            self.channel.write("collect", **record)
-        for record in records:
-            self.channel.write("report", when="call", **record)
-        self.ok = (self.ok and not collects and package.result not in ("fail", "build failed", "setup failed")
-                   and all(r["outcome"] != "failed" for r in records))
+
+def show(package: Package) -> None:
+    """What go test prints for a package: failing tests' output, then the package's own lines."""
+    for test in package.tests.values():
+        if test.failed or not test.ended:
+            print("".join(line for line in test.output if not _FRAMING.match(line)), end="")
+    print("".join(package.output), end="")
 
 
 def _event(line: str) -> dict | None:
