@@ -290,3 +290,10 @@ def test_statement_names_file_and_hides_the_place():
                            seed="x")
     assert "src/lib.rs" in text and "`sums`" in text and "left `2`, right `3`" in text
     assert "src/lib.rs:9" not in text
+
+
+def test_module_doc_skips_badges():
+    source = ("//! [![github]](https://github.com/x/y)&ensp;[![docs-rs]](https://docs.rs/y)\n//!\n"
+              "//! [github]: https://img.shields.io/badge/github\n//!\n//! <br>\n//!\n"
+              "//! Fast conversion of integers to text.\n\n/// Doc.\npub fn f(x: u8) -> u8 {\n    x + 1\n}\n")
+    assert mutations.functions("src/lib.rs", source)[0].module_doc == "Fast conversion of integers to text."

@@ -264,15 +264,22 @@ def _does_something(statements: list[Node]) -> bool:
     return only.type not in _LITERALS and only.type != "unit_expression"
 
 
+_LINKS = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\](?:\([^)]*\)|\[[^\]]*\])|<[^>]+>|&\w+;")
+
+
 def _module_doc(root: Node) -> str | None:
-    """The file's `//!` comment, when it opens the file."""
+    """The file's `//!` comment, when it opens the file, from its first paragraph of words (a
+    crate's docs often open with badges: `[![github]](https://...)`)."""
     comments = []
     for child in root.children:
         if _is_inner_doc(child):
             comments.append(child)
         elif child.type not in ("line_comment", "block_comment", "inner_attribute_item") or comments:
             break
-    return _doc_text(comments)
+    paragraphs = (_doc_text(comments) or "").split("\n\n")
+    while paragraphs and len(_LINKS.sub(" ", paragraphs[0]).split()) < 3:
+        paragraphs.pop(0)
+    return "\n\n".join(paragraphs).strip() or None
 
 
 def _function(path: str, src: _Source, node: Node, qualname: str, owner: str | None, module_doc: str | None,
