@@ -518,14 +518,24 @@ def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candi
 
 def _runtime(project: Project) -> tuple[Runtime, dict]:
     """The project's runtime (its environment and build cache, made now when not cached) and the
-    manifest's account of them: whether each came from the cache, and the seconds it took."""
-    t0 = time.monotonic()
+    manifest's account of them: whether each was in the cache already, and the seconds it took."""
     environments = languages.get("go").environments
-    before = environments.cache_state(project.task) if hasattr(environments, "cache_state") else None
+
+    def present(folder: Path) -> set[str]:
+        return set(p.name for p in folder.iterdir()) if folder.is_dir() else set()
+
+    environments_before, caches_before = present(environments.environments_dir()), present(environments.caches_dir())
+    t0 = time.monotonic()
     runtime = languages.get("go").runtime(project.task)
     seconds = time.monotonic() - t0
-    return runtime, {"cached": bool(before and all(before.values())), "build_seconds": round(seconds, 2),
-                     **({"cache_state_before": before} if before is not None else {})}
+    env = dict(runtime.env)
+    dependencies = Path(env.get("CODE_GYM_GO_DEPENDENCIES") or "")
+    environment_key = next((p.name for p in [dependencies, *dependencies.parents]
+                            if p.parent == environments.environments_dir()), "")
+    cache_key = Path(env.get("CODE_GYM_GO_CACHE") or "").name
+    return runtime, {"cached": not environment_key or environment_key in environments_before,
+                     "build_cache_cached": bool(cache_key) and cache_key in caches_before,
+                     "build_cache": bool(cache_key), "build_seconds": round(seconds, 2)}
 
 
 def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),

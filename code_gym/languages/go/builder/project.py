@@ -96,8 +96,9 @@ def _skipped(rel: str) -> bool:
 
 def import_path_root(src: Path, hint: str = "") -> str:
     """The one import path a GOPATH src folder holds: `hint` (a package's Go-Import-Path) when its
-    folder is there, else the folder reached going down while there is one folder and no file,
-    which must hold a file of its own (a folder of folders holds several import paths)."""
+    folder is there, else the folder reached going down while there is one folder and no file:
+    three elements deep (host/owner/repository) or holding a file of its own (a folder of folders
+    higher up holds several import paths)."""
     if hint and (src / hint).is_dir():
         root = hint.strip("/") + "/"
         others = sorted({d for p in src.rglob("*.go") if not ((d := posixpath.dirname(p.relative_to(src).as_posix()))
@@ -118,7 +119,7 @@ def import_path_root(src: Path, hint: str = "") -> str:
         break
     if not any(here.rglob("*.go")):
         raise BuildError(f"{src}: no Go files under it")
-    if not parts or not any(e.is_file() for e in here.iterdir()):
+    if not parts or (len(parts) < 3 and not any(e.is_file() for e in here.iterdir())):
         names = ", ".join(sorted(e.name for e in here.iterdir())[:6])
         raise BuildError(f"{src}: holds several import paths side by side ({names}): a task is made of one; "
                          "pass a folder holding one import path's tree")
