@@ -1,0 +1,3 @@
+module github.com/blang/semver
+
+go 1.12
