@@ -206,6 +206,12 @@ def test_files_go_test_does_not_compile_as_package_code_are_not_read(path):
     assert audit.audit_file(None, path, GIVEN.encode(), cheat.encode()) == []
 
 
+def test_a_file_built_only_with_the_ignore_tag_is_not_read():
+    program = "// Copyright.\n\n//go:build ignore\n\n" + patched('log.Fatal("no")\nreturn 0', ('"log"',))
+    assert rules(program) == set()
+    assert rules(program.replace("//go:build ignore", "//go:build linux")) == {"process-exit"}
+
+
 def test_build_constraints_and_go_generate_are_not_findings():
     """Neither runs anything under go test: a constraint only leaves the file out of a build, and
     go test never runs //go:generate."""

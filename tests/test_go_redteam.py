@@ -23,6 +23,8 @@ import shutil
 import textwrap
 from dataclasses import dataclass
 
+from pathlib import Path
+
 import pytest
 
 from code_gym.grading import file_policy
@@ -33,6 +35,8 @@ from code_gym.rewards import Submission, make_reward
 from code_gym.tasks.task import load_task
 from sandbox_backends import IN_CI
 
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLED = sorted(p.name for p in (ROOT / "tasks").glob("go-*"))
 IMPORT_PATH = "example.com/calc"
 CALC = '''\
 // Package calc does arithmetic.
@@ -449,3 +453,12 @@ def test_the_attempt_wins_with_its_defence_off_and_fails_with_it_on(task, attemp
     assert attempt.rules <= {f.rule for f in guarded.integrity}
     for spec in ("binary", "fraction"):
         assert make_reward(spec).outcome(Submission(task, changes, guarded))[0] == 0.0
+
+
+# -- no false positives
+
+
+@pytest.mark.parametrize("task_id", BUNDLED)
+def test_the_audit_finds_nothing_in_a_bundled_reference(task_id):
+    task = load_task(ROOT / "tasks" / task_id)
+    assert audit(reference_changes(task), task) == []

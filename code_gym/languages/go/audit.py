@@ -18,7 +18,8 @@ initializer, and the file's functions they call, transitively; what a rule finds
 "init-hook" finding.
 
 Not rules, and why: `//go:build` and `// +build` constraints only leave files out of the build
-(every file is audited whatever its constraints); `//go:generate` lines are not run by `go test`;
+(every file is audited whatever its constraints, but for `//go:build ignore`, the convention of a
+generator program that go test never builds); `//go:generate` lines are not run by `go test`;
 a `TestMain` or `TestX` outside a `_test.go` file is never run by go test (TestMain is still named,
 as a patch has no reason to write one). What the audit cannot see: strings built at run time (a
 loop, arithmetic, data read from elsewhere), reflection through names it cannot fold, and the code
@@ -132,7 +133,9 @@ _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7
 _SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\",
                    "'": "'", '"': '"'}
 _PURE_STRINGS = {"ToUpper": str.upper, "ToLower": str.lower, "TrimSpace": str.strip, "Title": str.title}
-_MAX_FOLD = 1 << 16  # the longest string folding builds (strings.Repeat)
+_MAX_FOLD = 1 << 16
+# a file built only with the tag "ignore" (a generator program run by hand): go test never builds it
+_IGNORED = re.compile(rb"\A(?:\s*//[^\n]*\n|\s*/\*.*?\*/)*\s*//go:build ignore\s*\n", re.S)  # the longest string folding builds (strings.Repeat)
 
 
 def path_rule(task: Task, path: str, old: bytes | None, new: bytes | None) -> str | None:
@@ -167,7 +170,8 @@ def _test_names(task: Task) -> frozenset[str]:
 def audit_file(task: Task, path: str, old: bytes | None, new: bytes) -> list[Finding]:
     """Findings in the changed file `new` that its starting version `old` did not already have;
     none for a file go test does not compile (not `.go`, a test file, under testdata/)."""
-    if not path.endswith(".go") or path.endswith("_test.go") or "testdata" in path.split("/")[:-1]:
+    if not path.endswith(".go") or path.endswith("_test.go") or "testdata" in path.split("/")[:-1] \
+            or _IGNORED.search(new):
         return []
     oversized = _oversized(path, old, new)
     if oversized:
