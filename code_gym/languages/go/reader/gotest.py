@@ -55,6 +55,8 @@ _PACKAGE_FAILED = re.compile(r"^FAIL\s+(\S+) \[(build failed|setup failed)\]\s*$
 _FRAMING = re.compile(r"^\s*=== (RUN|PAUSE|CONT|NAME)\s")
 _CLAUSE = re.compile(r"^\s*package\s+([A-Za-z_]\w*)", re.M)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_LOAD_ERROR = re.compile(r"^\S+\.go:\d+:\d+: |cannot find package|import cycle not allowed|found packages|"
+                         r"no Go files|build constraints exclude", re.M)
 CANARY = "_code_gym_canary_"  # a planted canary (canary.py): go ignores it, the reader writes its real file
 
 
@@ -170,18 +172,27 @@ def package_clause(folder: str) -> str | None:
     return None
 
 
+def package_folders(packages: list[str] | None) -> list[str]:
+    """`packages`, or (None) every folder `./...` takes: not testdata, vendor, nor one whose name
+    starts with "." or "_"."""
+    if packages is not None:
+        return packages
+    folders = []
+    for folder, dirs, _ in os.walk("."):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")) and d not in ("testdata", "vendor"))
+        relative = os.path.relpath(folder, ".")
+        folders.append("" if relative == "." else relative.replace(os.sep, "/"))
+    return folders
+
+
+def test_folders(packages: list[str] | None) -> list[str]:
+    return [f for f in package_folders(packages) if test_files(f)]
+
+
 def planted_canaries(packages: list[str] | None) -> list[str]:
     """The planted canary files in the package folders (None: anywhere in the repository)."""
-    if packages is not None:
-        folders = packages
-    else:
-        folders = []
-        for folder, dirs, _ in os.walk("."):
-            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")) and d not in ("testdata", "vendor"))
-            relative = os.path.relpath(folder, ".")
-            folders.append("" if relative == "." else relative)
     found = []
-    for folder in folders:
+    for folder in package_folders(packages):
         try:
             names = sorted(os.listdir(folder or "."))
         except OSError:
@@ -475,7 +486,7 @@ def main(argv: list[str]) -> int:
         run.read(proc.stdout)
         code = proc.wait()
         drain.join()
-        records, collects = run.records("".join(errors), code)
+        records, collects = run.records("".join(errors), code, test_folders(packages))
         for record in collects:
             channel.write("collect", **record)
         for record in records:
@@ -529,10 +540,17 @@ class Run:
                 self.ended.append(self.running.pop(path))
                 show(package)
 
-    def records(self, stderr: str, code: int) -> tuple[list[dict], list[dict]]:
-        """(report records, collect records) once go exited with `code` (`stderr`: all it wrote there)."""
+    def records(self, stderr: str, code: int, folders: list[str]) -> tuple[list[dict], list[dict]]:
+        """(report records, collect records) once go exited with `code` (`stderr`: all it wrote
+        there). go stops before testing anything when a package does not load (an import that is
+        nowhere, an import cycle, two package names in a folder): then every package of `folders`
+        did not build, with go's message."""
         self.ended += self.running.values()  # go stopped before their end
         self.running = {}
+        if not self.ended and code != 0 and _LOAD_ERROR.search(stderr):
+            self.ended = [Package(f"{self.root}/{f}" if f else self.root, f) for f in folders]
+            for package in self.ended:
+                package.result = "setup failed"
         if stderr:
             print(stderr, end="" if stderr.endswith("\n") else "\n")
         blocks = compile_blocks(stderr)
