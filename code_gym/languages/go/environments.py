@@ -213,6 +213,7 @@ def build_cache(task: Task, environment: GoEnvironment, runtime: Runtime) -> Pat
             if record is None:
                 return None
             (scratch / CACHE_RECORD).write_text(json.dumps(record, indent=1))
+            scratch.chmod(0o755)  # mkdtemp's 0700: a container's uid reads it too
             if folder.exists():
                 shutil.rmtree(folder)
             os.rename(scratch, folder)
