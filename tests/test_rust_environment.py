@@ -16,7 +16,6 @@ import pytest
 
 from code_gym.languages.rust import environments, files, runner
 from code_gym.sandbox import Limits, LocalSandbox
-from code_gym.sandbox.base import Runtime
 from code_gym.tasks.task import TaskError, load_task
 from sandbox_backends import IN_CI, require
 
@@ -201,9 +200,7 @@ def test_the_target_cache_is_built_once_in_the_sandbox_and_runs_compile_only_the
     assert environments.target_cache(task, serde_env, root=root).cached
 
     def graded_like(with_cache):
-        runtime = Runtime(folders=(serde_env.folder,) + ((cache.folder,) if with_cache else ()),
-                          env=environments.runtime_env(serde_env, cache if with_cache else None),
-                          reporter=runner.RustReporter())
+        runtime = environments.runtime(serde_env, cache if with_cache else None)
         sandbox = LocalSandbox(repo, "bwrap", Limits(timeout=900, max_output=1 << 20), runtime=runtime)
         return sandbox.exec(runner.test_run(task.test_command, ("tests/derive.rs",), "").command, records="n")
 
@@ -213,5 +210,11 @@ def test_the_target_cache_is_built_once_in_the_sandbox_and_runs_compile_only_the
     assert "test derives_and_builds ... ok" in warm.output
     cold = graded_like(False)
     assert cold.exit_code == 0 and "Compiling syn" in cold.output, cold.output[-3000:]
+    # an agent's own cargo call in its shell starts from the cache too (the cargo wrapper on PATH)
+    runtime = environments.runtime(serde_env, cache)
+    own = LocalSandbox(repo, "bwrap", Limits(timeout=900, max_output=1 << 20), runtime=runtime).exec(
+        "command -v cargo && cargo test --offline")
+    assert own.exit_code == 0 and str(serde_env.bin) in own.output, own.output[-3000:]
+    assert "Compiling syn" not in own.output and "test derives_and_builds ... ok" in own.output
     # CARGO_HOME and the registry are read-only to the runs: nothing was written there
     assert sorted(str(p) for p in serde_env.folder.rglob("*")) == before

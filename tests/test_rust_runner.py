@@ -17,7 +17,6 @@ from code_gym import languages
 from code_gym.grading import records
 from code_gym.languages.rust import environments, runner
 from code_gym.sandbox import Limits, LocalSandbox
-from code_gym.sandbox.base import Runtime
 from sandbox_backends import IN_CI, require
 
 NONCE = "n0nce"
@@ -49,9 +48,8 @@ def run(repo: Path, env, selected: tuple[str, ...] = (), command: str = "cargo t
     require("bwrap")
     if not (repo / "Cargo.lock").exists():
         environments.generate_lockfile(repo, env)
-    runtime = Runtime(folders=(env.folder,) + ((cache.folder,) if cache else ()),
-                      env=environments.runtime_env(env, cache), reporter=runner.RustReporter())
-    sandbox = LocalSandbox(repo, "bwrap", Limits(timeout=600, max_output=1 << 20), runtime=runtime)
+    sandbox = LocalSandbox(repo, "bwrap", Limits(timeout=600, max_output=1 << 20),
+                           runtime=environments.runtime(env, cache))
     plan = runner.test_run(command, selected, "")
     result = sandbox.exec(plan.command, records=NONCE)
     return records.read(result.records or b"", NONCE), result
@@ -315,3 +313,26 @@ def test_a_manifest_cargo_cannot_read_ends_the_run_with_status_3(tmp_path, toolc
     stream, result = run(repo, toolchain)
     assert stream.end == 3 and result.exit_code == 3 and not stream.outcomes
     assert "could not read the crate's manifest" in result.output
+
+
+def test_a_target_without_libtest_is_one_test_by_its_exit_status(tmp_path, toolchain):
+    manifest = MANIFEST.format(name="demo") + '\n[[test]]\nname = "custom"\nharness = false\n'
+    repo = crate(tmp_path, {"Cargo.toml": manifest, "src/lib.rs": LIB,
+                            "tests/custom.rs": "fn main() { if demo::add(1, 1) != 3 { std::process::exit(4) } }\n"})
+    stream, result = run(repo, toolchain, ("tests/custom.rs",))
+    assert stream.outcomes["tests/custom.rs::main"] == "failed", result.output[-3000:]
+    assert stream.messages["tests/custom.rs::main"] == "it exited 4"
+    assert stream.outcomes["src/lib.rs::tests::adds"] == "passed"
+
+
+def test_a_test_file_cargo_does_not_discover_runs_on_its_own_when_it_needs_only_std(tmp_path, toolchain):
+    """`autotests = false`: tests/ files are no targets unless declared; the canaries still run."""
+    manifest = MANIFEST.format(name="demo").replace('edition = "2018"\n', 'edition = "2018"\nautotests = false\n')
+    canary = languages.get("rust").canaries(("tests/outside.rs",), lambda p: False)
+    repo = crate(tmp_path, {"Cargo.toml": manifest, "src/lib.rs": LIB, "tests/outside.rs": INTEGRATION,
+                            canary.path: canary.source})
+    stream, result = run(repo, toolchain, ("tests/outside.rs", canary.path))
+    got = {t: o for t, o in stream.outcomes.items() if canary.is_canary(t)}
+    assert got == canary.expected, result.output[-3000:]
+    assert not any(t.startswith("tests/outside.rs::") for t in stream.outcomes)  # it uses the library: not built alone
+    assert "tests/outside.rs is not the root" in result.output

@@ -12,7 +12,6 @@ from typing import Any
 
 from code_gym.languages.base import Canaries, FileCheck, Finding, TestRun
 from code_gym.languages.rust import files, runner
-from code_gym.sandbox.base import Runtime
 from code_gym.tasks.task import Task
 
 
@@ -23,6 +22,7 @@ class Rust:
     run_ok = (0, 1)  # the reader's status: every test passed, something failed or did not build
     default_test_command = runner.DEFAULT_COMMAND
     image_packages = ("cargo", "rustc", "python3")  # Debian bookworm's cargo 1.65 / rustc 1.63; the reader is Python
+    # (environments.IMAGE_PACKAGES: the same; the adapter's stays importable without it)
     grading_rules = ("any change to Cargo.toml, Cargo.lock, .cargo/, build.rs, the integration tests (tests/) or "
                      "benches/, or code that games the test run (exiting the process, unsafe tricks on the test "
                      "harness, reading the test files, link-section or constructor tricks, changing the tests' "
@@ -35,15 +35,12 @@ class Rust:
         from code_gym.languages.rust import audit
         return files.RULES | audit.RULES
 
-    def runtime(self, task: Task) -> Runtime:
+    def runtime(self, task: Task):
         """The task's crates as a read-only offline directory source (CARGO_HOME), its target cache
         (read-only; each run copies it to CARGO_TARGET_DIR), and the reader."""
         from code_gym.languages.rust import environments
         env = environments.task_environment(task)
-        cache = environments.target_cache(task, env)
-        folders = (env.folder,) + ((cache.folder,) if cache is not None else ())
-        return Runtime(folders=folders, env=environments.runtime_env(env, cache), reporter=runner.RustReporter(),
-                       packages=self.image_packages)
+        return environments.runtime(env, environments.target_cache(task, env))
 
     def read_environment(self, table: object, where: Path) -> Any:
         from code_gym.languages.rust import environments

@@ -19,6 +19,7 @@ see is listed in docs/security.md.
 """
 from __future__ import annotations
 
+import bisect
 import posixpath
 import tomllib
 from collections import Counter
@@ -231,11 +232,11 @@ def _test_module_files(repo: Path) -> frozenset[str]:
 def _declared_modules(repo: Path, rel: str) -> Iterator[tuple[str, bool]]:
     """(the file, whether it is a test module) of every out-of-line `mod NAME;` in the file `rel`."""
     try:
-        root = source.parse((repo / rel).read_bytes()).root_node
+        file = _File.read((repo / rel).read_bytes())
     except OSError:
         return
     in_test: set[tuple] = set()
-    for item in _items(root, descend=lambda item: item.node.type == "mod_item"):
+    for item in _items(file, descend=lambda item: item.node.type == "mod_item"):
         if item.node.type != "mod_item":
             continue
         is_test = item.is_test or item.key[:-1] in in_test
@@ -284,7 +285,7 @@ def audit_file(task: Task, path: str, old: bytes | None, new: bytes) -> list[Fin
     context = _Context.of(task, path)
     after = _File.read(new)
     before = _File.read(old) if old is not None else None
-    found = _fresh(_scan(after, path, context), _scan(before, path, context) if before is not None else [])
+    found = _fresh(list(_scan(new, path, context)), list(_scan(old, path, context)) if old is not None else [])
     found += _test_item_changes(before, after, path)
     for error in source.new_errors(after.tree, before.tree if before is not None else None)[:1]:
         found.append(Finding(path, error.start_point[0] + 1, "unauditable",
@@ -342,18 +343,32 @@ class _File:
     extern_statics: list[Token]
     use_paths: list[tuple[tuple[str, ...], Token]]
     in_use: set[int]
+    starts: list[int]
 
     @classmethod
+    @lru_cache(maxsize=16)  # a builder audits many references of one file against its task's version
     def read(cls, data: bytes) -> _File:
         tree = source.parse(data)
         toks = source.tokens(tree)
         aliases, globs, use_paths, in_use = _uses(toks)
         statics = _foreign_items(toks, aliases)
-        return cls(tree, toks, _attributes(toks), aliases, globs, statics, use_paths, in_use)
+        return cls(tree, toks, _attributes(toks), aliases, globs, statics, use_paths, in_use,
+                   [t.node.start_byte for t in toks])
+
+    def slice(self, node: Node) -> list[Token]:
+        """The tokens of `node`."""
+        return self.tokens[bisect.bisect_left(self.starts, node.start_byte):
+                           bisect.bisect_left(self.starts, node.end_byte)]
+
+    def text(self, node: Node) -> str:
+        """The tokens of `node` as one line (comments and spacing left out)."""
+        return " ".join(t.text if t.kind != "string" else repr(t.text) for t in self.slice(node))
 
 
-def _scan(file: _File, path: str, context: _Context) -> list[Finding]:
-    """Every finding of the token and item rules in `file` (not yet compared with the start)."""
+@lru_cache(maxsize=16)
+def _scan(data: bytes, path: str, context: _Context) -> tuple[Finding, ...]:
+    """Every finding of the token and item rules in `data` (not yet compared with the start)."""
+    file = _File.read(data)
     exempt = _new_test_module_spans(file)
     found: list[Finding] = []
 
@@ -379,7 +394,7 @@ def _scan(file: _File, path: str, context: _Context) -> list[Finding]:
     for tok in file.extern_statics:
         add("global-state", tok, f"an extern static `{tok.text}`")
     found += _always_equal(file.tree, path)
-    return found
+    return tuple(found)
 
 
 # -- attributes -------------------------------------------------------------------------------------
@@ -393,6 +408,7 @@ class _Attribute:
     names: tuple[str, ...]
     predicates: tuple[tuple[Token, ...], ...]
     start: Token
+    end: int  # the byte after its closing bracket
     value: str | None = None
 
     @property
@@ -410,10 +426,12 @@ def _attributes(toks: list[Token]) -> list[_Attribute]:
         open_at = i + 2 if inner else i + 1
         if open_at >= len(toks) or toks[open_at].kind != "[":
             continue
-        body = toks[open_at + 1:_closing(toks, open_at)]
+        close = _closing(toks, open_at)
+        body = toks[open_at + 1:close]
         names, predicates = _expand(body)
         value = body[2].text if len(body) >= 3 and body[1].kind == "=" and body[2].kind == "string" else None
-        out.append(_Attribute(inner, tuple(names), tuple(predicates), tok, value))
+        end = toks[min(close, len(toks) - 1)].node.end_byte
+        out.append(_Attribute(inner, tuple(names), tuple(predicates), tok, end, value))
     return out
 
 
@@ -717,16 +735,7 @@ def _names_tests(text: str, context: _Context) -> bool:
 
 def _attribute_spans(file: _File) -> list[tuple[int, int]]:
     """Byte spans of attributes other than `#[path = ...]` (a doc string names what it likes)."""
-    spans = []
-    for attribute in file.attributes:
-        if attribute.name == "path":
-            continue
-        toks = file.tokens
-        start = next(i for i, t in enumerate(toks) if t is attribute.start)
-        open_at = start + 2 if attribute.inner else start + 1
-        end = _closing(toks, open_at)
-        spans.append((attribute.start.node.start_byte, toks[min(end, len(toks) - 1)].node.end_byte))
-    return spans
+    return [(a.start.node.start_byte, a.end) for a in file.attributes if a.name != "path"]
 
 
 def _shown(text: str) -> str:
@@ -769,20 +778,19 @@ class _Item:
         return self.node.child_by_field_name("body") if self.node.type in ("mod_item", "impl_item", "trait_item") \
             else None
 
-    @property
-    def text(self) -> str:
+    def text(self, file: _File) -> str:
         """Its tokens with its attributes' (comments and spacing left out)."""
-        return " ".join([_token_text(a) for a in self.attribute_nodes] + [_token_text(self.node)])
+        return " ".join([file.text(a) for a in self.attribute_nodes] + [file.text(self.node)])
 
     @property
     def start_byte(self) -> int:
         return self.attribute_nodes[0].start_byte if self.attribute_nodes else self.node.start_byte
 
 
-def _items(root: Node, descend=lambda item: True) -> Iterator[_Item]:
+def _items(file: _File, descend=lambda item: True) -> Iterator[_Item]:
     """The items of a file at every place, outer first; `descend(item)` says whether to go into a
     module's, impl's or trait's body."""
-    stack: list[tuple[Node, tuple]] = [(root, ())]
+    stack: list[tuple[Node, tuple]] = [(file.tree.root_node, ())]
     while stack:
         container, place = stack.pop()
         pending: list[Node] = []
@@ -793,25 +801,21 @@ def _items(root: Node, descend=lambda item: True) -> Iterator[_Item]:
             if child.type in source.COMMENTS:
                 continue
             attributes = tuple(_ItemAttribute(name, a.value, a.predicates) for node in pending
-                               for a in _attributes(source.tokens_of(node)) for name in a.names)
-            item = _Item(place + (_item_key(child),), child, tuple(pending), attributes)
+                               for a in _attributes(file.slice(node)) for name in a.names)
+            item = _Item(place + (_item_key(child, file),), child, tuple(pending), attributes)
             pending = []
             yield item
             if item.body is not None and descend(item):
                 stack.append((item.body, item.key))
 
 
-def _item_key(item: Node) -> tuple[str, str]:
+def _item_key(item: Node, file: _File) -> tuple[str, str]:
     if item.type == "impl_item":
         body = item.child_by_field_name("body")
         end = body.start_byte if body is not None else item.end_byte
         return item.type, " ".join(item.text[:end - item.start_byte].decode("utf-8", "replace").split())
     name = item.child_by_field_name("name")
-    return item.type, source.node_text(name) if name is not None else _token_text(item)
-
-
-def _token_text(node: Node) -> str:
-    return " ".join(t.text if t.kind != "string" else repr(t.text) for t in source.tokens_of(node))
+    return item.type, source.node_text(name) if name is not None else file.text(item)
 
 
 def _test_item_changes(before: _File | None, after: _File, path: str) -> list[Finding]:
@@ -819,16 +823,17 @@ def _test_item_changes(before: _File | None, after: _File, path: str) -> list[Fi
     item inside a test item is the outer one's)."""
     if before is None:
         return []
+    given_items = [i for i in _items(before, descend=lambda item: not item.is_test) if i.is_test]
+    keys = {i.key for i in given_items}
     now: dict[tuple, list[_Item]] = {}
-    for item in _items(after.tree.root_node):
+    for item in _items(after, descend=lambda item: any(k[:len(item.key)] == item.key for k in keys)):
         now.setdefault(item.key, []).append(item)
-    texts = Counter((key, item.text) for key, items in now.items() for item in items)
+    texts = Counter((item.key, item.text(after)) for key in keys for item in now.get(key, []))
     findings = []
-    for given in _items(before.tree.root_node, descend=lambda item: not item.is_test):
-        if not given.is_test:
-            continue
-        if texts[(given.key, given.text)] > 0:
-            texts[(given.key, given.text)] -= 1
+    for given in given_items:
+        text = given.text(before)
+        if texts[(given.key, text)] > 0:
+            texts[(given.key, text)] -= 1
             continue
         kind = "test module" if given.node.type == "mod_item" else "test item"
         name = "::".join(name for what, name in given.key if what != "impl_item") or given.key[-1][1]
@@ -844,7 +849,7 @@ def _new_test_module_spans(file: _File) -> list[tuple[int, int]]:
     """Byte spans (attributes included) of inline test modules that hold only test code: functions,
     uses, constants, statics, their own types with impls of them, and such modules. Whether one is
     new is not asked here: the task's own are compared whole (`_test_item_changes`)."""
-    return [(item.start_byte, item.node.end_byte) for item in _items(file.tree.root_node, lambda i: not i.is_test)
+    return [(item.start_byte, item.node.end_byte) for item in _items(file, lambda i: not i.is_test)
             if item.is_test and item.node.type == "mod_item" and item.body is not None and _only_test_code(item.body)]
 
 
@@ -866,8 +871,8 @@ def _always_equal(tree, path: str) -> list[Finding]:
     """Methods of PartialEq, PartialOrd and Ord impls that answer a constant or never read `self`
     or their other argument."""
     findings = []
-    for node in source.walk(tree.root_node):
-        if node.type != "impl_item" or node.child_by_field_name("trait") is None:
+    for node in source.nodes_of_type(tree, "impl_item"):
+        if node.child_by_field_name("trait") is None:
             continue
         trait = source.type_name(node.child_by_field_name("trait"))
         methods = _COMPARISONS.get(trait)

@@ -7,7 +7,8 @@ per-task target cache, so that a graded run compiles only what the patch changed
   runs) into `<cache>/rust-environments/<key>/`: `registry/` holds the crates as Debian ships
   them (`/usr/share/cargo/registry/<crate>-<version>/`, each with its .cargo-checksum.json, which a
   directory source needs) and `cargo-home/config.toml` replaces crates.io with that directory and
-  sets `net.offline`. CARGO_HOME points at `cargo-home/`, read-only: an offline cargo that only
+  sets `net.offline`; `bin/cargo`, first on PATH, starts a command's CARGO_TARGET_DIR from a copy of
+  the target cache, then runs Debian's cargo. CARGO_HOME points at `cargo-home/`, read-only: an offline cargo that only
   reads a directory source writes nothing there. The key hashes the rustc version and the
   packages' names and versions. The config also turns debug info and incremental compilation off
   (profiles dev and test): smaller targets to copy, faster links, the same test outcomes.
@@ -38,7 +39,7 @@ from pathlib import Path
 from code_gym.tasks.task import Task, TaskError
 from code_gym.util.hostfs import cache_root
 
-ENV_FORMAT = "2"  # bump when the way environments are built changes: every key changes with it
+ENV_FORMAT = "3"  # bump when the way environments are built changes: every key changes with it
 CACHE_FORMAT = "1"
 RECORD = "code-gym-environment.json"  # written last: a folder without it is unfinished
 CACHE_RECORD = "code-gym-target-cache.json"
@@ -47,6 +48,7 @@ RUSTC = "/usr/bin/rustc"
 _PACKAGE = re.compile(r"^librust-[a-z0-9][a-z0-9+.-]*-dev$")
 CACHE_TIMEOUT = 1800.0
 CACHE_MEMORY = 4 << 30  # what a graded run gets (Limits' default): a cache build that fits fits a run too
+IMAGE_PACKAGES = ("cargo", "rustc", "python3")  # Debian bookworm's cargo 1.65 / rustc 1.63; the reader is Python
 BUILD_JOBS = str(max(1, min(os.cpu_count() or 1, 8)))
 
 
@@ -81,6 +83,10 @@ class RustEnvironment:
     @property
     def cargo_home(self) -> Path:
         return self.folder / "cargo-home"
+
+    @property
+    def bin(self) -> Path:
+        return self.folder / "bin"
 
 
 def read_environment(table: object, where: Path) -> RustSpec:
@@ -130,6 +136,17 @@ def cargo_config(registry: Path) -> str:
             "[profile.dev]\ndebug = 0\nstrip = \"debuginfo\"\n\n[profile.test]\ndebug = 0\nstrip = \"debuginfo\"\n")
 
 
+# first on every command's PATH: a command's first cargo call starts CARGO_TARGET_DIR from a copy of the
+# task's target cache (each command has a fresh /tmp), so an agent's own `cargo test` is warm too
+CARGO_WRAPPER = """#!/bin/sh
+if [ -n "${CODE_GYM_RUST_CACHE:-}" ] && [ -n "${CARGO_TARGET_DIR:-}" ] && [ -d "$CODE_GYM_RUST_CACHE" ] \\
+        && [ ! -e "$CARGO_TARGET_DIR" ]; then
+    cp -a "$CODE_GYM_RUST_CACHE" "$CARGO_TARGET_DIR" 2>/dev/null || rm -rf "$CARGO_TARGET_DIR"
+fi
+exec /usr/bin/cargo "$@"
+"""
+
+
 def _resolve(spec: RustSpec) -> list:
     from code_gym.tasks import debian
 
@@ -172,6 +189,9 @@ def environment(spec: RustSpec, root: Path | None = None) -> RustEnvironment:
                 shutil.rmtree(unpacked)
             registry.mkdir(exist_ok=True)
             crates = sorted(p.name for p in registry.iterdir() if (p / "Cargo.toml").is_file())
+            (scratch / "bin").mkdir()
+            (scratch / "bin" / "cargo").write_text(CARGO_WRAPPER)
+            (scratch / "bin" / "cargo").chmod(0o755)
             (scratch / "cargo-home").mkdir()
             (scratch / "cargo-home" / "config.toml").write_text(cargo_config(folder / "registry"))
             record = {"key": key, "rustc": rustc_version(), "asked": list(spec.packages), "packages": pinned,
@@ -266,6 +286,17 @@ def runtime_env(env: RustEnvironment, cache: TargetCache | None) -> tuple[tuple[
     return tuple(pairs)
 
 
+def runtime(env: RustEnvironment, cache: TargetCache | None):
+    """The sandbox runtime of a task with `env` and `cache`: both folders bound read-only, the cargo
+    wrapper first on PATH, the variables, the reader."""
+    from code_gym.languages.rust.runner import RustReporter
+    from code_gym.sandbox.base import Runtime
+
+    folders = (env.folder,) + ((cache.folder,) if cache is not None else ())
+    return Runtime(folders=folders, path=(str(env.bin),), env=runtime_env(env, cache), reporter=RustReporter(),
+                   packages=IMAGE_PACKAGES)
+
+
 def target_cache(task: Task, env: RustEnvironment, root: Path | None = None) -> TargetCache | None:
     """The task's target cache, built now in a bubblewrap sandbox on first use; None where no
     bubblewrap runs (each run then builds from scratch)."""
@@ -295,9 +326,8 @@ def target_cache(task: Task, env: RustEnvironment, root: Path | None = None) -> 
 
 
 def _build_cache(task: Task, env: RustEnvironment, scratch: Path) -> dict:
-    from code_gym.languages.rust.runner import TARGET_INSIDE, RustReporter, build_command
+    from code_gym.languages.rust.runner import TARGET_INSIDE, build_command
     from code_gym.sandbox import Limits, LocalSandbox
-    from code_gym.sandbox.base import Runtime
     from code_gym.workspace.working_copy import Workspace
 
     started = time.monotonic()
@@ -308,11 +338,9 @@ def _build_cache(task: Task, env: RustEnvironment, scratch: Path) -> dict:
             dest = copy.root / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(task.hidden_dir / rel, dest)
-        runtime = Runtime(folders=(env.folder,), env=runtime_env(env, None), reporter=RustReporter(),
-                          packages=("cargo", "rustc", "python3"))
         limits = Limits(timeout=CACHE_TIMEOUT, memory_bytes=CACHE_MEMORY, file_size_bytes=2 << 30,
                         max_output=256 << 10, processes=512)
-        sandbox = LocalSandbox(copy.root, "bwrap", limits, runtime=runtime)
+        sandbox = LocalSandbox(copy.root, "bwrap", limits, runtime=runtime(env, None))
         run = sandbox.exec(build_command(task.test_command), binds={scratch / "target": TARGET_INSIDE},
                            records="cache")
         sandbox.close()

@@ -10,8 +10,7 @@ grader's: the selected test files are target roots (`src/lib.rs` for the library
 selected means every library, binary and integration-test target. Doc-tests are not run: rustdoc
 snippets are not graded. Test ids read `SRC::NAME`, SRC the target's root ("src/lib.rs",
 "tests/parse.rs"), NAME libtest's name of the test ("tests::parses_x").
-Without CODE_GYM_REPORTERS (a run without records) the command is a plain `cargo test` of the
-same targets.
+Without CODE_GYM_REPORTERS (a run without records) the command is a plain `cargo test`.
 """
 from __future__ import annotations
 
@@ -112,8 +111,7 @@ def test_run(test_command: str, selected: tuple[str, ...], results: str, *, know
     plain = shlex.join([*command.cargo, *command.options, "--offline", *(["--"] + command.libtest
                                                                           if command.libtest else [])])
     return TestRun(f'if [ -n "${{{FOLDER_ENV}:-}}" ]; then python3 -I "${FOLDER_ENV}/cargotest.py" {shlex.quote(spec)}; '
-                   f'else {{ [ -d "${{{CACHE_ENV}:-}}" ] && [ ! -e "$CARGO_TARGET_DIR" ] && '
-                   f'cp -a "${CACHE_ENV}" "$CARGO_TARGET_DIR"; }}; {plain}; fi')
+                   f"else {plain}; fi")
 
 
 def build_command(test_command: str) -> str:

@@ -19,9 +19,10 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 import tree_sitter_rust
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 from code_gym.languages.base import FileCheck
 from code_gym.util.hostfs import MAX_DIFF_BYTES
@@ -48,6 +49,17 @@ def parse(data: bytes) -> Tree:
     if parser is None:
         parser = _LOCAL.parser = Parser(LANGUAGE)
     return parser.parse(data)
+
+
+def nodes_of_type(tree: Tree, kind: str) -> list[Node]:
+    """Every node of type `kind` in the tree, in source order (a tree-sitter query: far faster than
+    walking the tree in Python)."""
+    return QueryCursor(_query(kind)).captures(tree.root_node).get("node", [])
+
+
+@lru_cache(maxsize=None)
+def _query(kind: str) -> Query:
+    return Query(LANGUAGE, f"({kind}) @node")
 
 
 def node_text(node: Node) -> str:
@@ -129,22 +141,26 @@ def tokens(tree: Tree) -> list[Token]:
 
 
 def tokens_of(node: Node) -> list[Token]:
-    """The tokens of one node (as `tokens`)."""
-    out, stack = [], [node]
-    while stack:
-        node = stack.pop()
-        if node.type in COMMENTS:
+    """The tokens of one node (as `tokens`), read with a tree cursor (a third of the time of
+    walking `children`)."""
+    out: list[Token] = []
+    cursor, depth = node.walk(), 0
+    while True:
+        here = cursor.node
+        kind = here.type
+        if kind in STRINGS:
+            out.append(Token("string", string_value(here), here.start_point[0] + 1, here))
+        elif here.child_count == 0 and kind not in COMMENTS:
+            text = node_text(here)
+            out.append(Token(kind, text[2:] if kind in NAME_TOKENS and text.startswith("r#") else text,
+                             here.start_point[0] + 1, here))
+        elif kind not in COMMENTS and cursor.goto_first_child():
+            depth += 1
             continue
-        if node.type in STRINGS:
-            out.append(Token("string", string_value(node), node.start_point[0] + 1, node))
-        elif node.child_count == 0:
-            text = node_text(node)
-            if node.type in NAME_TOKENS and text.startswith("r#"):
-                text = text[2:]
-            out.append(Token(node.type, text, node.start_point[0] + 1, node))
-        else:
-            stack.extend(reversed(node.children))
-    return out
+        while not cursor.goto_next_sibling():
+            if depth == 0 or not cursor.goto_parent():
+                return out
+            depth -= 1
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}

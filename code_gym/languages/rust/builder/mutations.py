@@ -264,6 +264,7 @@ def _does_something(statements: list[Node]) -> bool:
     return only.type not in _LITERALS and only.type != "unit_expression"
 
 
+_LINK_DEFINITION = re.compile(r"^\s*\[[^\]]+\]:\s*\S.*$", re.M)  # `[github]: https://...`
 _LINKS = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\](?:\([^)]*\)|\[[^\]]*\])|<[^>]+>|&\w+;")
 
 
@@ -276,7 +277,8 @@ def _module_doc(root: Node) -> str | None:
             comments.append(child)
         elif child.type not in ("line_comment", "block_comment", "inner_attribute_item") or comments:
             break
-    paragraphs = (_doc_text(comments) or "").split("\n\n")
+    text = _LINK_DEFINITION.sub("", _doc_text(comments) or "")
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
     while paragraphs and len(_LINKS.sub(" ", paragraphs[0]).split()) < 3:
         paragraphs.pop(0)
     return "\n\n".join(paragraphs).strip() or None

@@ -372,7 +372,8 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
                                        f"{run.exit_code}), so no test can be singled out: {why}"))
     if run.unbuilt:
         target, errors = next(iter(run.unbuilt.items()))
-        first = next((line.strip() for line in errors.splitlines() if line.strip()), "")
+        lines = [line.strip() for line in errors.splitlines() if line.strip()]
+        first = next((line for line in lines if line.startswith("error")), lines[0] if lines else "")
         return Outcome(cand, Rejection(cand.id, "fails", f"the changed code does not compile ({target}: {first[:160]})"))
     fail_to_pass = sorted(runs.failed[state(changed)])
     crash = next((run.messages[t] for t in fail_to_pass if run.messages.get(t, "").endswith(CRASHED)), None)

@@ -169,6 +169,7 @@ class Target:
         self.src = relative(raw["src_path"], root)
         self.edition = raw.get("edition", "2015")
         self.tested = raw.get("test", True)
+        self.harness = True  # False: `harness = false`, a main of its own (no libtest)
 
     @property
     def library(self) -> bool:
@@ -181,11 +182,34 @@ class Target:
         return [f"--{kind}", self.name]
 
 
+def without_harness(root: str) -> set[tuple[str, str]]:
+    """(section, name) of the targets Cargo.toml declares with `harness = false` ("lib" for the library)."""
+    try:
+        import tomllib
+        with open(os.path.join(root, "Cargo.toml"), "rb") as handle:
+            manifest = tomllib.load(handle)
+    except (ImportError, OSError, ValueError):
+        return set()
+    found = set()
+    lib = manifest.get("lib")
+    if isinstance(lib, dict) and lib.get("harness") is False:
+        found.add(("lib", ""))
+    for section in ("bin", "test"):
+        for table in manifest.get(section) or []:
+            if isinstance(table, dict) and table.get("harness") is False:
+                found.add((section, str(table.get("name", ""))))
+    return found
+
+
 def test_targets(package: dict, root: str, files: list[str]) -> tuple[list[Target], list[str], Target | None]:
     """(the targets to build and run, the selected files that are no test target, the library).
     The unit tests of the library and the binaries always run: they live in the sources a patch
     changes, which no task can list as test files (a test file is protected)."""
     targets = [Target(t, root) for t in package.get("targets", [])]
+    plain = without_harness(root)
+    for target in targets:
+        section = "lib" if target.library else ("bin" if "bin" in target.kinds else "test")
+        target.harness = (section, "" if target.library else target.name) not in plain
     library = next((t for t in targets if t.library), None)
     runnable = [t for t in targets if any(k in TEST_KINDS for k in t.kinds) and t.tested]
     if not files:
@@ -419,6 +443,26 @@ def run_binary(binary: Binary, root: str, env: dict[str, str], libtest: list[str
     say(summary + "".join(f"\ncode-gym: {p}" for p in binary.problems) + "\n")
 
 
+def run_main(binary: Binary, root: str, env: dict[str, str]) -> None:
+    """A target with `harness = false`: its own main is the test, `SRC::main`, passed when it exits 0."""
+    say(f"     Running {binary.target.src} (harness = false)")
+    why = ""
+    try:
+        status = subprocess.run([binary.exe], cwd=root, env=env, stdin=subprocess.DEVNULL, close_fds=True).returncode
+    except OSError as error:
+        status, why = None, f"it could not start: {error}"
+    finally:
+        reap()
+    binary.listed = ["main"]
+    if status == 0:
+        binary.outcomes["main"] = "passed"
+    else:
+        binary.outcomes["main"] = "failed"
+        binary.messages["main"] = why if status is None else (
+            f"it was killed by signal {-status}" if status < 0 else f"it exited {status}")
+    say(f"test main ... {'ok' if status == 0 else 'FAILED'}\n")
+
+
 def _event(line: str) -> dict | None:
     if not line.startswith("{"):
         return None
@@ -466,23 +510,37 @@ def main(argv: list[str]) -> int:
         channel.write("end", exitstatus=3)
         return 3
     targets, strangers, library = test_targets(package, root, list(spec.get("files", [])))
+    loose = []  # a test file of tests/ that is no target (`autotests = false`) and uses std alone: built on its own
     for file in strangers:
+        folder, name = os.path.split(file)
+        candidate = Target({"name": name[:-3], "kind": ["test"], "src_path": os.path.join(root, file),
+                            "edition": package.get("edition", "2015")}, root)
+        if folder == "tests" and name.endswith(".rs") and os.path.isfile(file) \
+                and not uses_library(candidate, library or candidate, root):
+            loose.append(candidate)
+            continue
         say(f"code-gym: {file} is not the root of a library, binary or integration-test target: it is not run "
             "on its own (a test module in it runs with the target that declares it)")
     build = build_targets(cargo, options, targets, library, root)
+    targets += loose
     if spec.get("build_only"):
         channel.write("end", exitstatus=0 if not build.failed else 1)
         return 0 if not build.failed else 1
     scratch = tempfile.mkdtemp(prefix="code-gym-standalone-")
-    for target in targets:  # an integration test that failed only with the library, and does not use it
-        if target.src in build.failed and "test" in target.kinds and library is not None \
-                and not build.errors.get(target.src) and library.src in build.errors \
-                and not uses_library(target, library, root):
-            exe, text = standalone(target, root, scratch)
-            if exe is not None:
-                build.executables[target.src] = exe
-                del build.failed[target.src]
-            elif text.strip():
+    for target in targets:  # an integration test that failed only with the library and does not use it, or a loose one
+        if target not in loose and not (
+                target.src in build.failed and "test" in target.kinds and library is not None
+                and not build.errors.get(target.src) and library.src in build.errors
+                and not uses_library(target, library, root)):
+            continue
+        exe, text = standalone(target, root, scratch)
+        if exe is not None:
+            build.executables[target.src] = exe
+            build.failed.pop(target.src, None)
+        else:
+            if target in loose:
+                build.failed[target.src] = f"it is no target of the crate and does not build on its own:\n{text}"
+            if text.strip():
                 say(text.rstrip())
     hashes = {src: digest(exe) for src, exe in build.executables.items() if os.path.isfile(exe)}
     env = dict(os.environ) | {"RUSTC_BOOTSTRAP": "1"}
@@ -500,7 +558,10 @@ def main(argv: list[str]) -> int:
             say(f"code-gym: {target.src}: the test executable was changed or removed before it ran")
             continue
         wanted = names.get(target.src) if names else None
-        run_binary(binary, root, env, libtest, wanted)
+        if target.harness:
+            run_binary(binary, root, env, libtest, wanted)
+        else:
+            run_main(binary, root, env)
         for name in binary.listed:
             record = {"id": f"{target.src}::{name}", "outcome": binary.outcomes[name]}
             if name in binary.messages:
