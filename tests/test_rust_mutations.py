@@ -297,3 +297,10 @@ def test_module_doc_skips_badges():
               "//! [github]: https://img.shields.io/badge/github\n//!\n//! <br>\n//!\n"
               "//! Fast conversion of integers to text.\n\n/// Doc.\npub fn f(x: u8) -> u8 {\n    x + 1\n}\n")
     assert mutations.functions("src/lib.rs", source)[0].module_doc == "Fast conversion of integers to text."
+
+
+def test_module_doc_skips_link_definitions():
+    source = ("//! [![github]](https://github.com/x/y)\n//!\n//! [github]: https://img.shields.io/a\n"
+              "//! [docs-rs]: https://img.shields.io/b\n//!\n//! Fast conversion.\n//! Of integers.\n\n"
+              "/// Doc.\npub fn f(x: u8) -> u8 {\n    x + 1\n}\n")
+    assert mutations.functions("src/lib.rs", source)[0].module_doc == "Fast conversion.\nOf integers."
