@@ -59,31 +59,24 @@ def parse_command(test_command: str) -> Command:
         raise ValueError(f"test_command {test_command!r} is not a `cargo test` call: {hint}")
     rest = words[2:]
     options, libtest = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
-    i = 0
-    while i < len(options):
-        name = options[i].split("=", 1)[0]
-        if name in _CARGO_FLAGS:
-            i += 1
-        elif name in _CARGO_VALUES:
-            i += 1 if "=" in options[i] else 2
-            if i > len(options):
-                raise ValueError(f"test_command {test_command!r}: cargo's {name} needs a value")
-        else:
-            raise ValueError(f"test_command {test_command!r}: cargo's {options[i]!r} is not taken (targets, "
-                             f"output and configuration are the grader's): {hint}")
-    i = 0
-    while i < len(libtest):
-        name = libtest[i].split("=", 1)[0]
-        if name in _LIBTEST_FLAGS:
-            i += 1
-        elif name in _LIBTEST_VALUES:
-            i += 1 if "=" in libtest[i] else 2
-            if i > len(libtest):
-                raise ValueError(f"test_command {test_command!r}: libtest's {name} needs a value")
-        else:
-            raise ValueError(f"test_command {test_command!r}: libtest's {libtest[i]!r} is not taken (only "
-                             f"{', '.join(_LIBTEST_FLAGS + _LIBTEST_VALUES)}): {hint}")
+    _check(options, _CARGO_FLAGS, _CARGO_VALUES, f"test_command {test_command!r}: cargo's", hint)
+    _check(libtest, _LIBTEST_FLAGS, _LIBTEST_VALUES, f"test_command {test_command!r}: libtest's", hint)
     return Command(words[:2], options, libtest)
+
+
+def _check(words: list[str], flags: tuple[str, ...], values: tuple[str, ...], where: str, hint: str) -> None:
+    """ValueError unless every word is one of `flags`, or one of `values` with its value."""
+    i = 0
+    while i < len(words):
+        name = words[i].split("=", 1)[0]
+        if name in flags:
+            i += 1
+        elif name in values:
+            i += 1 if "=" in words[i] else 2
+            if i > len(words):
+                raise ValueError(f"{where} {name} needs a value")
+        else:
+            raise ValueError(f"{where} {words[i]!r} is not taken (only {', '.join(flags + values)}): {hint}")
 
 
 def selection(selected: tuple[str, ...]) -> tuple[list[str], dict[str, list[str]] | None]:
