@@ -224,7 +224,9 @@ fn pick(a: u32, b: u32) -> u32 {
 }
 
 pub fn digits(x: u32) -> u32 {
-    pick(x / 10, x % 10)
+    let tens = x / 10;
+    let ones = x % 10;
+    pick(tens, ones)
 }
 
 #[test]

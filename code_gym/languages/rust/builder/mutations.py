@@ -6,7 +6,7 @@ languages' (`code_gym.languages.javascript.builder.mutations`), read through tre
   off-by-one       an integer literal plus one (its suffix kept: `1usize` -> `2usize`), or a bound
                    moved (`<` <-> `<=`, `>` <-> `>=`)
   swap-arguments   a call's first two arguments exchanged (when they look alike: two literals of
-                   one kind, or two plain values, neither a closure nor a reference beside a value)
+                   one kind, or two names, fields or indexed values)
   drop-condition   `a && b` -> `a` (the last operand dropped), or a guard `if` (no else, a
                    statement of a block with other statements) deleted with its lines
   remove-body      the body becomes `todo!()` (not for a function returning `impl Trait`: `!`
@@ -53,8 +53,7 @@ _COMPUTATIONS = frozenset({"call_expression", "binary_expression", "unary_expres
 _NOT_VALUES = frozenset({"array_type", "type_arguments", "attribute_item", "token_tree", "field_expression"})
 _LITERALS = frozenset({"integer_literal", "float_literal", "string_literal", "raw_string_literal", "char_literal",
                        "boolean_literal"})
-_PLAIN_VALUES = frozenset({"identifier", "field_expression", "index_expression", "call_expression", "self",
-                           "parenthesized_expression", "binary_expression", "unary_expression"})
+_PLAIN_VALUES = frozenset({"identifier", "field_expression", "index_expression", "self"})
 _PLACEHOLDERS = frozenset({"todo", "unimplemented", "panic", "unreachable"})
 _TEST_ATTRIBUTE = re.compile(r"^(test|bench|tokio::test|cfg\s*\((?!.*\bnot\s*\(\s*test\b).*\btest\b.*\))$", re.S)
 _LOCAL = threading.local()
@@ -361,7 +360,8 @@ def _arguments(call: Node) -> list[Node]:
 
 
 def _alike(a: Node, b: Node) -> bool:
-    """Whether two arguments may have one type: literals of one kind, or two plain values."""
+    """Whether two arguments look like values of one type: literals of one kind, or two names or
+    fields (a call beside a name is mostly another type: a swap of them would not compile)."""
     if a.type in _LITERALS or b.type in _LITERALS:
         return a.type == b.type
     return a.type in _PLAIN_VALUES and b.type in _PLAIN_VALUES

@@ -98,7 +98,8 @@ class Project:
     def task(self) -> Task:
         """The project as a task without a statement: what the adapter needs for the builder's own
         runs (`language.runtime(project.task)`: the environment and the target cache of the crate)."""
-        return Task(id=self.name, statement="(building)", repo=self.root, hidden_dir=self.root,
+        # no hidden tests, in a folder of their own (the target cache's key reads the repository's files)
+        return Task(id=self.name, statement="(building)", repo=self.root, hidden_dir=self.root.parent / "no-hidden",
                     visible_tests=self.test_files, hidden_tests=(), protected_paths=(), reference_patch="",
                     test_command=self.test_command, language="rust",
                     environment=environments.read_environment(self.environment, self.root / "Cargo.toml"))
