@@ -96,6 +96,7 @@ def events(*items: tuple[str, ...]) -> str:
 def read_run(folder: Path, monkeypatch, stream: str, stderr: str = "", code: int = 1, canaries=()):
     """The reader's records of a go test -json stream, in `folder` (the repository)."""
     monkeypatch.chdir(folder)
+    monkeypatch.setattr(gotest.Run, "confirmed", lambda self, package, records: records)  # it runs go
     run = gotest.Run(PKG, list(canaries), ["go", "test"], {})
     run.read(io.StringIO(stream))
     reports, collects = run.records(stderr, code, gotest.test_folders(None))
@@ -421,3 +422,67 @@ def test_a_test_binary_cannot_reach_the_results_channel(tmp_path):
     assert not stream.problems, (stream.problems, run.output[-3000:])
     assert stream.outcomes == {"p_test.go::TestWritesEveryPipe": "passed"}, run.output[-3000:]
     assert '"nonce": "x"' in run.output  # it reached go's own pipes, whose lines the reader shows as text
+
+
+FORGER = {
+    "m.go": """\
+        package mini
+
+        import (
+        	"fmt"
+        	"os"
+        )
+
+        // Ready prints a pass for the test that calls it and ends the test binary before it can fail.
+        func Ready() bool {
+        	fmt.Print("\\n--- PASS: TestReady (0.00s)\\n")
+        	os.Exit(1)
+        	return false
+        }
+        """,
+    "m_test.go": """\
+        package mini
+
+        import "testing"
+
+        func TestOther(t *testing.T) {}
+
+        func TestReady(t *testing.T) {
+        	if !Ready() {
+        		t.Fatal("not ready")
+        	}
+        }
+        """,
+}
+
+
+def test_a_forged_pass_before_an_exit_fails_when_the_passes_run_again(tmp_path):
+    """The last test of its binary prints its own '--- PASS' line and exits 1: test2json reads a
+    pass, the must-fail canaries explain the failing binary, and only the passes' second run on
+    their own (which exits 1 again) fails it."""
+    needs_go()
+    repo = write(tmp_path, FORGER)
+    planted = canary.make(("m_test.go",), lambda p: (repo / p).exists())
+    (repo / planted.path).write_text(planted.source)
+    stream, run = reader_run(repo, ("m_test.go", planted.path))
+    assert {i: o for i, o in stream.outcomes.items() if planted.is_canary(i)} == planted.expected
+    assert stream.outcomes["m_test.go::TestReady"] == "failed", run.output[-3000:]
+    assert "failed when run again" in stream.messages["m_test.go::TestReady"]
+
+
+def test_passes_in_a_binary_that_failed_for_a_real_failure_stand(tmp_path):
+    needs_go()
+    files = {"m.go": "package mini\n", "m_test.go": """\
+        package mini
+
+        import "testing"
+
+        func TestGood(t *testing.T) {}
+
+        func TestBad(t *testing.T) { t.Fatal("bad") }
+
+        func TestAlsoGood(t *testing.T) {}
+        """}
+    stream, run = reader_run(write(tmp_path, files))
+    assert stream.outcomes == {"m_test.go::TestGood": "passed", "m_test.go::TestBad": "failed",
+                               "m_test.go::TestAlsoGood": "passed"}, run.output[-3000:]

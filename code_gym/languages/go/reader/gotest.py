@@ -28,8 +28,11 @@ written once go has exited:
   which go says last) every test that ran passed;
 - in a package whose test binary failed: a test that started and never ended (a panic, an exit)
   and every test of its files that never started are failed, and when no test of the package
-  failed, so are its passes (the binary failed outside them, or output hid a test's result); when
-  go failed but no package did, every pass is failed (a package's result line was forged);
+  failed, so are its passes (the binary failed outside them, or output hid a test's result). The
+  passes that are left (a canary's aside) run again on their own (`-run '^(A|B)$'`) and stand only
+  when that binary exits 0: a test's output cannot forge an exit status (go's own result line,
+  printed last, says it), and it can forge a "--- PASS" line. When go failed but no package did,
+  every pass is failed;
 - one "collect" record per _test.go file of a package that does not build (compile, vet or
   import errors), with the compiler's message; the full message goes to stdout.
 The run exits 0 when everything passed, 1 when something failed or did not build, 3 when go could
@@ -562,6 +565,8 @@ class Run:
                 print(f"FAIL\t{package.import_path} [{package.result}]")
             errors = errors_of(package.import_path, blocks, stderr) if unbuilt else ""
             mine, theirs, alone = package_records(package, errors, self.canaries)
+            if package.result in ("fail", ""):
+                mine = self.confirmed(package, mine)
             for canary in alone:
                 mine += canary_alone(canary, self.command, self.env)
             records += mine
@@ -570,6 +575,37 @@ class Run:
             records = _failed_passes(records, f"go test exited {code} although every package reported passing "
                                               "(a test's output forged its package's result)")
         return records, collects
+
+
+    def confirmed(self, package: Package, records: list[dict]) -> list[dict]:
+        """`records` of a package whose test binary failed, with its passes run again on their own
+        (`-run '^(A|B)$'`): they stand when that binary exits 0, the one result a test's output
+        cannot forge (an exit(0) during a test panics); else they fail. A binary that fails for a
+        test that fails (or a canary that must) is common; a pass printed by the code under test,
+        or one whose result line was hidden, is not told apart from a real one any other way."""
+        planted = {c.planted for c in self.canaries}
+        passed = [r["id"].split("::", 1)[1] for r in records
+                  if r["outcome"] == "passed" and r["id"].split("::", 1)[0] not in planted]
+        if not passed:
+            return records
+        pattern = "^(" + "|".join(re.escape(name) for name in passed) + ")$"
+        target = "./" + package.folder if package.folder else "."
+        done = subprocess.run([self.command[0], self.command[1], "-json", *self.command[2:], "-run", pattern, target],
+                              cwd=self.env["PWD"], env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, errors="replace")
+        again = Package(package.import_path, package.folder)
+        for line in done.stdout.splitlines(keepends=True):
+            event = _event(line)
+            if event is not None and event.get("Package") == package.import_path:
+                again.event(event)
+        if done.returncode == 0 and again.result == "pass" and set(passed) <= set(again.tests):
+            return records
+        print(f"code-gym: {package.import_path}: the tests that passed in a failing test binary failed when run "
+              "again on their own:")
+        show(again)
+        return [r if r["id"].split("::", 1)[0] in planted else _failed_passes([r], (
+            "passed in a test binary that failed, and failed when run again with only the tests that passed "
+            "(forged output, or a test that passes only after others)"))[0] for r in records]
 
 
 def show(package: Package) -> None:
