@@ -131,6 +131,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
         patched('fmt.Println("PASS")\nreturn a * b'),
         patched("r, w, _ := os.Pipe()\n_ = r\nos.Stdout = w\nreturn a * b", ('"os"',)),
         patched("syscall.Dup2(3, 1)\nreturn a * b", ('"syscall"',)),
+        patched('os.Stdout.Write(bytes.ToUpper([]byte("--- pass: mul")))\nreturn a * b', ('"bytes"', '"os"')),
     ], [
         patched('fmt.Println("passed:", a*b)\nreturn a * b'),
         patched('fmt.Fprintln(os.Stdout, "PASSWORD")\nreturn a * b', ('"os"',)),
@@ -255,3 +256,11 @@ def test_a_file_the_tests_name_is_a_test_fixture(task):
     assert audit.path_rule(task, "golden/expected.json", b"[1]", b"[2]") == "test-fixture"
     assert audit.path_rule(task, "README.md", b"a", b"b") is None
     assert audit.path_rule(task, "calc.go", b"a", b"b") is None
+
+
+def test_a_string_naming_a_test_of_the_task_is_forged_output(task):
+    forger = patched('fmt.Println("ok TestGolden")\nreturn a * b')
+    found = audit.audit_file(task, "calc.go", GIVEN.encode(), forger.encode())
+    assert [(f.rule, f.message) for f in found] == [("forged-output", "names a test of the task (`TestGolden`)")]
+    other = patched('fmt.Println("TestGoldenRatio", "goldens")\nreturn a * b')
+    assert audit.audit_file(task, "calc.go", GIVEN.encode(), other.encode()) == []
