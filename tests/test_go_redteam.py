@@ -478,8 +478,6 @@ def _bare_fraction(task, changes) -> float:
     """The fraction of the task's graded tests that bare `go test -json` reports as passed (a test
     passes on a "pass" event and no "fail" one), run in the sandbox with the task's runtime and
     without the reader or canaries."""
-    import tempfile
-
     from code_gym import languages
     from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
     from code_gym.sandbox import Limits, make_sandbox
