@@ -99,8 +99,9 @@ for _rule, _names in {
                        "nix::unistd::execv", "nix::unistd::execve", "nix::unistd::execvp"),
     "test-detection": ("std::env::args", "std::env::args_os", "std::env::current_exe", "std::env::vars",
                        "std::env::vars_os", "std::thread::current", "std::thread::Thread::name",
-                       "std::panic::Location::caller", "std::backtrace", "backtrace::Backtrace",
-                       "backtrace::trace", "backtrace::resolve", "libc::getenv", "libc::environ",
+                       "std::panic::Location::caller", "std::backtrace::Backtrace::capture",
+                       "std::backtrace::Backtrace::force_capture", "backtrace::Backtrace::new", "backtrace::trace",
+                       "backtrace::resolve", "libc::getenv", "libc::environ",
                        "libc::program_invocation_name", "libc::getauxval", "libc::prctl"),
     "grader-output": ("std::io::stdout", "std::io::stderr", "std::io::Stdout", "std::io::Stderr",
                       "std::io::StdoutLock", "std::io::StderrLock", "std::os::unix::io::FromRawFd",
@@ -118,7 +119,9 @@ _LAST_NAMES = {"from_raw_fd": "grader-output", "from_raw_handle": "grader-output
 _MACROS = {"asm": "inline-asm", "global_asm": "inline-asm", "llvm_asm": "inline-asm", "naked_asm": "inline-asm",
            "file": "reads-tests"}
 _INCLUDES = frozenset({"include", "include_str", "include_bytes"})
+_MACRO_NAMES = frozenset(_MACROS) | _INCLUDES | {"cfg"}
 # rules about library code only: a binary may exit, print and read its command line
+_TEST_MODULE_RULES = frozenset({"test-gated", "test-attribute"})  # no findings in a new test module
 _LIBRARY_RULES = frozenset({"process-exit", "spawns-process", "grader-output", "test-detection"})
 
 _BEFORE_MAIN = frozenset({"link_section", "used", "ctor", "dtor", "ctor::ctor", "ctor::dtor", "constructor",
@@ -135,8 +138,9 @@ _STATE_ATTRIBUTES = frozenset({"thread_local"})
 
 # strings that name the harness, the grader or the test binary
 _HARNESS_WORDS = ("RUST_TEST", "CODE_GYM", "CARGO_TARGET_TMPDIR", "RUSTC_BOOTSTRAP", "__CARGO", "CARGO_BIN_EXE",
-                  "CARGO_PRIMARY_PACKAGE", "NEXTEST", "/proc/", "/deps/", "libtest", "--test-threads",
-                  "--nocapture", "--format", "__rust_begin_short_backtrace", "test_main_static")
+                  "CARGO_PRIMARY_PACKAGE", "NEXTEST", "/proc/self", "/proc/thread-self", "/proc/{", "/deps/",
+                  "libtest", "--test-threads", "--nocapture", "--show-output", "--list", "unstable-options",
+                  "__rust_begin_short_backtrace", "test_main_static")
 _OUTPUT_WORDS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/dev/tty", "/proc/self/fd")
 _TEST_FOLDERS = frozenset({"tests", "benches"})
 _COMPARISONS = {"PartialEq": ("eq", "ne"), "PartialOrd": ("partial_cmp", "lt", "le", "gt", "ge"),
@@ -167,7 +171,8 @@ def path_rule(task: Task, path: str, old: bytes | None, new: bytes | None) -> st
         return "cargo-config"
     if name == "Cargo.lock" or name == "Cargo.toml" and _build_keys(old) != _build_keys(new):
         return "cargo-lock" if name == "Cargo.lock" else "cargo-config"
-    if path in _test_module_files(task.repo) or old is not None and _is_test_file(old):
+    if path in _test_module_files(task.repo) or old is not None and path.endswith(".rs") and \
+            (_is_test_file(old) or new is None and _has_test_items(old)):
         return "test-module"
     return None
 
@@ -203,6 +208,10 @@ def _is_test_file(data: bytes) -> bool:
     root = source.parse(data).root_node
     return any(_mentions_test(p) for node in root.named_children if node.type == "inner_attribute_item"
                for a in _attributes(source.tokens_of(node)) for p in a.predicates)
+
+
+def _has_test_items(data: bytes) -> bool:
+    return any(item.is_test for item in _items(_File.read(data)))
 
 
 @lru_cache(maxsize=32)
@@ -286,6 +295,8 @@ def audit_file(task: Task, path: str, old: bytes | None, new: bytes) -> list[Fin
     after = _File.read(new)
     before = _File.read(old) if old is not None else None
     found = _fresh(list(_scan(new, path, context)), list(_scan(old, path, context)) if old is not None else [])
+    added = _new_test_modules(before, after)
+    found = [f for f in found if f.rule not in _TEST_MODULE_RULES or not any(a <= f.line <= b for a, b in added)]
     found += _test_item_changes(before, after, path)
     for error in source.new_errors(after.tree, before.tree if before is not None else None)[:1]:
         found.append(Finding(path, error.start_point[0] + 1, "unauditable",
@@ -369,7 +380,6 @@ class _File:
 def _scan(data: bytes, path: str, context: _Context) -> tuple[Finding, ...]:
     """Every finding of the token and item rules in `data` (not yet compared with the start)."""
     file = _File.read(data)
-    exempt = _new_test_module_spans(file)
     found: list[Finding] = []
 
     def add(rule: str, tok: Token, what: str) -> None:
@@ -379,14 +389,14 @@ def _scan(data: bytes, path: str, context: _Context) -> tuple[Finding, ...]:
         found.append(Finding(path, tok.line, rule, f"{what} in {where}" if where else f"{what} at the top level"))
 
     for attribute in file.attributes:
-        _attribute_findings(attribute, add, exempt)
+        _attribute_findings(attribute, add)
     for segments, tok in _path_mentions(file):
         for resolved in _resolve(segments, file):
             rule = _path_rule(resolved)
             if rule is not None:
                 add(rule, tok, f"`{'::'.join(segments)}` ({'::'.join(resolved[:4])})")
                 break
-    _macro_findings(file, context, add, exempt)
+    _macro_findings(file, context, add)
     _string_findings(file, context, add)
     for i, tok in enumerate(file.tokens):
         if tok.text == "static" and i + 1 < len(file.tokens) and file.tokens[i + 1].text == "mut":
@@ -492,10 +502,9 @@ def _mentions_test(predicate: tuple[Token, ...]) -> bool:
     return any(t.kind == "identifier" and t.text == "test" for t in predicate)
 
 
-def _attribute_findings(attribute: _Attribute, add, exempt: list[tuple[int, int]]) -> None:
+def _attribute_findings(attribute: _Attribute, add) -> None:
     tok = attribute.start
-    exempted = _inside(tok, exempt)
-    if any(_mentions_test(p) for p in attribute.predicates) and not exempted:
+    if any(_mentions_test(p) for p in attribute.predicates):
         add("test-gated", tok, "an attribute gated on `test`")
     for name in attribute.names:
         last = name.rsplit("::", 1)[-1]
@@ -505,7 +514,7 @@ def _attribute_findings(attribute: _Attribute, add, exempt: list[tuple[int, int]
             add("before-main", tok, f"`#[{name}]`")
         elif name in _SYMBOLS:
             add("symbol-override", tok, f"`#[{name}]`")
-        elif name in _TEST_ATTRIBUTES and not exempted:
+        elif name in _TEST_ATTRIBUTES:
             add("test-attribute", tok, f"`#[{name}]`")
         elif name in _STATE_ATTRIBUTES:
             add("global-state", tok, f"`#[{name}]`")
@@ -672,21 +681,26 @@ def _path_rule(path: tuple[str, ...]) -> str | None:
 
 # -- macros and strings -----------------------------------------------------------------------------
 
-def _macro_findings(file: _File, context: _Context, add, exempt: list[tuple[int, int]]) -> None:
-    """asm!-like macros, file!(), include*! of test files, cfg!(test)."""
-    toks = file.tokens
+def _macro_calls(toks: list[Token], names) -> Iterator[tuple[Token, list[Token]]]:
+    """(the name, the argument tokens) of each call `name!(...)` of one of `names` (not `a::name!`)."""
     for i, tok in enumerate(toks[:-1]):
-        if toks[i + 1].kind != "!" or tok.kind != "identifier" or i > 0 and toks[i - 1].kind == "::":
-            continue
+        if tok.text in names and tok.kind == "identifier" and toks[i + 1].kind == "!" and \
+                not (i > 0 and toks[i - 1].kind == "::"):
+            opened = i + 2 < len(toks) and toks[i + 2].kind in ("(", "[", "{")
+            yield tok, toks[i + 3:_closing(toks, i + 2)] if opened else []
+
+
+def _macro_findings(file: _File, context: _Context, add) -> None:
+    """asm!-like macros, file!(), include*! of test files, cfg!(test)."""
+    for tok, args in _macro_calls(file.tokens, _MACRO_NAMES):
         name = tok.text
-        args = toks[i + 3:_closing(toks, i + 2)] if i + 2 < len(toks) and toks[i + 2].kind in ("(", "[", "{") else []
         if name in _MACROS:
             add(_MACROS[name], tok, f"`{name}!`")
         elif name in _INCLUDES:
             what = _included(args, context)
             if what:
                 add("reads-tests", tok, f"`{name}!` of {what}")
-        elif name == "cfg" and _mentions_test(tuple(args)) and not _inside(tok, exempt):
+        elif name == "cfg" and _mentions_test(tuple(args)):
             add("test-gated", tok, "`cfg!` on `test`")
 
 
@@ -706,10 +720,12 @@ def _included(args: list[Token], context: _Context) -> str | None:
 
 
 def _string_findings(file: _File, context: _Context, add) -> None:
-    """String literals (outside attributes) that name test files, the harness or raw output."""
+    """String literals (outside attributes, and other than an include macro's file) that name test
+    files, the harness or raw output."""
     in_attributes = _attribute_spans(file)
+    included = {id(args[0].node) for _, args in _macro_calls(file.tokens, _INCLUDES) if args}
     for tok in file.tokens:
-        if tok.kind != "string" or not tok.text or _inside(tok, in_attributes):
+        if tok.kind != "string" or not tok.text or _inside(tok, in_attributes) or id(tok.node) in included:
             continue
         word = next((w for w in _OUTPUT_WORDS if w in tok.text), None)
         if word is not None:
@@ -724,13 +740,12 @@ def _string_findings(file: _File, context: _Context, add) -> None:
 
 
 def _names_tests(text: str, context: _Context) -> bool:
+    """A test folder ("tests", "tests/x.rs"), a test file's name, or any Rust source file: what a
+    test-source oracle reads."""
     parts = [p for p in text.replace("\\", "/").split("/") if p not in ("", ".")]
     if not parts or len(text) > 4096:
         return False
-    if len(parts) > 1 and any(p in _TEST_FOLDERS for p in parts[:-1]) or text.rstrip("/") in _TEST_FOLDERS \
-            and text.endswith("/"):
-        return True
-    return parts[-1] in context.test_names and (len(parts) > 1 or parts[-1].endswith(".rs"))
+    return any(p in _TEST_FOLDERS for p in parts) or parts[-1] in context.test_names or text.endswith(".rs")
 
 
 def _attribute_spans(file: _File) -> list[tuple[int, int]]:
@@ -783,8 +798,9 @@ class _Item:
         return " ".join([file.text(a) for a in self.attribute_nodes] + [file.text(self.node)])
 
     @property
-    def start_byte(self) -> int:
-        return self.attribute_nodes[0].start_byte if self.attribute_nodes else self.node.start_byte
+    def start_line(self) -> int:
+        """Its first line (its first attribute's), 1-based."""
+        return (self.attribute_nodes[0] if self.attribute_nodes else self.node).start_point[0] + 1
 
 
 def _items(file: _File, descend=lambda item: True) -> Iterator[_Item]:
@@ -845,12 +861,16 @@ def _test_item_changes(before: _File | None, after: _File, path: str) -> list[Fi
     return findings
 
 
-def _new_test_module_spans(file: _File) -> list[tuple[int, int]]:
-    """Byte spans (attributes included) of inline test modules that hold only test code: functions,
-    uses, constants, statics, their own types with impls of them, and such modules. Whether one is
-    new is not asked here: the task's own are compared whole (`_test_item_changes`)."""
-    return [(item.start_byte, item.node.end_byte) for item in _items(file, lambda i: not i.is_test)
-            if item.is_test and item.node.type == "mod_item" and item.body is not None and _only_test_code(item.body)]
+def _new_test_modules(before: _File | None, after: _File) -> list[tuple[int, int]]:
+    """The line spans (attributes included) of the inline test modules `after` adds that hold only
+    test code: functions, uses, constants, statics, their own types with impls of them, and such
+    modules. What is gated on test or marked #[ignore] in them is no finding (the task's own test
+    modules are compared whole: `_test_item_changes`)."""
+    given = {item.key for item in _items(before)} if before is not None else set()
+    return [(item.start_line, item.node.end_point[0] + 1)
+            for item in _items(after, lambda i: not i.is_test)
+            if item.is_test and item.key not in given and item.node.type == "mod_item" and item.body is not None
+            and _only_test_code(item.body)]
 
 
 def _only_test_code(body: Node) -> bool:
