@@ -102,10 +102,18 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
         patched('dir := strings.ToLower("TESTDATA")\nreturn a * b + len(dir) * 0'),
         patched(imports=('"embed"',), tail="//go:embed *.go\nvar sources embed.FS\n"),
         patched("return a * b", ('"go/parser"',)),
+        patched("wd, _ := os.Getwd()\nreturn a * b + len(wd) * 0", ('"os"',)),
+        patched('return a * b + len(os.Getenv("PWD")) * 0', ('"os"',)),
     ], [
         patched('return a * b', ('"os"',), tail="func Load(path string) ([]byte, error) {\n\treturn os.ReadFile(path)\n}\n"),
         patched(imports=('_ "embed"',), tail="//go:embed version.txt\nvar version string\n"),
         patched('msg := "tested by hand"\nreturn a * b + len(msg) * 0'),
+    ]),
+    "runs-program": ([
+        patched('out, _ := exec.Command("sh", "-c", "cat *.go").Output()\nreturn a * b + len(out) * 0', ('"os/exec"',)),
+        patched('syscall.Exec("/bin/true", nil, nil)\nreturn a * b', ('"syscall"',)),
+    ], [
+        patched('return a * b + len(filepath.Ext("x.txt")) * 0', ('"path/filepath"',)),
     ]),
     "introspection": ([
         patched("_, file, _, _ := runtime.Caller(1)\nreturn a * b + len(file) * 0", ('"runtime"',)),

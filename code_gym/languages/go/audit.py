@@ -63,11 +63,13 @@ RULES: dict[str, str] = {
               "reaches unexported fields through reflect (reflect.NewAt, Value.UnsafeAddr, Value.UnsafePointer)",
     "cgo": "imports \"C\" or writes a //go:cgo_ directive: C code in the preamble the audit cannot read (built only "
            "where the grader turns cgo on)",
+    "runs-program": "runs another program or loads code the audit cannot read: imports os/exec or plugin, calls "
+                    "os.StartProcess, syscall.Exec or syscall.ForkExec",
     "dot-import": "imports a package the audit watches (os, syscall, runtime, flag, testing, unsafe, log, reflect, "
                   "...) with a dot, so that its names are read unqualified",
     "reads-tests": "names test files or testdata (strings, folded; //go:embed patterns that can match them), lists "
-                   "the package's folder (the test binary runs in it), reads .go source, or imports a Go parser "
-                   "(go/parser, go/build, go/packages): a test-source oracle",
+                   "or finds the package's folder (the test binary runs in it: os.ReadDir(\".\"), os.Getwd, $PWD), "
+                   "reads .go source, or imports a Go parser (go/parser, go/build, go/packages): a test-source oracle",
     "introspection": "finds its caller: runtime.Caller(s), runtime.CallersFrames, runtime.FuncForPC, runtime.Stack, "
                      "debug.Stack (the calling test's name and file)",
     "grader-tamper": "tells the test run apart or names the grader: reads os.Args or os.Executable, looks up the flag "
@@ -85,11 +87,13 @@ FOREIGN_SUFFIXES = (".s", ".S", ".sx", ".syso", ".c", ".h", ".cc", ".cpp", ".cxx
 
 _EXIT, _TAMPER, _INTRO, _READS, _FORGED, _UNSAFE = \
     "process-exit", "grader-tamper", "introspection", "reads-tests", "forged-output", "unsafe"
-_SYSCALLS = {"Exit": _EXIT, "Kill": _EXIT, "Tgkill": _EXIT, "Tkill": _EXIT, "Syscall": _EXIT, "Syscall6": _EXIT,
+_PROGRAM = "runs-program"
+_SYSCALLS = {"Exec": _PROGRAM, "ForkExec": _PROGRAM, "StartProcess": _PROGRAM, "Exit": _EXIT, "Kill": _EXIT, "Tgkill": _EXIT, "Tkill": _EXIT, "Syscall": _EXIT, "Syscall6": _EXIT,
              "RawSyscall": _EXIT, "RawSyscall6": _EXIT, "Dup2": _FORGED, "Dup3": _FORGED}
 # (import path, member) -> rule, for members named anywhere (called or not)
 WATCHED: dict[str, dict[str, str]] = {
-    "os": {"Exit": _EXIT, "FindProcess": _EXIT, "Args": _TAMPER, "Executable": _TAMPER},
+    "os": {"Exit": _EXIT, "FindProcess": _EXIT, "Args": _TAMPER, "Executable": _TAMPER, "Getwd": _READS,
+           "StartProcess": _PROGRAM},
     "syscall": _SYSCALLS,
     "golang.org/x/sys/unix": _SYSCALLS,
     "runtime": {"Goexit": _EXIT, "Caller": _INTRO, "Callers": _INTRO, "CallersFrames": _INTRO, "FuncForPC": _INTRO,
@@ -111,7 +115,11 @@ _PARSERS = frozenset({"go/parser", "go/build", "go/scanner", "go/importer", "gol
 # file calls whose first argument is a path: what they read, list or open
 _FILE_CALLS = {("os", "ReadFile"), ("os", "Open"), ("os", "OpenFile"), ("os", "ReadDir"), ("os", "DirFS"),
                ("os", "Stat"), ("os", "Lstat"), ("io/ioutil", "ReadFile"), ("io/ioutil", "ReadDir"),
-               ("path/filepath", "Glob"), ("path/filepath", "Walk"), ("path/filepath", "WalkDir")}
+               ("path/filepath", "Glob"), ("path/filepath", "Walk"), ("path/filepath", "WalkDir"),
+               ("path/filepath", "Abs")}
+# environment variables that name the package's folder (the test binary's working folder)
+_FOLDER_VARIABLES = frozenset({"PWD", "OLDPWD", "GOPATH"})
+_PROGRAM_PACKAGES = frozenset({"os/exec", "plugin", "golang.org/x/sys/execabs"})
 _INIT_SENSITIVE = frozenset({_EXIT, _TAMPER, _INTRO, _READS, _FORGED, "testing-package"})
 
 # -- strings ----------------------------------------------------------------------------------------
@@ -315,6 +323,8 @@ class _Scan:
                 self.add(_UNSAFE, 'imports "unsafe"', spec)
             elif _TESTING.match(path):
                 self.add("testing-package", f'imports "{path}" into package code', spec)
+            elif path in _PROGRAM_PACKAGES:
+                self.add(_PROGRAM, f'imports "{path}"', spec)
             elif path in _PARSERS:
                 self.add(_READS, f'imports "{path}": a Go source reader', spec)
             if name == "." and (path in _DOT_WATCHED or path == "C"):
@@ -397,12 +407,16 @@ class _Scan:
 
     def _call(self, node: Node) -> None:
         member = self._member(node.child_by_field_name("function"))
-        if member not in _FILE_CALLS:
+        if member not in _FILE_CALLS and member not in (("os", "Getenv"), ("os", "LookupEnv")):
             return
         arguments = node.child_by_field_name("arguments")
         first = arguments.named_children[0] if arguments is not None and arguments.named_children else None
         value = self.fold(first) if first is not None else None
         if not isinstance(value, str):
+            return
+        if member[1] in ("Getenv", "LookupEnv"):
+            if value in _FOLDER_VARIABLES:
+                self.add(_READS, f"reads ${value}: the package's folder", node)
             return
         clean = posixpath.normpath(value) if value else "."
         if clean == "." or (not clean.startswith("/") and (clean.endswith(".go") or "*" in clean)):
