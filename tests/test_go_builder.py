@@ -110,6 +110,17 @@ def test_a_statement_shows_the_go_signature_and_doc_when_the_symptoms_name_the_f
     assert "if a > b" not in statement
 
 
+def test_a_test_that_never_ran_after_a_panic_is_no_symptom_and_hides_no_file():
+    from code_gym.languages.go.builder.statement import parse_failures
+
+    messages = {"a_test.go::TestA": "the test did not finish: the test binary panicked or exited during it: panic: boom",
+                "b_test.go::TestB": "the test did not run: the test binary ended before it"}
+    tests = sorted(messages)
+    assert list(parse_failures(messages, tests)) == ["a_test.go::TestA"]
+    assert pipeline._hidden(tests, messages) == ["a_test.go"]
+    assert pipeline._hidden(["b_test.go::TestB"], messages) == ["b_test.go"]  # none failed of its own: its file
+
+
 def test_a_go_cover_profile_gives_the_lines_that_ran():
     profile = "mode: set\nexample.com/calc/calc.go:3.10,5.2 2 1\nexample.com/calc/sub/y.go:7.1,7.9 1 0\n" \
               "example.com/calc/calc.go:9.1,10.2 1 3\nother.org/dep/z.go:1.1,2.2 1 1\n"
@@ -175,13 +186,16 @@ CALC = {
         	}
         }
         """,
-    # passes in a fresh copy, fails when run again in the same folder (it leaves a file behind)
-    "example.com/calc/add_test.go": """\
-        package calc
+    # passes in a fresh copy, fails when run again in the same folder (it leaves a file behind); in a
+    # package of its own, since the reader runs the passes of a failed test binary again
+    "example.com/calc/once/once_test.go": """\
+        package once
 
         import (
         	"os"
         	"testing"
+
+        	. "example.com/calc"
         )
 
         func TestAddOncePerFolder(t *testing.T) {
@@ -214,6 +228,7 @@ def test_the_gates_decide_as_expected_on_a_hand_made_package(calc):
     by_id = {t.id: t for t in report.tasks}
     manifest = report.manifest
     assert manifest["import_path"] == "example.com/calc" and manifest["environment"]["packages"] == []
+    assert manifest["environment"]["build_cache"]  # made by the adapter in the sandbox, or found in the cache
     # Unused runs in no test: no candidate of it
     assert manifest["functions"]["found"] == 4 and manifest["functions"]["covered"] == 3
     assert not any("unused" in c for c in list(by_id) + [r.candidate for r in report.rejections])
@@ -225,8 +240,8 @@ def test_the_gates_decide_as_expected_on_a_hand_made_package(calc):
     flip = by_id["calc-max-flip-comparison"]
     assert flip.language == "go" and flip.test_command == "go test -count=1 -vet=off"
     assert flip.fail_to_pass == ("maxmin_test.go::TestMax",)
-    assert flip.hidden_tests == ("maxmin_test.go",) and flip.visible_tests == ("add_test.go",)
-    assert set(flip.pass_to_pass) == {"maxmin_test.go::TestMin", "add_test.go::TestAddOncePerFolder"}
+    assert flip.hidden_tests == ("maxmin_test.go",) and flip.visible_tests == ("once/once_test.go",)
+    assert set(flip.pass_to_pass) == {"maxmin_test.go::TestMin", "once/once_test.go::TestAddOncePerFolder"}
     assert not (flip.repo / "maxmin_test.go").exists()
     changed_max = (flip.repo / "calc.go").read_text().split("func Max")[1].split("func Min")[0]
     assert "if a < b" in changed_max

@@ -17,7 +17,7 @@ from __future__ import annotations
 import posixpath
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -57,7 +57,7 @@ class Project:
     package: str = ""  # the Debian package it came from ("" for a folder)
     version: str = ""
     unresolved: tuple[str, ...] = ()  # imports no Debian package ships
-    added: tuple[str, ...] = field(default=())  # packages added for imports beyond Depends
+    added: tuple[str, ...] = ()  # packages added for imports beyond Depends
 
     @property
     def environment(self) -> dict:
