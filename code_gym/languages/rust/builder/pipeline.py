@@ -6,9 +6,10 @@ folder), task folders and a manifest out. Its shape is the JavaScript builder's;
 1. Environment: the Debian packages of the crate's dependencies as an offline directory source,
    Cargo.lock resolved against them, and the target cache of the original crate (dependencies and
    the crate compiled once, in the sandbox): `code_gym.languages.rust.environments`.
-2. Baseline: the crate's test targets run twice back to back in one copy, through the adapter (the
-   reader's per-test records and failure messages). A target that does not build or where no test
-   passes is left out; a test that does not pass in both runs is never listed.
+2. Baseline: the crate's test targets run `reruns` times (at least twice) back to back in one
+   copy, through the adapter (the reader's per-test records and failure messages). A target that
+   does not build or where no test passes is left out; a test that does not pass in every run is
+   never listed.
 3. Candidates: for each function of the crate's sources, its body removed (when it has a doc
    comment) and a few mutations (mutations.py). Rust has no cheap line coverage here, so every
    candidate runs every test target: one incremental build of the crate (the dependencies come
@@ -20,8 +21,11 @@ folder), task folders and a manifest out. Its shape is the JavaScript builder's;
    that kills a test binary (a recursion that overflows the stack aborts the process) is rejected
    too (gate "fails"): which of that binary's tests had finished depends on thread timing, so its
    FAIL_TO_PASS list would not repeat.
-   The reference runs start from the original's target cache with the original files' times, so
-   cargo finds the crate fresh and only the hidden tests' targets compile.
+   A task's reference, laid out as the grader lays it (its patch applied, its hidden tests back),
+   is the original crate file for file: its runs are the baseline's, shared by every task of the
+   crate, and cost nothing (a folder that differs is run, from the original's target cache with
+   the original files' times, so cargo finds the unchanged units fresh). The grader check then
+   grades one task of each hidden-test layout through the grader itself.
 """
 from __future__ import annotations
 
@@ -60,7 +64,7 @@ from code_gym.util.hostfs import owned_prefix
 from code_gym.workspace.diffs import file_diff
 from code_gym.workspace.working_copy import Workspace
 
-BASELINE_RUNS = 2  # runs of the original back to back: a test must pass in each to be listed
+BASELINE_RUNS = 2  # runs of the original back to back (`reruns` when more): a listed test passed in each
 # the changed code's run (a build and the tests) may take this many times the baseline's (at least
 # MIN_CHANGED_LIMIT seconds, at most the task's timeout)
 SLOWDOWN_LIMIT = 10.0
@@ -154,6 +158,7 @@ class _Baseline:
     duration: float  # the second run (a warm build and the tests)
     first_duration: float  # the first run (the copy of the cache, fingerprints, the tests)
     not_listed: int = 0  # tests of clean targets that do not pass (ignored, failing, flaky)
+    runs: tuple[SuiteRun, ...] = ()  # the runs themselves: every task's reference runs, when its files are the crate's
 
 
 def _baseline(project: Project, runtime: Runtime, options: BuildOptions, slots) -> _Baseline:
@@ -162,7 +167,7 @@ def _baseline(project: Project, runtime: Runtime, options: BuildOptions, slots) 
         copy = Workspace(project.root, strategy="copy")
         try:
             runs = run_suite(copy.root, project.test_command, [], 3 * options.timeout, runtime, options.isolation,
-                             BASELINE_RUNS)
+                             max(BASELINE_RUNS, options.reruns))
         finally:
             copy.close()
     first = runs[0]
@@ -181,7 +186,8 @@ def _baseline(project: Project, runtime: Runtime, options: BuildOptions, slots) 
                          "; ".join(f"{f}: {r}" for f, r in list(excluded.items())[:5]))
     listed = frozenset(t for t in passed if _file(t) in clean)
     total = sum(1 for t in first.outcomes if "::" in t and _file(t) in clean)
-    return _Baseline(listed, tuple(clean), excluded, runs[-1].duration, first.duration, total - len(listed))
+    return _Baseline(listed, tuple(clean), excluded, runs[-1].duration, first.duration, total - len(listed),
+                     tuple(runs))
 
 
 def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) -> tuple[list[Candidate], dict]:
@@ -271,6 +277,18 @@ def _write_task(project: Project, baseline: _Baseline, cand: Candidate, changed:
     return write_task(staging / cand.id, manifest, fill_repo, {f: (project.root / f).read_bytes() for f in hidden}, patch)
 
 
+def _tree(root: Path) -> dict[str, Path]:
+    return {p.relative_to(root).as_posix(): p for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+
+
+def _same_files(root: Path, original: Path) -> bool:
+    """Whether `root` holds exactly the files of `original`, byte for byte."""
+    mine, theirs = _tree(root), _tree(original)
+    return mine.keys() == theirs.keys() and all(
+        mine[rel].stat().st_size == theirs[rel].stat().st_size and mine[rel].read_bytes() == theirs[rel].read_bytes()
+        for rel in mine)
+
+
 def _same_times(root: Path, original: Path) -> None:
     """Give each file of `root` whose bytes are the original's the original's times: cargo decides
     what to rebuild by modification times, and the target cache was built from the original."""
@@ -332,16 +350,24 @@ class _Runs:
                 return frozenset({f"(the test run itself fails: exit code {run.exit_code})"})
         return self.failed[key]
 
-    def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str]]:
-        """The original code laid out as the grader lays it (the hidden tests back, every clean
-        target run), then, back to back in the same folder, the FAIL_TO_PASS tests that no earlier
-        candidate's reruns showed stable (`reruns` runs in all). Returns the runs and the tests rerun."""
-        with self.slots:
-            copy = Workspace(task.repo, strategy="copy")
-            try:
-                apply_changes(task, copy.root, reference_changes(task))
-                lay_hidden_tests(task, copy.root)
-                _same_times(copy.root, self.project.root)
+    def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str] | None]:
+        """The original code laid out as the grader lays it (the reference patch applied, the hidden
+        tests back), run: every clean target, then, back to back in the same folder, the
+        FAIL_TO_PASS tests that no earlier candidate's reruns showed stable (`reruns` runs in all).
+        Returns the runs and the tests rerun (None: all of them, in every run).
+
+        When the laid-out folder holds the original crate's files byte for byte, its runs are the
+        baseline's (the same files, environment and target cache): every task of a crate shares
+        them, and no run is made for the task (the grader check still grades one task of each
+        hidden-test layout through the grader itself)."""
+        copy = Workspace(task.repo, strategy="copy")
+        try:
+            apply_changes(task, copy.root, reference_changes(task))
+            lay_hidden_tests(task, copy.root)
+            if _same_files(copy.root, self.project.root):
+                return list(self.baseline.runs), None
+            _same_times(copy.root, self.project.root)
+            with self.slots:
                 timeout = task.timeouts.tests
                 targets = tuple(task.visible_tests) + tuple(task.hidden_tests)
                 runs = run_suite(copy.root, task.test_command, targets, timeout, self.runtime, self.options.isolation)
@@ -350,8 +376,8 @@ class _Runs:
                     runs += run_suite(copy.root, task.test_command, sorted(again), timeout, self.runtime,
                                       self.options.isolation, self.options.reruns - 1)
                 return runs, again
-            finally:
-                copy.close()
+        finally:
+            copy.close()
 
 
 def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = None) -> Outcome:
@@ -403,12 +429,11 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
                                            f"{names}"), frozenset(fail_to_pass))
     task = _write_task(project, baseline, cand, changed, fail_to_pass, statement, staging, options)
     reference_runs, rerun = runs.reference(task)
-    listed = [t for t in baseline.passed]
-    verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun, listed)
+    verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun, sorted(baseline.passed))
     if verdict:
         shutil.rmtree(task.root, ignore_errors=True)
         return Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
-    runs.stable.update(rerun)
+    runs.stable.update(fail_to_pass if rerun is None else rerun)
     return Outcome(cand, task, frozenset(fail_to_pass), symptoms)
 
 
