@@ -144,6 +144,9 @@ def test_a_selected_integration_test_runs_with_the_unit_tests_and_names_select_e
     stream, result = run(repo, toolchain, ("src/lib.rs::tests::adds", "tests/other.rs"))
     assert stream.outcomes == {"src/lib.rs::tests::adds": "passed", "tests/other.rs::elsewhere": "passed"}
     assert stream.end == 0 and result.exit_code == 0, result.output[-3000:]
+    stream, result = run(repo, toolchain, ("src/lib.rs::tests::adds", "src/lib.rs::tests::wrong"))
+    assert stream.outcomes == {"src/lib.rs::tests::adds": "passed", "src/lib.rs::tests::wrong": "failed"}
+    assert stream.end == 1 and result.exit_code == 1
 
 
 def test_a_library_that_does_not_compile_fails_every_target_with_the_compilers_message(tmp_path, toolchain):
