@@ -177,6 +177,11 @@ def _baseline(project: Project, runtime: Runtime, options: BuildOptions, slots) 
         why = "; ".join(first.problems[:1]) or first.output[-300:].strip()
         raise BuildError(f"the crate's test run fails as a whole (exit code {first.exit_code}): {why}")
     excluded = {t: f"it does not build: {m.strip()[:200]}" for t, m in first.unbuilt.items()}
+    if "src/lib.rs" in excluded and len(first.unbuilt) < len({_file(t) for t in first.outcomes}):
+        # the reader builds the library's unit tests in every run, and reads their errors as the
+        # library's: once the crate is changed, every target would fail as if the library did not build
+        raise BuildError(f"the library's unit tests do not build in its environment ({excluded['src/lib.rs'][:200]}), "
+                         "and every run builds them")
     passed = {t for t in first.outcomes if "::" in t and all(r.outcomes.get(t) == "passed" for r in runs)}
     for target in sorted({_file(t) for t in first.outcomes if "::" in t} - {_file(t) for t in passed}):
         excluded.setdefault(target, "none of its tests passes in every run")
@@ -311,7 +316,6 @@ class _Runs:
     def __init__(self, project: Project, baseline: _Baseline, runtime: Runtime, options: BuildOptions, slots):
         self.project, self.baseline, self.runtime, self.options, self.slots = project, baseline, runtime, options, slots
         self.failed: dict[frozenset, frozenset[str]] = {}  # code state -> the listed tests that failed on it
-        self.unbuilt: dict[frozenset, str] = {}  # code state -> the compiler's errors, where it did not build
         self.stable: set[str] = set()  # tests that passed every rerun of the original back to back
         self.durations: list[float] = []  # of the changed code's runs (an incremental build and the tests)
 
@@ -334,10 +338,7 @@ class _Runs:
                 copy.close()
         self.durations.append(run.duration)
         if run.ok:
-            key = state(files)
-            if run.unbuilt:
-                self.unbuilt[key] = next(iter(run.unbuilt.values()))
-            self.failed[key] = frozenset(t for t in self.baseline.passed if run.outcomes.get(t) != "passed")
+            self.failed[state(files)] = frozenset(t for t in self.baseline.passed if run.outcomes.get(t) != "passed")
         return run
 
     def failing(self, files: dict[str, str]) -> frozenset[str]:
@@ -396,8 +397,9 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
         why = "; ".join(run.problems[:1]) or run.output[-200:].strip()
         return Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (exit code "
                                        f"{run.exit_code}), so no test can be singled out: {why}"))
-    if run.unbuilt:
-        target, errors = next(iter(run.unbuilt.items()))
+    unbuilt = {t: m for t, m in run.unbuilt.items() if t in baseline.clean_targets}
+    if unbuilt:
+        target, errors = next(iter(unbuilt.items()))
         lines = [line.strip() for line in errors.splitlines() if line.strip()]
         first = next((line for line in lines if line.startswith("error")), lines[0] if lines else "")
         return Outcome(cand, Rejection(cand.id, "fails", f"the changed code does not compile ({target}: {first[:160]})"))
