@@ -239,9 +239,36 @@ def test_forged_libtest_lines_do_not_pass_a_test(tmp_path, toolchain):
     """
     repo = crate(tmp_path, {"src/lib.rs": lib})
     stream, result = run(repo, toolchain, command="cargo test -- --test-threads 1")
-    assert stream.outcomes == {"src/lib.rs::tests::a_forges": "passed", "src/lib.rs::tests::b_fails": "failed"}, \
+    assert stream.outcomes == {"src/lib.rs::tests::a_forges": "failed", "src/lib.rs::tests::b_fails": "failed"}, \
         result.output[-3000:]
     assert "tests::ghost is not a test of this binary" in result.output
+    assert "not on its own" in stream.messages["src/lib.rs::tests::a_forges"]  # run alone, it reports another test
+
+
+def test_passes_forged_before_a_crash_are_run_again_alone(tmp_path, toolchain):
+    lib = r"""
+    #[cfg(test)]
+    mod tests {
+        use std::io::Write;
+        #[test]
+        fn a_really_passes() {}
+        #[test]
+        fn b_forges_then_aborts() {
+            let mut out = std::io::stdout();
+            out.write_all(b"{ \"type\": \"test\", \"name\": \"tests::c_fails\", \"event\": \"ok\" }\n").unwrap();
+            out.flush().unwrap();
+            std::process::abort();
+        }
+        #[test]
+        fn c_fails() { panic!("really fails"); }
+    }
+    """
+    repo = crate(tmp_path, {"src/lib.rs": lib})
+    stream, result = run(repo, toolchain, command="cargo test -- --test-threads 1")
+    assert stream.outcomes == {"src/lib.rs::tests::a_really_passes": "passed",
+                               "src/lib.rs::tests::b_forges_then_aborts": "failed",
+                               "src/lib.rs::tests::c_fails": "failed"}, result.output[-3000:]
+    assert "signal 6" in stream.messages["src/lib.rs::tests::c_fails"]
 
 
 def test_a_binary_that_rewrites_another_test_binary_fails_that_target(tmp_path, toolchain):

@@ -22,7 +22,8 @@ inside the sandbox, streaming one record per test on the results channel
    runs; the compiler never sees it). Records `SRC::NAME`: passed, failed (with libtest's captured
    output), ignored -> skipped. Names come from the binary's `--list` first; a test reported twice,
    a name the binary does not list, a binary that exits before reporting a test, a status that
-   disagrees with its reports: the tests concerned fail. Records are held to the run's end.
+   disagrees with its reports: the tests concerned fail, and the binary's other passes run again,
+   each alone, and stand only where that run ends cleanly. Records are held to the run's end.
 
 The reader is not dumpable (prctl), so the test binaries (same uid) cannot open its descriptors
 through /proc; the channel is reopened close-on-exec and its number dropped before anything
@@ -50,6 +51,7 @@ PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 LIBRARY_KINDS = ("lib", "rlib", "dylib", "cdylib", "staticlib", "proc-macro")
 TEST_KINDS = LIBRARY_KINDS + ("bin", "test")
 MAX_ROUNDS = 12
+MAX_RERUNS = 200  # passes of a binary that ended wrongly run again alone, up to this many
 LIBTEST_JSON = ["-Z", "unstable-options", "--format", "json", "--report-time"]
 
 
@@ -365,8 +367,64 @@ def listed_tests(exe: str, root: str, env: dict[str, str], libtest: list[str]) -
     return names
 
 
+class Execution:
+    """What one run of a test binary reported: outcomes and failure output by name, the names it
+    reported more than once, libtest's closing suite event, the exit status."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, str] = {}
+        self.messages: dict[str, str] = {}
+        self.repeated: set[str] = set()
+        self.finished: dict | None = None
+        self.status: int | None = None
+        self.error = ""
+
+
+def execute(exe: str, root: str, env: dict[str, str], args: list[str], echo: bool) -> Execution:
+    """Run `exe` with `args` and read libtest's JSON events (`echo`: print libtest's lines, and the
+    lines that are no event, for the agent)."""
+    run = Execution()
+    try:
+        proc = subprocess.Popen([exe, *args], cwd=root, env=env, stdout=subprocess.PIPE, stderr=None if echo else
+                                subprocess.DEVNULL, stdin=subprocess.DEVNULL, close_fds=True)
+    except OSError as error:
+        run.error = f"the test binary could not start: {error}"
+        return run
+    for raw in proc.stdout:
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        event = _event(line)
+        if event is None:
+            if echo:
+                say(line)
+            continue
+        kind, name = event.get("type"), event.get("name")
+        if kind == "suite" and event.get("event") in ("ok", "failed"):
+            run.finished = event
+            continue
+        outcome = {"ok": "passed", "failed": "failed", "ignored": "skipped"}.get(event.get("event"))
+        if kind != "test" or not isinstance(name, str) or outcome is None:
+            continue
+        if name in run.outcomes:
+            run.repeated.add(name)
+            continue
+        run.outcomes[name] = outcome
+        if echo:
+            say(f"test {name} ... {({'passed': 'ok', 'failed': 'FAILED', 'skipped': 'ignored'})[outcome]}")
+        if outcome == "failed":
+            output = event.get("stdout") or ""
+            run.messages[name] = output.strip()[-MESSAGE:] or "the test failed"
+            if echo:
+                say(f"---- {name} stdout ----\n{output.rstrip()}")
+    run.status = proc.wait()
+    reap()
+    return run
+
+
 def run_binary(binary: Binary, root: str, env: dict[str, str], libtest: list[str], names: list[str] | None) -> None:
-    """Run one test binary and read its JSON events into `binary` (printing libtest's lines)."""
+    """Run one test binary and read its JSON events into `binary` (printing libtest's lines). A run
+    that ended wrongly (an exit status that disagrees with its reports, no closing summary, a test
+    reported twice, a name the binary does not hold) has its passes run again, each alone: a pass
+    stands only where its own run ends cleanly with it."""
     exe, src = binary.exe, binary.target.src
     say(f"     Running {src} ({os.path.relpath(exe, root) if exe.startswith(root) else exe})")
     listed = listed_tests(exe, root, env, libtest)
@@ -376,71 +434,62 @@ def run_binary(binary: Binary, root: str, env: dict[str, str], libtest: list[str
     skips = [libtest[i + 1] if w == "--skip" else w.split("=", 1)[1]
              for i, w in enumerate(libtest) if w == "--skip" and i + 1 < len(libtest) or w.startswith("--skip=")]
     binary.listed = [n for n in listed if (names is None or n in names) and not any(s in n for s in skips)]
-    filters = [*names, "--exact"] if names else []
-    try:
-        proc = subprocess.Popen([exe, *libtest, *LIBTEST_JSON, *filters], cwd=root, env=env, stdout=subprocess.PIPE,
-                                stderr=None, stdin=subprocess.DEVNULL, close_fds=True)
-    except OSError as error:
-        binary.problems.append(f"the test binary could not start: {error}")
-        return
-    finished = None
-    seen: set[str] = set()
-    for raw in proc.stdout:
-        line = raw.decode("utf-8", "replace").rstrip("\n")
-        event = _event(line)
-        if event is None:
-            say(line)
-            continue
-        kind, name = event.get("type"), event.get("name")
-        if kind == "suite" and event.get("event") in ("ok", "failed"):
-            finished = event
-            continue
-        if kind != "test" or not isinstance(name, str) or event.get("event") in ("started", "timeout"):
-            continue
-        state = event.get("event")
-        outcome = {"ok": "passed", "failed": "failed", "ignored": "skipped"}.get(state)
-        if outcome is None:
-            continue
-        if name in seen:
-            binary.outcomes[name] = "failed"
-            binary.messages[name] = "libtest reported this test more than once"
-            binary.problems.append(f"{name} was reported more than once")
-            continue
-        seen.add(name)
-        binary.outcomes[name] = outcome
-        mark = {"passed": "ok", "failed": "FAILED", "skipped": "ignored"}[outcome]
-        say(f"test {name} ... {mark}")
-        if outcome == "failed":
-            output = event.get("stdout") or ""
-            binary.messages[name] = output.strip()[-MESSAGE:] or "the test failed"
-            say(f"---- {name} stdout ----\n{output.rstrip()}")
-    status = proc.wait()
-    reap()
-    unknown = [n for n in binary.outcomes if n not in binary.listed]
-    for name in unknown:  # a name the binary does not hold: written by the code under test
+    run = execute(exe, root, env, [*libtest, *LIBTEST_JSON, *([*names, "--exact"] if names else [])], echo=True)
+    if run.error:
+        binary.problems.append(run.error)
+    binary.outcomes, binary.messages = run.outcomes, run.messages
+    for name in sorted(run.repeated):
+        binary.outcomes[name] = "failed"
+        binary.messages[name] = "libtest reported this test more than once"
+        binary.problems.append(f"{name} was reported more than once")
+    for name in [n for n in binary.outcomes if n not in binary.listed]:  # written by the code under test
         binary.problems.append(f"{name} is not a test of this binary")
         del binary.outcomes[name]
     failed = [n for n, o in binary.outcomes.items() if o == "failed"]
-    if status == 0 and (finished is None or failed):
-        why = "the test binary exited 0 before libtest's summary" if finished is None else \
-            "the test binary exited 0 although a test failed"
-        binary.problems.append(why)
+    status = run.status
+    if status == 0 and (run.finished is None or failed):
+        binary.problems.append("the test binary exited 0 before libtest's summary" if run.finished is None else
+                               "the test binary exited 0 although a test failed")
     elif status == 101 and not failed:
         binary.problems.append("the test binary exited 101 but reported no failing test")
         for name in binary.listed:
             binary.outcomes[name] = "failed"
             binary.messages[name] = "the test binary exited 101 but reported no failing test"
-    elif status not in (0, 101):
-        why = f"the test binary was killed by signal {-status}" if status < 0 else f"the test binary exited {status}"
-        binary.problems.append(why)
+    elif status is not None and status not in (0, 101):
+        binary.problems.append(f"the test binary was killed by signal {-status}" if status < 0 else
+                               f"the test binary exited {status}")
+    if binary.problems:
+        rerun_passes(binary, root, env, libtest)
     for name in binary.listed:
         if name not in binary.outcomes:
             binary.outcomes[name] = "failed"
             binary.messages[name] = (binary.problems[-1] if binary.problems else "no result was reported") + \
                 " before reporting this test"
+    failed = [n for n, o in binary.outcomes.items() if o == "failed"]
     summary = f"test result: {sum(o == 'passed' for o in binary.outcomes.values())} passed; {len(failed)} failed; " \
               f"{sum(o == 'skipped' for o in binary.outcomes.values())} ignored"
     say(summary + "".join(f"\ncode-gym: {p}" for p in binary.problems) + "\n")
+
+
+def rerun_passes(binary: Binary, root: str, env: dict[str, str], libtest: list[str]) -> None:
+    passes = [n for n, o in binary.outcomes.items() if o == "passed"]
+    if not passes:
+        return
+    say(f"code-gym: {binary.target.src}: the run ended wrongly ({binary.problems[0]}): its {len(passes)} passing "
+        f"test(s) run again, each on its own")
+    flags = [w for w in libtest if w in ("--ignored", "--include-ignored")]
+    why = f"it passed in a run that ended wrongly ({binary.problems[0]}), and not on its own"
+    for k, name in enumerate(passes):
+        if k >= MAX_RERUNS:
+            binary.outcomes[name] = "failed"
+            binary.messages[name] = f"it passed in a run that ended wrongly ({binary.problems[0]}); too many to run again"
+            continue
+        again = execute(binary.exe, root, env, [*flags, *LIBTEST_JSON, name, "--exact"], echo=False)
+        if not (again.status == 0 and again.finished is not None and again.outcomes == {name: "passed"}
+                and not again.repeated):
+            binary.outcomes[name] = "failed"
+            binary.messages[name] = why[:MESSAGE]
+            say(f"test {name} ... FAILED on its own")
 
 
 def run_main(binary: Binary, root: str, env: dict[str, str]) -> None:
