@@ -31,15 +31,14 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import tree_sitter_rust
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Node, Parser, Tree
 
 from code_gym.grading import builder
 from code_gym.grading.builder import REMOVE_BODY, Change, pick_changes
+from code_gym.languages.rust import source as rust_source
 
 OPERATORS = ("flip-comparison", "off-by-one", "swap-arguments", "drop-condition")
 NOT_IMPLEMENTED = "todo!()"
-LANGUAGE = Language(tree_sitter_rust.language())
 _FLIPS = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "!=", "!=": "=="}
 _BOUNDS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
 _SUFFIXES = ("i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize")
@@ -60,25 +59,19 @@ _LOCAL = threading.local()
 
 
 def parse(data: bytes, old: Tree | None = None) -> Tree:
-    """The tree-sitter-rust tree of `data`; `old`: an earlier version's tree, edited to match,
-    whose unchanged parts are reused. Parsers are not shared between threads."""
+    """The tree-sitter-rust tree of `data` (`code_gym.languages.rust.source.parse`, and incremental):
+    `old` is an earlier version's tree, edited to match, whose unchanged parts are reused. Parsers
+    are not shared between threads."""
     parser = getattr(_LOCAL, "parser", None)
     if parser is None:
-        parser = _LOCAL.parser = Parser(LANGUAGE)
+        parser = _LOCAL.parser = Parser(rust_source.LANGUAGE)
     return parser.parse(data, old) if old is not None else parser.parse(data)
 
 
 def syntax_error(tree: Tree) -> str | None:
     """Where the tree does not parse ("line 3: syntax error"), or None when it does."""
-    node = tree.root_node
-    if not node.has_error:
-        return None
-    while not (node.is_missing or node.type == "ERROR"):
-        inner = next((c for c in node.children if c.has_error or c.is_missing), None)
-        if inner is None:
-            break
-        node = inner
-    return f"line {node.start_point[0] + 1}: syntax error"
+    found = rust_source.errors(tree)
+    return f"line {found[0].start_point[0] + 1}: syntax error" if found else None
 
 
 def walk(node: Node, skip: frozenset[str] = frozenset()) -> Iterator[Node]:
