@@ -169,7 +169,8 @@ class _TaskTests:
     functions: frozenset[str]
 
 
-_TESTS: dict[tuple, _TaskTests] = {}
+_TESTS: dict[tuple, _TaskTests] = {}  # by task folder and test files; emptied past _TESTS_KEPT entries
+_TESTS_KEPT = 256
 
 
 def _task_tests(task: Task | None) -> _TaskTests:
@@ -194,6 +195,8 @@ def _task_tests(task: Task | None) -> _TaskTests:
                 if node.type in ("interpreted_string_literal", "raw_string_literal"):
                     files.update(posixpath.basename(part) for part in re.split(r"[\s,;]+", _literal(node))
                                  if "." in part)
+        if len(_TESTS) >= _TESTS_KEPT:
+            _TESTS.clear()
         _TESTS[key] = _TaskTests(frozenset(files), frozenset(functions))
     return _TESTS[key]
 
