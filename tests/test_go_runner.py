@@ -486,3 +486,18 @@ def test_passes_in_a_binary_that_failed_for_a_real_failure_stand(tmp_path):
     stream, run = reader_run(write(tmp_path, files))
     assert stream.outcomes == {"m_test.go::TestGood": "passed", "m_test.go::TestBad": "failed",
                                "m_test.go::TestAlsoGood": "passed"}, run.output[-3000:]
+
+
+def test_a_run_that_rewrites_the_code_cannot_confirm_its_passes(tmp_path):
+    """The code prints a pass, rewrites itself into a right version and exits: run again, the
+    rewritten code would pass, so a run that changed Go files confirms nothing."""
+    needs_go()
+    repo = write(tmp_path, dict(FORGER, **{"m.go": FORGER["m.go"].replace(
+        "\tos.Exit(1)", '\tos.WriteFile("m.go", []byte("package mini\\n\\nfunc Ready() bool { return true }\\n"), 0o644)'
+                        "\n\tos.Exit(1)")}))
+    planted = canary.make(("m_test.go",), lambda p: (repo / p).exists())
+    (repo / planted.path).write_text(planted.source)
+    stream, run = reader_run(repo, ("m_test.go", planted.path))
+    assert "func Ready() bool { return true }" in (repo / "m.go").read_text()  # it did rewrite itself
+    assert stream.outcomes["m_test.go::TestReady"] == "failed", run.output[-3000:]
+    assert "changed Go source files" in stream.messages["m_test.go::TestReady"]

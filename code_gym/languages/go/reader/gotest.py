@@ -473,6 +473,7 @@ def main(argv: list[str]) -> int:
     cache = run_cache(os.environ.get("CODE_GYM_GO_CACHE", ""))
     env = go_environment(cache, dependencies) | {"PWD": here}
     canaries = lay_canaries(packages)
+    run = Run(import_path, canaries, command, env)
     try:
         try:
             proc = subprocess.Popen([command[0], command[1], "-json", *command[2:], *_patterns(packages)], cwd=here,
@@ -485,7 +486,6 @@ def main(argv: list[str]) -> int:
         errors: list[str] = []
         drain = threading.Thread(target=_drain, args=(proc.stderr, errors), daemon=True)
         drain.start()
-        run = Run(import_path, canaries, command, env)
         run.read(proc.stdout)
         code = proc.wait()
         drain.join()
@@ -519,6 +519,7 @@ class Run:
         self.env = env
         self.running: dict[str, Package] = {}
         self.ended: list[Package] = []
+        self.sources = source_keys()  # made before go starts: a second run needs the same sources
 
     def read(self, stdout) -> None:
         for line in stdout:
@@ -588,6 +589,10 @@ class Run:
                   if r["outcome"] == "passed" and r["id"].split("::", 1)[0] not in planted]
         if not passed:
             return records
+        if source_keys() != self.sources:
+            return [r if r["id"].split("::", 1)[0] in planted else _failed_passes([r], (
+                "passed in a test binary that failed, and cannot run again: the run changed Go source files"))[0]
+                for r in records]
         pattern = "^(" + "|".join(re.escape(name) for name in passed) + ")$"
         target = "./" + package.folder if package.folder else "."
         done = subprocess.run([self.command[0], self.command[1], "-json", *self.command[2:], "-run", pattern, target],
@@ -608,11 +613,25 @@ class Run:
             "(forged output, or a test that passes only after others)"))[0] for r in records]
 
 
+def source_keys() -> dict[str, tuple | None]:
+    """The stat key of every Go file under the working folder (the repository)."""
+    keys = {}
+    for folder, dirs, names in os.walk("."):
+        dirs.sort()
+        for name in names:
+            if name.endswith(".go"):
+                path = os.path.join(folder, name)
+                keys[path] = _stat_key(path)
+    return keys
+
+
 def show(package: Package) -> None:
-    """What go test prints for a package: failing tests' output, then the package's own lines."""
-    for test in package.tests.values():
-        if test.failed or not test.ended:
-            print("".join(line for line in test.output if not _FRAMING.match(line)), end="")
+    """What go test prints for a package: failing tests' output (none when it passed), then the
+    package's own lines."""
+    if package.result != "pass":
+        for test in package.tests.values():
+            if test.failed or not test.ended:
+                print("".join(line for line in test.output if not _FRAMING.match(line)), end="")
     print("".join(package.output), end="")
 
 
