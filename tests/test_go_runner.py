@@ -501,3 +501,22 @@ def test_a_run_that_rewrites_the_code_cannot_confirm_its_passes(tmp_path):
     assert "func Ready() bool { return true }" in (repo / "m.go").read_text()  # it did rewrite itself
     assert stream.outcomes["m_test.go::TestReady"] == "failed", run.output[-3000:]
     assert "changed Go source files" in stream.messages["m_test.go::TestReady"]
+
+
+def test_a_build_cache_too_big_for_the_sandboxs_tmp_is_left_behind(tmp_path):
+    """/tmp is the sandbox's tmpfs (Limits.file_size_bytes): a cache over half its room is not copied."""
+    needs_go()
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    (seed / "big").write_bytes(b"\0" * (3 << 20))
+    runtime = Runtime(env=(("GO111MODULE", "off"), ("CGO_ENABLED", "0"), ("CODE_GYM_GO_PACKAGE", MODULE),
+                           ("CODE_GYM_GO_DEPENDENCIES", ""), ("CODE_GYM_GO_CACHE", str(seed))),
+                      folders=(seed,), reporter=runner.GoReporter())
+    files = {k: v for k, v in MINI.items() if k.startswith("sub/")}
+    repo = write(tmp_path / "repo", files)
+    sandbox = LocalSandbox(repo, "bwrap", Limits(timeout=300, file_size_bytes=4 << 20), runtime=runtime)
+    nonce = new_nonce()
+    run = sandbox.exec(GO.test_run(runner.DEFAULT_COMMAND, (), "/results").command, records=nonce)
+    stream = stream_records.read(run.records, nonce)
+    assert "does not fit in /tmp" in run.output
+    assert not stream.problems and stream.end in (0, 1), run.output[-3000:]

@@ -419,10 +419,23 @@ def link_repository(import_path: str) -> str:
 
 
 def run_cache(seed: str) -> str:
-    """A fresh writable copy of the task's build cache (an empty folder without one)."""
+    """A fresh writable copy of the task's build cache (an empty folder without one). /tmp is the
+    sandbox's own small file system: a cache that would take more than half its free space is not
+    copied, and one that does not fit is dropped (the run then compiles everything)."""
     folder = tempfile.mkdtemp(prefix="code-gym-gocache-")
-    if seed and os.path.isdir(seed):
+    if not seed or not os.path.isdir(seed):
+        return folder
+    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(seed) for n in names)
+    room = os.statvfs(folder)
+    if size > room.f_bavail * room.f_frsize // 2:
+        print(f"code-gym: the build cache ({size >> 20} MiB) does not fit in /tmp: everything compiles")
+        return folder
+    try:
         shutil.copytree(seed, folder, dirs_exist_ok=True, symlinks=True)
+    except OSError as error:
+        print(f"code-gym: the build cache could not be copied ({error}): everything compiles")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
     return folder
 
 
