@@ -471,9 +471,9 @@ def _runtime(project: Project) -> tuple[Runtime, dict]:
     from code_gym.languages.rust import environments
 
     task = project.task
-    try:
-        runtime = languages.get("rust").runtime(task)
+    try:  # the cache first, so that the manifest tells whether it was built now; the runtime then finds it
         cache = environments.target_cache(task, project.env or environments.task_environment(task))
+        runtime = languages.get("rust").runtime(task)
     except TaskError as exc:
         raise BuildError(f"the crate's environment cannot be made: {exc}") from None
     if cache is None:
