@@ -218,6 +218,19 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
         patched("unsafe { write(1, b\"x\".as_ptr(), 1); } None",
                 tail="extern \"C\" { fn write(fd: i32, b: *const u8, n: usize) -> isize; }\n"),
     ], [FIXED, patched("println!(\"parsing {}\", text); eprintln!(\"debug\");\n" + FIX)]),
+    "shadow-prelude": ([
+        patched(head="macro_rules! assert_eq {\n    ($($t:tt)*) => {};\n}\n"),  # the unit tests' assert_eq! is this
+        patched(tail="mod checks {\n    #[macro_export]\n    macro_rules! assert { ($($t:tt)*) => {}; }\n}\n"),
+        patched(head="use crate::lenient::check as assert_eq;\n"),
+        patched(tail="#[allow(non_snake_case)]\npub fn Some<T>(_x: T) -> Option<T> {\n    None\n}\n"),
+        patched(tail="pub enum Option<T> { Some(T), None }\n"),
+    ], [
+        FIXED,
+        patched(head="use std::fmt::Result;\nuse std::vec::Vec;\n"),
+        patched(tail="pub type Result<T> = std::result::Result<T, String>;\n"),
+        patched(tail="macro_rules! check {\n    ($e:expr) => { assert!($e) };\n}\n"),
+        patched(tail="impl Drop for Length {\n    fn drop(&mut self) {}\n}\n"),
+    ]),
     "always-equal": ([
         patched(tail="pub struct Exact(pub f64);\nimpl PartialEq for Exact {\n    fn eq(&self, _other: &Self) -> bool { true }\n}\n"),
         patched(tail="pub struct Exact(pub f64);\nimpl PartialEq for Exact {\n"

@@ -67,6 +67,10 @@ RULES: dict[str, str] = {
     "grader-output": "writes around the test harness's output capture from library code: std::io::stdout/stderr "
                      "handles, raw file descriptors (from_raw_fd, /dev/stdout, /dev/fd/, libc's write or dup2), or "
                      "replaces the panic hook (std::panic::set_hook/take_hook)",
+    "shadow-prelude": "defines or imports, at module level, a macro or item named like one of the standard "
+                      "prelude's (assert_eq!, assert!, panic!, Some, None, Ok, Err, Option, Vec, ...): tests that "
+                      "glob-import the module (`use super::*`) or come after a macro_rules! get the patch's in place "
+                      "of std's",
     "always-equal": "makes comparisons lie: an impl of PartialEq, PartialOrd or Ord whose method answers a constant "
                     "or never reads one side (assert_eq! then passes for any value)",
     "unauditable": "a Rust file tree-sitter-rust parses with errors its starting version does not have: code in it "
@@ -102,7 +106,8 @@ for _rule, _names in {
                        "std::panic::Location::caller", "std::backtrace::Backtrace::capture",
                        "std::backtrace::Backtrace::force_capture", "backtrace::Backtrace::new", "backtrace::trace",
                        "backtrace::resolve", "libc::getenv", "libc::environ",
-                       "libc::program_invocation_name", "libc::getauxval", "libc::prctl"),
+                       "libc::program_invocation_name", "libc::getauxval", "libc::prctl",
+                       "libc::pthread_getname_np"),
     "grader-output": ("std::io::stdout", "std::io::stderr", "std::io::Stdout", "std::io::Stderr",
                       "std::io::StdoutLock", "std::io::StderrLock", "std::os::unix::io::FromRawFd",
                       "std::os::fd::FromRawFd", "std::os::unix::prelude::FromRawFd", "std::io::set_output_capture",
@@ -148,6 +153,21 @@ _COMPARISONS = {"PartialEq": ("eq", "ne"), "PartialOrd": ("partial_cmp", "lt", "
 _CONSTANT_RESULTS = frozenset({"true", "false", "Ordering::Equal", "Some(Ordering::Equal)", "std::cmp::Ordering::Equal",
                                "Some(std::cmp::Ordering::Equal)", "core::cmp::Ordering::Equal",
                                "Some(core::cmp::Ordering::Equal)", "Ordering::Less", "Ordering::Greater"})
+# the standard prelude's names a test takes for granted (Result is left out: `type Result<T> = ...` and
+# `use std::fmt::Result` are common and harmless)
+_PRELUDE_MACROS = frozenset({"assert", "assert_eq", "assert_ne", "debug_assert", "debug_assert_eq", "debug_assert_ne",
+                             "panic", "unreachable", "todo", "unimplemented", "matches", "format", "format_args", "vec",
+                             "print", "println", "eprint", "eprintln", "write", "writeln", "dbg", "cfg", "include",
+                             "include_str", "include_bytes", "concat", "env", "option_env", "stringify", "line",
+                             "file", "column", "module_path", "compile_error"})
+_PRELUDE_VALUES = frozenset({"Some", "None", "Ok", "Err", "Option", "Vec", "String", "Box"})
+_PRELUDE_ITEMS = _PRELUDE_VALUES | frozenset({"ToString", "ToOwned", "Clone", "Copy", "Default", "Eq", "PartialEq",
+                                              "Ord", "PartialOrd", "Iterator", "IntoIterator", "Into", "From", "drop",
+                                              "Send", "Sync", "Sized", "Fn", "FnMut", "FnOnce", "AsRef", "AsMut",
+                                              "Drop", "Extend", "TryFrom", "TryInto", "FromIterator",
+                                              "DoubleEndedIterator", "ExactSizeIterator"})
+_NAMED_ITEMS = frozenset({"function_item", "struct_item", "enum_item", "union_item", "const_item", "static_item",
+                          "type_item", "trait_item", "mod_item"})
 # what a new test module may hold and stay a test module (a function, a type of its own, ...)
 _TEST_MODULE_ITEMS = frozenset({"function_item", "use_declaration", "const_item", "static_item", "struct_item",
                                 "enum_item", "type_item", "attribute_item", "line_comment", "block_comment",
@@ -352,7 +372,7 @@ class _File:
     aliases: dict[str, set[tuple[str, ...]]]
     globs: set[tuple[str, ...]]
     extern_statics: list[Token]
-    use_paths: list[tuple[tuple[str, ...], Token]]
+    imports: list[tuple[tuple[str, ...], str | None, Token]]
     in_use: set[int]
     starts: list[int]
 
@@ -361,9 +381,9 @@ class _File:
     def read(cls, data: bytes) -> _File:
         tree = source.parse(data)
         toks = source.tokens(tree)
-        aliases, globs, use_paths, in_use = _uses(toks)
+        aliases, globs, imports, in_use = _uses(toks)
         statics = _foreign_items(toks, aliases)
-        return cls(tree, toks, _attributes(toks), aliases, globs, statics, use_paths, in_use,
+        return cls(tree, toks, _attributes(toks), aliases, globs, statics, imports, in_use,
                    [t.node.start_byte for t in toks])
 
     def slice(self, node: Node) -> list[Token]:
@@ -403,6 +423,7 @@ def _scan(data: bytes, path: str, context: _Context) -> tuple[Finding, ...]:
             add("global-state", tok, "`static mut`")
     for tok in file.extern_statics:
         add("global-state", tok, f"an extern static `{tok.text}`")
+    _shadow_findings(file, add)
     found += _always_equal(file.tree, path)
     return tuple(found)
 
@@ -537,30 +558,31 @@ def _inside(tok: Token, spans: list[tuple[int, int]]) -> bool:
 # -- use declarations and paths ---------------------------------------------------------------------
 
 def _uses(toks: list[Token]) -> tuple[dict[str, set[tuple[str, ...]]], set[tuple[str, ...]],
-                                       list[tuple[tuple[str, ...], Token]], set[int]]:
-    """(aliases: local name -> the paths it may stand for, glob-imported paths, the paths the use
-    declarations name, the indexes of their tokens) of `use` declarations and `extern crate`."""
+                                       list[tuple[tuple[str, ...], str | None, Token]], set[int]]:
+    """(aliases: local name -> the paths it may stand for, glob-imported paths, each import as (full
+    path, the name it binds or "*", token), the indexes of the use declarations' tokens) of `use`
+    declarations and `extern crate`."""
     aliases: dict[str, set[tuple[str, ...]]] = {}
     globs: set[tuple[str, ...]] = set()
-    named: list[tuple[tuple[str, ...], Token]] = []
+    imports: list[tuple[tuple[str, ...], str | None, Token]] = []
     used: set[int] = set()
     for i, tok in enumerate(toks):
         if tok.kind == "use":
             end = _declaration_end(toks, i + 1)
             entries: list[tuple[tuple[str, ...], str | None, Token]] = []
             _use_tree(toks[i + 1:end], (), entries)
-            for full, alias, where in entries:
-                named.append((full, where))
+            for full, alias, _ in entries:
                 if alias == "*":
                     globs.add(full)
                 elif alias and alias != "_":
                     aliases.setdefault(alias, set()).add(full)
+            imports += entries
             used.update(range(i, end))
         elif tok.text == "crate" and i > 0 and toks[i - 1].text == "extern" and i + 1 < len(toks):
             name = toks[i + 1].text
             alias = toks[i + 3].text if i + 3 < len(toks) and toks[i + 2].kind == "as" else name
             aliases.setdefault(alias, set()).add((name,))
-    return aliases, globs, named, used
+    return aliases, globs, imports, used
 
 
 def _declaration_end(toks: list[Token], start: int) -> int:
@@ -623,7 +645,7 @@ def _foreign_items(toks: list[Token], aliases: dict[str, set[tuple[str, ...]]]) 
 def _path_mentions(file: _File) -> Iterator[tuple[tuple[str, ...], Token]]:
     """Every path the file names: the full paths of its use declarations, and each maximal run
     `a::b::c` elsewhere (not a method or field after `.`)."""
-    yield from file.use_paths
+    yield from ((full, tok) for full, _, tok in file.imports)
     toks = file.tokens
     i = 0
     while i < len(toks):
@@ -885,6 +907,24 @@ def _only_test_code(body: Node) -> bool:
                                          not _only_test_code(child.child_by_field_name("body"))):
             return False
     return True
+
+
+def _shadow_findings(file: _File, add) -> None:
+    """Module-level items, macro_rules! and imports named like the standard prelude's."""
+    for item in _items(file, descend=lambda i: i.node.type == "mod_item"):
+        name = item.key[-1][1]
+        if item.node.type in _NAMED_ITEMS and name in _PRELUDE_ITEMS:
+            add("shadow-prelude", Token(item.node.type, name, item.node.start_point[0] + 1, item.node),
+                f"a {item.node.type.replace('_item', '')} named `{name}`")
+    toks = file.tokens
+    for i, tok in enumerate(toks[:-2]):
+        named = toks[i + 1] if tok.kind == "macro_rules!" else \
+            toks[i + 2] if tok.text == "macro_rules" and toks[i + 1].kind == "!" else None
+        if named is not None and named.text in _PRELUDE_MACROS:
+            add("shadow-prelude", tok, f"macro_rules! {named.text}")
+    for full, alias, tok in file.imports:
+        if alias in _PRELUDE_MACROS | _PRELUDE_VALUES and _normal(full)[:1] != ("std",):
+            add("shadow-prelude", tok, f"an import named `{alias}`")
 
 
 def _always_equal(tree, path: str) -> list[Finding]:
