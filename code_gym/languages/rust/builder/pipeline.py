@@ -155,14 +155,14 @@ class _Baseline:
     passed: frozenset[str]  # the tests listed in tasks: they pass in every run
     clean_targets: tuple[str, ...]  # test targets with a passing test: the tasks' tests
     excluded: dict[str, str]  # test target -> why it is left out
-    duration: float  # the second run (a warm build and the tests)
+    duration: float  # the last run (a warm build and the tests)
     first_duration: float  # the first run (the copy of the cache, fingerprints, the tests)
     not_listed: int = 0  # tests of clean targets that do not pass (ignored, failing, flaky)
     runs: tuple[SuiteRun, ...] = ()  # the runs themselves: every task's reference runs, when its files are the crate's
 
 
 def _baseline(project: Project, runtime: Runtime, options: BuildOptions, slots) -> _Baseline:
-    """Every test target of the original, BASELINE_RUNS times back to back in one copy."""
+    """Every test target of the original, `reruns` times (at least BASELINE_RUNS) back to back in one copy."""
     with slots:
         copy = Workspace(project.root, strategy="copy")
         try:
