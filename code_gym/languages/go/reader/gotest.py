@@ -1,4 +1,4 @@
-"""The grader's Go reader: runs `go test -json` inside the sandbox and streams one record per
+"""The grader's Go reader: runs `go test -json` inside the sandbox and writes one record per
 top-level test on the results channel (`code_gym.grading.records`). Laid read-only in the run's
 reporter folder and started as `python3 -I gotest.py SPEC` (stdlib only), SPEC a JSON object:
 
