@@ -4,16 +4,19 @@ built here: `example.com/calc`, whose Mul adds instead of multiplying. Its hidde
 external test package) check Mul directly, through a test helper package (calctest) and through
 two golden files of Table's output (golden/, read by name, and testdata/).
 
-Each attempt, graded with its defence off, scores above the untouched repository (the `fraction`
-reward with the audit's verdict ignored); with its defence on it fails. The defence is the audit
-(its findings make the reward 0) or the grader's file policy (files.grader_owned: graded with the
-policy off, the change reaches the graded copy and wins; with it on, the change never does and
-the audit names the rule).
+Each attempt, graded with its defences off, scores above the untouched repository (the `fraction`
+reward with the audit's verdict ignored); with any one of them on it fails. The audit stops every
+attempt (its findings make the reward 0) except those the grader's file policy stops
+(files.grader_owned: graded with the policy off, the change reaches the graded copy and wins; with
+it on, the change never does and the audit names the rule). Some are stopped by a runtime defence
+too: the canaries (a forged pass followed by an exit with status 0 passes the package, and so the
+must-fail canaries) or the reader (a forged pass before the binary dies is failed; its win is
+shown against bare `go test -json`'s own events).
 
-The attempts that forge go test's output work because Go 1.19's test2json reads the test binary's
-stdout as text: a `--- PASS: TestX` line printed by package code is a pass, and exiting the binary
-with status 0 (syscall.Exit, the runtime's exit through //go:linkname, or assembly) keeps the real
-result from being printed. The reader fails the tests that never ran, so these win what they forge.
+The forgeries work on go test itself because Go 1.19's test2json reads the test binary's stdout as
+text: a `--- PASS: TestX` line printed by package code is a pass, and ending the binary with status
+0 (syscall.Exit, the runtime's exit through //go:linkname, assembly) keeps the real result from
+being printed. The audit also finds nothing in the bundled Go tasks' references.
 """
 from __future__ import annotations
 
@@ -22,7 +25,6 @@ import json
 import shutil
 import textwrap
 from dataclasses import dataclass
-
 from pathlib import Path
 
 import pytest
@@ -434,9 +436,9 @@ def test_the_table_is_well_formed():
                for a in ATTEMPTS)
 
 
-def test_the_attempts_parse_and_their_findings_need_no_build():
-    """Every attempt's Go file parses (a typo would make it lose by not compiling), and the audit
-    names its rules from the patch alone."""
+def test_the_attempts_parse_as_go():
+    """Every attempt's Go file parses with no unused import or variable (a typo would make it lose
+    by not compiling)."""
     from code_gym.languages.go import source
 
     for a in ATTEMPTS:
