@@ -487,7 +487,7 @@ def _expand(body: list[Token]) -> tuple[list[str], list[tuple[Token, ...]]]:
     while i < len(body) and (body[i].kind in source.NAME_TOKENS or body[i].kind in ("::", "unsafe")):
         head.append(body[i].text)
         i += 1
-    name = "".join(t if t == "::" else t for t in head).replace("r#", "")
+    name = "".join(head)
     args = body[i + 1:_closing(body, i)] if i < len(body) and body[i].kind == "(" else []
     if name == "unsafe":
         return _expand(args)
