@@ -161,6 +161,91 @@ def test_a_library_that_does_not_compile_fails_every_target_with_the_compilers_m
     assert result.output.count("expected expression, found `}`") == 1  # the lib and its unit tests: one error
 
 
+UNIT_TESTS_BROKEN = """
+pub fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn typed() {
+        let wrong: u8 = "not a number";
+        assert_eq!(wrong, 0);
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("command", ["cargo test", "cargo test -j 1"])
+def test_unit_tests_that_do_not_compile_fail_alone_while_the_library_builds(tmp_path, toolchain, command):
+    """The library's unit-test build (the lib compiled with --test) has the library's root as its
+    target too: its errors fail the unit tests (`src/lib.rs::*`), not the integration tests and
+    binaries, which link the library built without --test."""
+    repo = crate(tmp_path, {"src/lib.rs": UNIT_TESTS_BROKEN, "src/main.rs": MAIN, "tests/outside.rs": INTEGRATION})
+    stream, result = run(repo, toolchain, command=command)
+    assert not stream.problems and stream.end == 1 and result.exit_code == 1, result.output[-3000:]
+    assert stream.outcomes == {"src/lib.rs": "error", "tests/outside.rs::from_outside": "passed",
+                               "src/main.rs::in_the_binary": "passed"}, result.output[-3000:]
+    assert "mismatched types" in stream.messages["src/lib.rs"]
+    assert "the library did not build" not in stream.messages["src/lib.rs"]
+    assert result.output.count("error[E0308]: mismatched types") == 1, result.output[-3000:]
+
+
+FAKE_CARGO = """#!/usr/bin/env python3
+import json, os, sys
+root = os.getcwd()
+lib_broken = os.environ["FAKE_LIB_BROKEN"] == "1"
+def target(src, kind):
+    return {"kind": [kind], "name": "demo", "src_path": os.path.join(root, src)}
+def say(message):
+    print(json.dumps({"manifest_path": os.path.join(root, "Cargo.toml"), **message}))
+def error(src, text):
+    say({"reason": "compiler-message", "target": target(src, "lib"),
+         "message": {"level": "error", "message": text, "rendered": "error: " + text + "\\n"}})
+if "--lib" in sys.argv:  # the unit tests fail first; cargo stops before the library (as -j 1 may)
+    error("src/lib.rs", "in the unit tests" if not lib_broken else "in the library")
+    sys.exit(101)
+if lib_broken:
+    error("src/lib.rs", "in the library")
+    sys.exit(101)
+say({"reason": "compiler-artifact", "target": target("src/lib.rs", "lib"), "profile": {"test": False},
+     "executable": None})
+say({"reason": "compiler-artifact", "target": target("tests/outside.rs", "test"), "profile": {"test": True},
+     "executable": os.path.join(root, "outside-exe")})
+"""
+
+
+@pytest.mark.parametrize("lib_broken", [False, True])
+def test_errors_under_the_librarys_root_are_the_unit_tests_when_the_library_builds_without_them(
+        tmp_path, monkeypatch, lib_broken):
+    """When cargo stops before building the library (its messages do not say whether an error
+    under src/lib.rs is the library's or its unit tests'), the reader builds the rest without the
+    unit tests: a library that builds then leaves only the unit tests failed."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cargotest", runner.HERE / "reader" / "cargotest.py")
+    cargotest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cargotest)
+    root = tmp_path.resolve()
+    fake = root / "fake-cargo"
+    fake.write_text(FAKE_CARGO)
+    fake.chmod(0o755)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("FAKE_LIB_BROKEN", "1" if lib_broken else "0")
+    library = cargotest.Target({"name": "demo", "kind": ["lib"], "src_path": str(root / "src/lib.rs")}, str(root))
+    outside = cargotest.Target({"name": "outside", "kind": ["test"], "src_path": str(root / "tests/outside.rs")},
+                               str(root))
+    build = cargotest.build_targets([str(fake), "test"], [], [library, outside], library, str(root))
+    if lib_broken:
+        assert build.failed["src/lib.rs"] == "error: in the library\n"
+        assert build.failed["tests/outside.rs"].startswith("the library did not build")
+        assert "outside" not in " ".join(build.executables)
+    else:
+        assert build.failed == {"src/lib.rs": "error: in the unit tests\n"}
+        assert build.executables == {"tests/outside.rs": str(root / "outside-exe")}
+
+
 def test_an_integration_test_that_does_not_compile_fails_alone(tmp_path, toolchain):
     repo = crate(tmp_path, {"src/lib.rs": LIB, "tests/outside.rs": INTEGRATION,
                             "tests/broken.rs": "use demo::missing;\n#[test]\nfn uses_it() { missing(); }\n"})

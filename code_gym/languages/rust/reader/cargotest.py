@@ -15,8 +15,11 @@ inside the sandbox, streaming one record per test on the results channel
    messages give each test executable, compiler-message errors the compile errors by target. A
    target that does not build gets one "collect" record (id: its root, message: the compiler's
    errors), the full text goes to stdout, and the others are built again without it (cargo stops
-   at a first failing target). An integration test that could not build only because the library
-   did not, and that does not use the library, is compiled on its own with rustc (the canaries).
+   at a first failing target). Errors under the library's root fail every target only when the
+   library itself did not build; when it builds (cargo said so, or a round without the unit tests
+   shows it) they were its unit tests' (the lib compiled with --test), which alone fail. An
+   integration test that could not build only because the library did not, and that does not use
+   the library, is compiled on its own with rustc (the canaries).
 4. Each executable runs (cwd: the crate root, as cargo runs it) with `-Z unstable-options --format
    json --report-time` and RUSTC_BOOTSTRAP=1 in its environment only (libtest reads it when it
    runs; the compiler never sees it). Records `SRC::NAME`: passed, failed (with libtest's captured
@@ -229,6 +232,9 @@ class Build:
         self.errors: dict[str, list[str]] = {}  # target root -> rendered compiler errors
         self.failed: dict[str, str] = {}  # target root -> why it did not build
         self.stderr = ""
+        self.round: dict[str, list[str]] = {}  # the errors of the last cargo call, by target root
+        self.library_built = False  # the library (without --test: what the other targets link) built
+        self.shown: set[str] = set()  # diagnostics printed (a round repeats a failing one)
 
 
 def cargo_build(cargo: list[str], options: list[str], targets: list[Target], root: str, build: Build) -> bool:
@@ -243,7 +249,8 @@ def cargo_build(cargo: list[str], options: list[str], targets: list[Target], roo
         return False
     stdout, stderr = proc.communicate()
     build.stderr = stderr
-    shown: set[str] = set()  # the library and its unit tests compile the same file: one error, twice
+    build.round = {}
+    shown = build.shown  # the library and its unit tests compile the same file: one error, twice
     for line in stdout.splitlines():
         try:
             message = json.loads(line)
@@ -254,17 +261,25 @@ def cargo_build(cargo: list[str], options: list[str], targets: list[Target], roo
         reason = message.get("reason")
         target = message.get("target") or {}
         src = relative(target.get("src_path", ""), root) if target.get("src_path") else ""
-        if reason == "compiler-artifact" and message.get("executable") and (message.get("profile") or {}).get("test"):
-            if os.path.realpath(os.path.dirname(message.get("manifest_path", ""))) == root:
+        ours = os.path.realpath(os.path.dirname(message.get("manifest_path", ""))) == root
+        if reason == "compiler-artifact" and ours and (message.get("profile") or {}).get("test"):
+            if message.get("executable"):
                 build.executables[src] = message["executable"]
+        elif reason == "compiler-artifact" and ours and any(k in LIBRARY_KINDS for k in target.get("kind") or []):
+            build.library_built = True
         elif reason == "compiler-message":
             diagnostic = message.get("message") or {}
             rendered = diagnostic.get("rendered") or diagnostic.get("message") or ""
-            if rendered in shown or (diagnostic.get("message") or "").startswith("aborting due to"):
+            if (diagnostic.get("message") or "").startswith("aborting due to"):
+                continue
+            if diagnostic.get("level") in ("error", "error: internal compiler error"):
+                if rendered not in build.round.get(src, []):
+                    build.round.setdefault(src, []).append(rendered)
+                if rendered not in build.errors.get(src, []):
+                    build.errors.setdefault(src, []).append(rendered)
+            if rendered in shown:
                 continue
             shown.add(rendered)
-            if diagnostic.get("level") in ("error", "error: internal compiler error"):
-                build.errors.setdefault(src, []).append(rendered)
             if rendered:
                 say(rendered.rstrip("\n"))
     sys.stdout.write(stderr)
@@ -299,9 +314,16 @@ def uses_library(target: Target, library: Target | None, root: str) -> bool:
 
 def build_targets(cargo: list[str], options: list[str], targets: list[Target], library: Target | None,
                   root: str) -> Build:
-    """Build `targets`, again and again without the ones that failed, until the rest built."""
+    """Build `targets`, again and again without the ones that failed, until the rest built.
+
+    The library's root names two units: the library (what the other targets link) and its unit
+    tests (the library compiled with --test), and cargo's messages do not say which one an error
+    is from. Errors under that root fail every target only when the library itself did not build:
+    when cargo reported the library built, or the next round, without the unit tests, builds it,
+    they were the unit tests' and fail only those (`src/lib.rs::*`)."""
     build = Build()
     pending = list(targets)
+    unit_tests_only = False  # the library's unit tests were left out of this round for their errors
     for _ in range(MAX_ROUNDS):
         if not pending:
             break
@@ -310,9 +332,21 @@ def build_targets(cargo: list[str], options: list[str], targets: list[Target], l
             for target in pending:
                 build.failed[target.src] = "cargo built no test executable for it"
             break
-        library_errors = build.errors.get(library.src, []) if library is not None else []
-        broke = [t for t in pending if t.src not in build.executables and build.errors.get(t.src)]
+        library_errors = build.round.get(library.src, []) if library is not None else []
+        broke = [t for t in pending if t.src not in build.executables and build.round.get(t.src)]
+        if library_errors and library in pending and library.src not in build.executables and (
+                build.library_built or len(pending) > 1):
+            # the unit tests' errors, or the library's: the library built, or the next round tells
+            build.failed[library.src] = "\n".join(library_errors)
+            unit_tests_only = not build.library_built
+            broke = [t for t in broke if t is not library]
+            for target in broke:
+                build.failed[target.src] = "\n".join(build.round[target.src])
+            pending = [t for t in pending if t.src not in build.executables and t.src not in build.failed]
+            continue
         if library_errors:  # every other target of the crate links the library
+            if unit_tests_only:  # left out, the library still did not build: not (only) the unit tests' errors
+                build.failed[library.src] = "\n".join(build.errors.get(library.src, []))
             why = "the library did not build:\n" + "\n".join(library_errors)
             for target in pending:
                 if target.src not in build.executables:
@@ -325,7 +359,7 @@ def build_targets(cargo: list[str], options: list[str], targets: list[Target], l
                     build.failed[target.src] = why
             break
         for target in broke:
-            build.failed[target.src] = "\n".join(build.errors[target.src])
+            build.failed[target.src] = "\n".join(build.round[target.src])
         pending = [t for t in pending if t.src not in build.executables and t.src not in build.failed]
     return build
 
