@@ -449,7 +449,29 @@ def _fix_probe_cell(verdict) -> str:
     return f"{fix}/{regression}" + (f" ({flagged} FAIL_TO_PASS without fix)" if flagged else "")
 
 
+def _source_language(sources: list[str]) -> str:
+    """The language whose builder claims every source by its name (a builder's optional
+    `claims(source)`: Debian's golang-*-dev and librust-*-dev package names, say); python when
+    none does. Sources of two languages are a usage error: one build, one language."""
+    claimed = {}
+    for name in languages.NAMES:
+        claims = getattr(languages.get(name).builder, "claims", None)
+        for source in sources if claims is not None else ():
+            if claims(source):
+                claimed.setdefault(source, set()).add(name)
+    found = {n for names in claimed.values() for n in names}
+    if len(found) > 1:
+        raise UsageError(f"the sources name projects of {', '.join(sorted(found))}: build one language at a time "
+                         "(or pass --language)")
+    if found and len(claimed) < len(sources):
+        unclaimed = next(s for s in sources if s not in claimed)
+        raise UsageError(f"{unclaimed!r} is not a {next(iter(found))} source like the others: build one language at "
+                         "a time, or pass --language")
+    return found.pop() if found else "python"
+
+
 def cmd_tasks_build(args) -> int:
+    args.language = args.language or _source_language(args.source)
     builder = languages.get(args.language).builder
     given = {k: v for k, v in (("installer", args.installer), ("sdists", args.sdists or None)) if v is not None}
     unknown = sorted(set(given) - {f.name for f in dataclasses.fields(builder.EnvOptions)})
@@ -768,8 +790,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "that failed (environment, error) before")
     build.add_argument("--ray", metavar="ADDRESS", help="build each project as a Ray task on this cluster ('auto': the "
                        "running one; 'local': a Ray instance on this machine)")
-    build.add_argument("--language", default="python", choices=languages.NAMES,
-                       help="the projects' language (default: %(default)s)")
+    build.add_argument("--language", choices=languages.NAMES,
+                       help="the projects' language (default: the one whose builder claims the sources by name, "
+                       "golang-*-dev -> go, librust-*-dev -> rust; else python)")
     build.set_defaults(func=cmd_tasks_build)
     reval = tasks.add_parser("revalidate", help="re-run every gate on a built set in fresh sandboxes; reports the "
                              "fraction that still passes and which tasks fail which gate")

@@ -34,12 +34,23 @@ _OPENINGS = (
 )
 _SEEN = ("What I see:", "Observed:", "Steps to reproduce are in the project's tests; what happens:",
          "The failing checks:")
+CLOSINGS_SEEN = (  # for failing tests that stay in the repository (Rust's unit tests live in the sources)
+    "The tests named here must pass after the fix, and every other test must keep passing. The tests are right; "
+    "the code is wrong.",
+    "Please fix the code (not the tests): the tests named above must pass and the others must keep passing.",
+    "Find the cause and fix it in the source; the tests are correct.",
+)
 _CLOSINGS = (
     "The tests named here are hidden from you; they must pass after the fix, and every other test must keep "
     "passing. The tests are right; the code is wrong.",
     "Please fix the code (not the tests): the tests named above must pass and the others must keep passing.",
     "Find the cause and fix it in the source; the tests are correct and hidden from you.",
 )
+
+
+def _parts(qualname: str) -> list[str]:
+    """The names in a qualified name, whichever separator its language writes ("Type.method", "Type::method")."""
+    return re.split(r"::|\.", qualname)
 
 
 def cut(text: str) -> str:
@@ -75,6 +86,8 @@ class Wording:
     name_chars: str  # a regex of one character a name can hold: a mention of a name is not inside a longer one
     doc: str  # what the documentation above or in a function is called
     kept_doc: str  # the same, as the thing a removed body leaves behind
+    # the last paragraph; a language whose failing tests the agent may see says nothing of hidden tests
+    closings: tuple[str, ...] = _CLOSINGS
 
     def pick_symptoms(self, change: Change, failing_tests: Iterable[str],
                       symptoms: Symptoms) -> tuple[list[tuple[str, str]], bool]:
@@ -83,7 +96,7 @@ class Wording:
         # one bullet per (name, sentence): a test inherited by several classes fails the same way in each
         described = list(dict.fromkeys((self.test_name(t), self.describe(symptoms[t]))
                                        for t in sorted(failing_tests) if t in symptoms))
-        names = {part for part in change.function.qualname.split(".") if part not in self.not_names}
+        names = {part for part in _parts(change.function.qualname) if part not in self.not_names}
         silent = [d for d in described if not self._mentions(d[1], names)]
         chosen = silent or described
         return chosen[:MAX_SYMPTOMS], bool(chosen) and not silent
@@ -92,7 +105,7 @@ class Wording:
                         seed: str = "") -> str:
         """What the agent is told about a one-region task: see the module docstring."""
         rng = random.Random(f"statement:{seed}")
-        return f"{self._region(change, failing_tests, symptoms or {}, rng)}\n\n{rng.choice(_CLOSINGS)}"
+        return f"{self._region(change, failing_tests, symptoms or {}, rng)}\n\n{rng.choice(self.closings)}"
 
     def write_multi_statement(self, parts: Sequence[tuple[Change, Sequence[str], Symptoms]], seed: str = "") -> str:
         """A statement for a task with several changed regions: one numbered report per region, each
@@ -103,7 +116,7 @@ class Wording:
                             f"There are {len(parts)} independent bugs to fix here."))
         reports = [f"### Report {i}\n\n{self._region(change, tests, symptoms, rng)}"
                    for i, (change, tests, symptoms) in enumerate(parts, 1)]
-        return "\n\n".join([intro, *reports, rng.choice(_CLOSINGS)])
+        return "\n\n".join([intro, *reports, rng.choice(self.closings)])
 
     def _mentions(self, text: str, names: set[str]) -> bool:
         return any(re.search(rf"(?<!{self.name_chars}){re.escape(n)}(?!{self.name_chars})", text) for n in names)
@@ -118,8 +131,9 @@ class Wording:
         place = self._places(fn)[0]
         where = f"module {place}" if self.module(fn.path) else place
         sentences = [f"It lives in {where}" + (f", described as: {module_doc}." if module_doc else ".")]
-        if "." in fn.qualname and class_doc:
-            sentences.append(f"It is a method of `{fn.qualname.rsplit('.', 1)[0]}`, described as: {class_doc}.")
+        owner = re.match(r"(.+)(?:::|\.)[^.:]+$", fn.qualname)
+        if owner and class_doc:
+            sentences.append(f"It is a method of `{owner.group(1)}`, described as: {class_doc}.")
         return " ".join(sentences)
 
     def _region(self, change: Change, failing_tests: Sequence[str], symptoms: Symptoms, rng: random.Random) -> str:

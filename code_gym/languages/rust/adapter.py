@@ -21,7 +21,9 @@ class Rust:
     grammar = "rust"
     run_ok = (0, 1)  # the reader's status: every test passed, something failed or did not build
     default_test_command = runner.DEFAULT_COMMAND
-    image_packages = ("cargo", "rustc", "python3")  # Debian bookworm's cargo 1.65 / rustc 1.63; the reader is Python
+    # Debian's cargo 1.65 / rustc 1.63; rustc links through libc-dev, a virtual package debootstrap
+    # cannot resolve (libc6-dev provides it); the reader is Python
+    image_packages = ("cargo", "rustc", "libc6-dev", "python3")
     # (environments.IMAGE_PACKAGES: the same; the adapter's stays importable without it)
     grading_rules = ("any change to Cargo.toml, Cargo.lock, .cargo/, build.rs, the integration tests (tests/) or "
                      "benches/, or code that games the test run (exiting the process, unsafe tricks on the test "

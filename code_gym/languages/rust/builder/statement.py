@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from code_gym.grading.builder import Function
-from code_gym.grading.statement import Wording, cut, leak
+from code_gym.grading.statement import CLOSINGS_SEEN, Wording, cut, leak
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # the panic line: old shape `panicked at 'MSG', FILE:L:C`, new shape `panicked at FILE:L:C:\nMSG`
@@ -93,7 +93,8 @@ def _header(fn: Function) -> str:
 
 WORDING = Wording(test_name=_test_name, describe=describe, header=_header, module=lambda path: None,
                   not_names=frozenset({"new", "fmt", "from", "default", "drop", "clone"}), name_chars=r"\w",
-                  doc="doc comment", kept_doc="its doc comment")
+                  doc="doc comment", kept_doc="its doc comment",
+                  closings=CLOSINGS_SEEN)  # unit tests live in the sources: a failing test may be one the agent sees
 
 # what the builder calls: the statements told in this wording
 pick_symptoms, write_statement, write_multi_statement = (
