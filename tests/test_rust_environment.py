@@ -16,7 +16,7 @@ import pytest
 
 from code_gym.languages.rust import environments, files, runner
 from code_gym.sandbox import Limits, LocalSandbox
-from code_gym.tasks.task import TaskError, load_task
+from code_gym.tasks.task import Task, TaskError, load_task
 from sandbox_backends import IN_CI, require
 
 WHERE = Path("task.toml")
@@ -218,3 +218,23 @@ def test_the_target_cache_is_built_once_in_the_sandbox_and_runs_compile_only_the
     assert "Compiling syn" not in own.output and "test derives_and_builds ... ok" in own.output
     # CARGO_HOME and the registry are read-only to the runs: nothing was written there
     assert sorted(str(p) for p in serde_env.folder.rglob("*")) == before
+
+
+def test_crates_sharing_an_environment_get_their_own_target_cache_even_when_hidden_dir_is_the_repo(
+        toolchain, tmp_path):
+    """The cache's key hashes the repository's files in every case: a task whose hidden_dir is its
+    repository (no hidden folder) does not share another crate's target cache."""
+    env = environments.environment(environments.RustSpec())
+    keys = {}
+    for name in ("one", "two"):
+        repo = write(tmp_path / name, {"Cargo.toml": f'[package]\nname = "{name}"\nversion = "0.1.0"\n',
+                                       "src/lib.rs": f"pub fn {name}() {{}}\n"})
+        task = Task(id=name, statement="x", repo=repo, hidden_dir=repo, visible_tests=(), hidden_tests=(),
+                    protected_paths=(), reference_patch="", test_command="cargo test", language="rust")
+        keys[name] = environments.cache_key(task, env)
+    assert keys["one"] != keys["two"]
+    (tmp_path / "two" / "src" / "lib.rs").write_text("pub fn one() {}\n")
+    (tmp_path / "two" / "Cargo.toml").write_text('[package]\nname = "one"\nversion = "0.1.0"\n')
+    task = Task(id="two", statement="x", repo=tmp_path / "two", hidden_dir=tmp_path / "two", visible_tests=(),
+                hidden_tests=(), protected_paths=(), reference_patch="", test_command="cargo test", language="rust")
+    assert environments.cache_key(task, env) == keys["one"]  # the same files: the same cache

@@ -243,17 +243,19 @@ def generate_lockfile(repo: Path, env: RustEnvironment, timeout: float = 300.0) 
 # -- the per-task target cache
 
 def _repo_digest(task: Task) -> str:
+    """The repository's files and the hidden tests (by role, not by folder: a task whose hidden_dir
+    is its repository still hashes every file of it)."""
     sha = hashlib.sha256()
-    for base in (task.repo, task.hidden_dir):
+    for hidden, base in ((False, task.repo), (True, task.hidden_dir)):
         if not base.is_dir():
             continue
         for path in sorted(p for p in base.rglob("*") if p.is_file() and not p.is_symlink()):
             rel = path.relative_to(base).as_posix()
             if rel.split("/")[0] in (".git", "target"):
                 continue
-            if base == task.hidden_dir and rel not in task.hidden_tests:
+            if hidden and rel not in task.hidden_tests:
                 continue
-            sha.update(f"{base == task.hidden_dir}:{rel}\0".encode() + hashlib.sha256(path.read_bytes()).digest())
+            sha.update(f"{hidden}:{rel}\0".encode() + hashlib.sha256(path.read_bytes()).digest())
     return sha.hexdigest()
 
 
