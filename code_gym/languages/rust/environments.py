@@ -48,7 +48,9 @@ RUSTC = "/usr/bin/rustc"
 _PACKAGE = re.compile(r"^librust-[a-z0-9][a-z0-9+.-]*-dev$")
 CACHE_TIMEOUT = 1800.0
 CACHE_MEMORY = 4 << 30  # what a graded run gets (Limits' default): a cache build that fits fits a run too
-IMAGE_PACKAGES = ("cargo", "rustc", "python3")  # Debian bookworm's cargo 1.65 / rustc 1.63; the reader is Python
+# Debian's cargo 1.65 / rustc 1.63; rustc links through libc-dev, a virtual package debootstrap
+# cannot resolve (libc6-dev provides it); the reader is Python
+IMAGE_PACKAGES = ("cargo", "rustc", "libc6-dev", "python3")
 BUILD_JOBS = str(max(1, min(os.cpu_count() or 1, 8)))
 
 
