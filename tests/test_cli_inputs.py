@@ -214,3 +214,29 @@ def test_tasks_build_of_one_requirement_spec_goes_to_the_batch_builder_that_fetc
     (project / "pyproject.toml").write_text("[project]\nname = 'proj'\nversion = '1'\n")
     assert main(["tasks", "build", str(project), "--out", str(tmp_path / "out2")]) == 0
     assert singles == [str(project)]
+
+
+def test_tasks_build_takes_the_language_of_debian_package_names(monkeypatch, tmp_path, capsys):
+    """`code-gym tasks build golang-...-dev` goes to the Go builder and `librust-...-dev` to Rust's
+    without --language; names of two languages in one build are refused before anything is built."""
+    from code_gym import languages
+    seen = []
+    for name in ("go", "rust"):
+        monkeypatch.setattr(languages.get(name).builder, "build_many",
+                            lambda sources, *a, name=name, **k: seen.append((name, sources)) or _empty_batch())
+    assert main(["tasks", "build", "golang-github-google-shlex-dev", "--out", str(tmp_path / "g")]) == 1
+    assert main(["tasks", "build", "librust-semver-dev", "--out", str(tmp_path / "r")]) == 1
+    assert seen == [("go", ["golang-github-google-shlex-dev"]), ("rust", ["librust-semver-dev"])]
+    assert main(["tasks", "build", "librust-semver-dev", "golang-github-google-shlex-dev",
+                 "--out", str(tmp_path / "x")]) == 2
+    assert "one language at a time" in capsys.readouterr().err
+    assert len(seen) == 2
+
+
+def _empty_batch():
+    class Batch:
+        tasks = ()
+
+        def summary(self):
+            return "nothing built"
+    return Batch()
