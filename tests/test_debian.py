@@ -1,6 +1,8 @@
-"""Debian's Go and Rust packages: the index from apt, Depends closures with features, versions and
-virtual packages, dpkg's version order, cargo requirements, and extraction that leaves a folder
-complete or not at all. Uses the machine's real apt lists and Debian's mirror."""
+"""Debian's library packages by family (Go's golang-*, Rust's librust-*): the index from apt, Depends
+closures with features, versions and virtual packages, dpkg's version order, and extraction that
+leaves a folder complete or not at all; and the languages' lookups on top (a crate's package and
+cargo requirements in code_gym.languages.rust.crates, an import path's package in
+code_gym.languages.go.packages). Uses the machine's real apt lists and Debian's mirror."""
 from __future__ import annotations
 
 import random
@@ -9,22 +11,30 @@ import subprocess
 
 import pytest
 
+from code_gym.languages.go import packages as go_packages
+from code_gym.languages.rust import crates
 from code_gym.tasks import debian
 from code_gym.tasks.debian import DebianError, Package, Relation
 
 
-def _index():
+def _index(family: str, name: str):
     if not shutil.which("apt-cache") or not shutil.which("dpkg-deb"):
         pytest.skip("apt-cache/dpkg-deb not installed: these tests need a Debian system")
-    idx = debian.index()
-    if "librust-serde-dev" not in idx or "golang-github-google-go-cmp-dev" not in idx:
-        pytest.skip("apt's lists have no librust-serde-dev or golang-github-google-go-cmp-dev (run apt-get update)")
+    idx = debian.index(family)
+    if name not in idx:
+        pytest.skip(f"apt's lists have no {name} (run apt-get update)")
     return idx
 
 
 @pytest.fixture(scope="module")
 def idx():
-    return _index()
+    """Rust's family."""
+    return _index("librust-", "librust-serde-dev")
+
+
+@pytest.fixture(scope="module")
+def go_idx():
+    return _index("golang-", "golang-github-google-go-cmp-dev")
 
 
 @pytest.fixture
@@ -55,7 +65,7 @@ def test_version_order_is_dpkgs(a, b, sign):
     ("1.1.9", ">1.1", False), ("1.2.9", "<=1.2", True), ("1.3.0", "<=1.2", False),
 ])
 def test_cargo_requirements(version, req, ok):
-    assert debian.matches_req(version, req) is ok
+    assert crates.matches_req(version, req) is ok
 
 
 def test_relations_parse_versions_and_alternatives():
@@ -67,15 +77,17 @@ def test_relations_parse_versions_and_alternatives():
     assert pkg.provides == (Relation("librust-x+a-dev", "=", "1-1"), Relation("librust-x-1-dev"))
 
 
-def test_index_holds_only_go_and_rust(idx):
-    assert all(name.startswith(("golang-", "librust-")) for name in idx.packages)
-    assert len(idx) > 1000
+def test_an_index_holds_its_family_only(idx, go_idx):
+    assert all(name.startswith("librust-") for name in idx.packages) and len(idx) > 1000
+    assert all(name.startswith("golang-") for name in go_idx.packages) and len(go_idx) > 1000
+    with pytest.raises(ValueError, match="prefix ending in '-'"):
+        debian.index("librust")
 
 
 def test_closure_of_semver(idx):
     names = [p.name for p in debian.closure(["librust-semver-dev"], idx)]
     assert names[0] == "librust-semver-dev"
-    assert all(debian.is_library(n) for n in names)
+    assert all(idx.is_library(n) for n in names)
 
 
 def test_closure_resolves_features_to_their_packages(idx):
@@ -97,10 +109,10 @@ def test_versioned_virtual_dependency_picks_a_provider_that_meets_it(idx):
     assert idx.provider("librust-serde-1+std-dev", ">=", "99.0") is None
 
 
-def test_go_closure_drops_the_toolchain(idx):
-    packages = debian.closure(["golang-github-google-go-cmp-dev"], idx)
+def test_go_closure_drops_the_toolchain(go_idx):
+    packages = debian.closure(["golang-github-google-go-cmp-dev"])  # the family's index, from the name
     assert packages[0].name == "golang-github-google-go-cmp-dev"
-    assert all(debian.is_library(p.name) for p in packages)
+    assert all(go_idx.is_library(p.name) for p in packages)
     assert "golang-go" not in {p.name for p in packages}
 
 
@@ -111,7 +123,7 @@ def test_unknown_package_is_named(idx):
 
 def test_unmet_dependency_names_what_asked_for_it(idx):
     asker = Package("librust-asker-dev", "1.0-1", "all", "", ((Relation("librust-serde-1-dev", ">=", "99"),),), ())
-    real = debian.Index([asker] + [v for vs in idx.packages.values() for v in vs])
+    real = debian.Index([asker] + [v for vs in idx.packages.values() for v in vs], "librust-")
     with pytest.raises(DebianError, match=r"librust-serde-1-dev \(>= 99\): needed by librust-asker-dev 1.0-1"):
         debian.closure(["librust-asker-dev"], real)
 
@@ -124,16 +136,16 @@ def test_unmet_dependency_names_what_asked_for_it(idx):
     ("github.com/prometheus/client_golang", ["golang-github-prometheus-client-golang-dev"]),
 ])
 def test_debian_go_names(path, names):
-    assert debian._debian_go_names(path) == names
+    assert go_packages._debian_go_names(path) == names
 
 
 def test_crate_package(idx):
-    assert debian.crate_package("serde", "1.0.100", idx).name == "librust-serde-dev"
-    assert debian.crate_package("Rand_Core", None, idx).name == "librust-rand-core-dev"
-    assert debian.crate_package("clap", "2", idx).name == "librust-clap-2-dev"
-    assert debian.crate_package("clap", ">=3", idx).name == "librust-clap-dev"
+    assert crates.crate_package("serde", "1.0.100", idx).name == "librust-serde-dev"
+    assert crates.crate_package("Rand_Core", None, idx).name == "librust-rand-core-dev"
+    assert crates.crate_package("clap", "2", idx).name == "librust-clap-2-dev"
+    assert crates.crate_package("clap", ">=3", idx).name == "librust-clap-dev"
     with pytest.raises(DebianError, match="crate serde >=99"):
-        debian.crate_package("serde", ">=99", idx)
+        crates.crate_package("serde", ">=99", idx)
 
 
 def test_extract_unpacks_the_closure(idx, cache, tmp_path):
@@ -162,20 +174,21 @@ def test_download_failure_is_named(idx, cache, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
 
 
-def test_import_path_package(idx, cache):
-    assert debian.import_path_package("github.com/google/go-cmp/cmp", idx).name == "golang-github-google-go-cmp-dev"
+def test_import_path_package(go_idx, cache):
+    idx = go_idx
+    assert go_packages.import_path_package("github.com/google/go-cmp/cmp", idx).name == "golang-github-google-go-cmp-dev"
     if "golang-go.uber-zap-dev" in idx.packages:  # a vanity path under Debian's older naming
-        assert debian.import_path_package("go.uber.org/zap", idx).name == "golang-go.uber-zap-dev"
+        assert go_packages.import_path_package("go.uber.org/zap", idx).name == "golang-go.uber-zap-dev"
     with pytest.raises(DebianError, match="example.com/nothing/here"):
-        debian.import_path_package("example.com/nothing/here", idx)
+        go_packages.import_path_package("example.com/nothing/here", idx)
 
 
 def test_feature_package(idx):
-    serde = debian.crate_package("serde", "1", idx)
-    assert debian.feature_package(serde, "derive", idx).name == "librust-serde+serde-derive-dev"
-    assert debian.feature_package(serde, "std", idx) == serde
+    serde = crates.crate_package("serde", "1", idx)
+    assert crates.feature_package(serde, "derive", idx).name == "librust-serde+serde-derive-dev"
+    assert crates.feature_package(serde, "std", idx) == serde
     with pytest.raises(DebianError, match="crate feature 'no_such_feature' of librust-serde-dev"):
-        debian.feature_package(serde, "no_such_feature", idx)
+        crates.feature_package(serde, "no_such_feature", idx)
 
 
 def test_two_versions_of_one_package_is_an_error(idx):
@@ -184,7 +197,7 @@ def test_two_versions_of_one_package_is_an_error(idx):
     a = Package("librust-a-dev", "1-1", "all", "", ((Relation("librust-pin-dev", "<<", "2"),),), ())
     b = Package("librust-b-dev", "1-1", "all", "", ((Relation("librust-pin-dev", ">=", "2"),),), ())
     with pytest.raises(DebianError, match=r"librust-b-dev 1-1, but the closure already has librust-pin-dev 1.0-1"):
-        debian.closure(["librust-a-dev", "librust-b-dev"], debian.Index([old, new, a, b]))
+        debian.closure(["librust-a-dev", "librust-b-dev"], debian.Index([old, new, a, b], "librust-"))
 
 
 def test_version_order_agrees_with_dpkg_on_random_versions():

@@ -69,7 +69,7 @@ INDEX = debian.Index([
     _package("librust-memchr-dev", "2.5.0-1", ("librust-memchr+std-dev", "librust-memchr+default-dev")),
     _package("librust-criterion-dev", "0.3.6-4"),
     _package("librust-quickcheck-dev", "1.0.3-1"),
-])
+], "librust-")
 
 
 def test_dependencies_of_every_table():

@@ -28,6 +28,7 @@ from pathlib import Path
 from code_gym.grading.builder import BuildError
 from code_gym.languages.rust import environments
 from code_gym.languages.rust.builder import mutations
+from code_gym.languages.rust import crates
 from code_gym.tasks import debian
 from code_gym.tasks.loaders.folder import copy_tree, task_id
 from code_gym.tasks.task import Task, TaskError
@@ -114,7 +115,7 @@ def is_debian_package(text: str) -> bool:
 
 def unpack_package(name: str, workdir: Path, index: debian.Index | None = None) -> Path:
     """The crate folder Debian package `name` ships, unpacked under `workdir`."""
-    index = index or debian.index()
+    index = index or debian.index(crates.FAMILY)
     package = index.provider(name)
     if package is None:
         raise BuildError(f"{name}: no such Debian package ({index.describe(name)})")
@@ -180,7 +181,7 @@ def _feature(package: debian.Package, feature: str, index: debian.Index) -> debi
     """The package of a crate feature; for `default`, the crate's own when Debian has no package of
     that name (the crate's default features need nothing more, or cargo's resolution says what)."""
     try:
-        return debian.feature_package(package, feature, index)
+        return crates.feature_package(package, feature, index)
     except debian.DebianError:
         if feature == "default":
             return package
@@ -210,7 +211,7 @@ def resolve_packages(manifest: Mapping, index: debian.Index, drop_missing: bool 
             why[dep.key] = "no test or source file names it"
             continue
         try:
-            package = debian.crate_package(dep.crate, dep.requirement, index)
+            package = crates.crate_package(dep.crate, dep.requirement, index)
             wanted = [package] + [_feature(package, f, index) for f in (["default"] if dep.default_features else []) +
                                   list(dep.features) + sorted(asked.get(dep.key, ()))]
         except debian.DebianError as exc:
@@ -363,7 +364,7 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
     offline resolution against those packages). BuildError with the reason when it cannot be built
     from."""
     text = str(source)
-    index = index or debian.index()
+    index = index or debian.index(crates.FAMILY)
     if is_debian_package(text):
         origin = unpack_package(text, workdir, index)
     elif Path(source).is_dir():
