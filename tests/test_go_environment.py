@@ -44,7 +44,7 @@ def needs_debian() -> None:
         fail_or_skip("apt-get/dpkg-deb are missing: Go environments come from Debian packages")
     from code_gym.tasks import debian
 
-    if "golang-github-kr-text-dev" not in debian.index():
+    if "golang-github-kr-text-dev" not in debian.index("golang-"):
         fail_or_skip("apt's lists have no golang-github-kr-text-dev (run apt-get update)")
 
 

@@ -252,7 +252,7 @@ def difflib(tmp_path_factory):
         fail_or_skip("apt-get/dpkg-deb are missing: this task comes from a Debian package")
     from code_gym.tasks import debian
 
-    if DIFFLIB not in debian.index():
+    if DIFFLIB not in debian.index("golang-"):
         fail_or_skip(f"apt's lists have no {DIFFLIB} (run apt-get update)")
     unpacked = debian.extract(debian.closure([DIFFLIB])[:1], tmp_path_factory.mktemp("deb") / "unpacked")
     source = unpacked / "usr/share/gocode/src/github.com/pmezard/go-difflib"
