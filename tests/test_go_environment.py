@@ -217,3 +217,116 @@ def test_environment_folders_are_readable_by_every_uid(cache, tmp_path):
     task = load_task(greet_task(tmp_path, [], {"a.go": "package greet\n", "greet_test.go": GREET["greet_test.go"]}))
     built = Path(dict(GO.runtime(task).env)["CODE_GYM_GO_CACHE"])
     assert os.stat(built).st_mode & 0o005 == 0o005
+
+
+# -- the agent's own go: the wrapper first on every command's PATH
+
+CALC = {
+    "calc.go": """\
+        package calc
+
+        // Add returns a + b.
+        func Add(a, b int) int { return a + b }
+        """,
+    "greet_test.go": """\
+        package calc
+
+        import "testing"
+
+        func TestAdd(t *testing.T) {
+        	if Add(2, 3) != 5 {
+        		t.Fatalf("Add(2, 3) = %d", Add(2, 3))
+        	}
+        }
+        """,
+    "sub/sub.go": """\
+        package sub
+
+        import "example.com/greet"
+
+        // Twice returns 2a.
+        func Twice(a int) int { return greet.Add(a, a) }
+        """,
+    "sub/sub_test.go": """\
+        package sub_test
+
+        import (
+        	"testing"
+
+        	"example.com/greet/sub"
+        )
+
+        func TestTwice(t *testing.T) {
+        	if got := sub.Twice(2); got != 4 {
+        		t.Errorf("Twice(2) = %d, want 4", got)
+        	}
+        }
+        """,
+}
+
+
+def episode_sandbox(tmp_path: Path, files: dict[str, str]):
+    """A bubblewrap sandbox over a copy of a Go task's repository, with the task's runtime, as an
+    episode's bash tool runs commands (no reporter involved)."""
+    from code_gym.sandbox import Limits, LocalSandbox
+
+    task = load_task(greet_task(tmp_path / "task", [], files))
+    runtime = GO.runtime(task)
+    repo = tmp_path / "repo"
+    shutil.copytree(task.repo, repo)
+    return LocalSandbox(repo, "bwrap", Limits(timeout=300), runtime=runtime), repo, runtime
+
+
+def greet_calc() -> dict[str, str]:
+    return {name: text.replace("package calc", "package greet") for name, text in CALC.items()}
+
+
+def test_the_agents_go_test_builds_the_import_path_from_the_repository_and_its_folders(cache, tmp_path):
+    needs_go()
+    sandbox, repo, runtime = episode_sandbox(tmp_path, greet_calc())
+    assert runtime.path and Path(runtime.path[0]) in runtime.folders
+    try:
+        run = sandbox.exec("go test -v ./...")
+        assert run.exit_code == 0, run.output
+        assert "--- PASS: TestAdd" in run.output and "--- PASS: TestTwice" in run.output
+        assert "ok  \texample.com/greet\t" in run.output and "ok  \texample.com/greet/sub\t" in run.output
+        deeper = sandbox.exec("cd sub && go test -v -run TestTwice . && go vet ./... && go build ./... && pwd")
+        assert deeper.exit_code == 0, deeper.output
+        assert "--- PASS: TestTwice" in deeper.output and "TestAdd" not in deeper.output
+        assert deeper.output.rstrip().endswith("/repo/sub")  # the caller's folder is the caller's
+        # a broken patch: the agent's run fails, naming the test and the package
+        (repo / "calc.go").write_text((repo / "calc.go").read_text().replace("a + b", "a - b"))
+        broken = sandbox.exec("go test ./...")
+        assert broken.exit_code == 1, broken.output
+        assert "--- FAIL: TestAdd" in broken.output and "--- FAIL: TestTwice" in broken.output
+        assert "FAIL\texample.com/greet\t" in broken.output and "FAIL\texample.com/greet/sub\t" in broken.output
+        below = sandbox.exec("cd sub && go test ./...")
+        assert below.exit_code == 1 and "--- FAIL: TestTwice" in below.output and "TestAdd" not in below.output
+        # what does not compile says where, with the repository's paths
+        (repo / "calc.go").write_text((repo / "calc.go").read_text().replace("a - b", "a - "))
+        unbuilt = sandbox.exec("go build ./... ; go vet . ; gofmt -l . ; echo done")
+        assert "calc.go:4" in unbuilt.output and unbuilt.output.rstrip().endswith("done"), unbuilt.output
+    finally:
+        sandbox.close()
+
+
+def test_the_agents_go_starts_from_the_build_cache_once_per_command(cache, tmp_path):
+    needs_go()
+    sandbox, repo, runtime = episode_sandbox(tmp_path, greet_calc())
+    try:
+        run = sandbox.exec("go env GOCACHE GOPATH GO111MODULE GOFLAGS GOPROXY GOENV && ls /tmp/code-gym-gocache | wc -l "
+                           "&& touch /tmp/code-gym-gocache/mark && go list . && ls /tmp/code-gym-gocache/mark "
+                           "&& readlink /tmp/code-gym-gopath/src/example.com/greet")
+        assert run.exit_code == 0, run.output
+        lines = run.output.splitlines()
+        assert lines[:5] == ["/tmp/code-gym-gocache", dict(runtime.env)["GOPATH"], "off", "", "off"], run.output
+        assert int(lines[6]) > 2  # the seeded cache's entries
+        assert lines[7:] == ["example.com/greet", "/tmp/code-gym-gocache/mark", "/repo"], run.output  # seeded once
+        # warm: nothing of the untouched repository compiles again (go says "(cached)" for its test run after one)
+        warm = sandbox.exec("go build -x ./... 2>&1 | grep -c '/compile ' || true")
+        assert warm.output.strip() == "0", warm.output
+        # a GOCACHE the caller set is kept
+        own = sandbox.exec("GOCACHE=/tmp/mine go env GOCACHE")
+        assert own.output.strip() == "/tmp/mine"
+    finally:
+        sandbox.close()

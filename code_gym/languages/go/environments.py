@@ -18,6 +18,14 @@ run of the reader (`go test -run '^$' -exec /bin/true ./...`: every package and 
 compiles and is vetted, no test binary runs), bound read-only; each graded run copies it to a
 fresh GOCACHE under /tmp, so only what the patch changed compiles again. Without a local sandbox
 (neither bubblewrap nor user namespaces) there is no cache and runs compile from scratch.
+
+Every command of the task (the agent's too) has a `go` first on PATH: `<cache>/go-tools/<key>/go`,
+a shell script that runs the reader's `wrap` (reader/gotest.py, copied beside it; the one
+implementation of the link, the variables and the cache copy): it links the repository at
+/tmp/code-gym-gopath/src/<import path> when no link is there, seeds /tmp/code-gym-gocache from the
+build cache on the command's first go call (each command has a fresh /tmp), and runs Debian's go
+from the link's folder that mirrors the caller's folder, so `go test ./...`, `go build` and
+`go vet` in /repo or a folder of it build as the import path, warm.
 """
 from __future__ import annotations
 
@@ -44,6 +52,8 @@ CACHE_RECORD = "code-gym-cache.json"
 GOCODE = "usr/share/gocode"
 LINK_ROOT = "/tmp/code-gym-gopath"  # the reader links the repository here (reader/gotest.py)
 IMAGE_PACKAGES = ("golang-go", "python3")
+# the `go` first on a task's PATH: the reader beside it, in its wrapper mode ($0: the script's path)
+GO_WRAPPER = '#!/bin/sh\nexec python3 -I "${0%/*}/gotest.py" --go "$@"\n'
 CGO_PACKAGES = ("gcc", "libc6-dev")
 WARM_TIMEOUT = 1200.0
 _IMPORT_PATH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*(?:/[A-Za-z0-9._~+-]+)*$")
@@ -112,6 +122,35 @@ def caches_dir() -> Path:
     return cache_root() / "go-caches"
 
 
+def tools_dir() -> Path:
+    return cache_root() / "go-tools"
+
+
+def tools() -> Path:
+    """The folder of the `go` wrapper (and the reader it runs), made once per reader source."""
+    from code_gym.languages.go.runner import READER, reader_source
+
+    source = reader_source()
+    folder = tools_dir() / _digest([ENV_FORMAT, GO_WRAPPER, source])
+    if (folder / "go").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        (scratch / READER).write_text(source)
+        (scratch / "go").write_text(GO_WRAPPER)  # last: a folder with it is finished
+        (scratch / READER).chmod(0o644)
+        (scratch / "go").chmod(0o755)
+        scratch.chmod(0o755)
+        try:
+            os.rename(scratch, folder)
+        except OSError:  # another process made it first
+            pass
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return folder
+
+
 def build_environment(spec: GoSpec) -> GoEnvironment:
     """The unpacked closure of `spec.packages`, from the cache or unpacked now (under a lock)."""
     from code_gym.tasks import debian
@@ -156,26 +195,28 @@ def needs_cgo(repo: Path) -> bool:
 def variables(spec: GoSpec, environment: GoEnvironment, cgo: bool) -> tuple[tuple[str, str], ...]:
     """What every command of the task runs with: GOPATH mode, nothing fetched, the reader's settings."""
     gopath = LINK_ROOT + (f":{environment.gopath}" if environment.gopath else "")
-    return (("GO111MODULE", "off"), ("GOPATH", gopath), ("GOFLAGS", ""), ("GOPROXY", "off"),
+    return (("GO111MODULE", "off"), ("GOPATH", gopath), ("GOFLAGS", ""), ("GOPROXY", "off"), ("GOENV", "off"),
             ("CGO_ENABLED", "1" if cgo else "0"), ("CODE_GYM_GO_PACKAGE", spec.import_path),
             ("CODE_GYM_GO_DEPENDENCIES", environment.gopath))
 
 
 def task_runtime(task: Task) -> Runtime:
-    """The runtime of `task`'s commands: the dependencies bound read-only, the Go variables, the
-    reader, and the task's build cache (made now on first use)."""
+    """The runtime of `task`'s commands: the `go` wrapper first on PATH, the dependencies bound
+    read-only, the Go variables, the reader, and the task's build cache (made now on first use)."""
     from code_gym.languages.go.runner import GoReporter
 
     spec = task.environment
     environment = build_environment(spec)
     cgo = needs_cgo(task.repo)
     packages = IMAGE_PACKAGES + (CGO_PACKAGES if cgo else ())
-    folders = (environment.folder,) if environment.folder is not None else ()
-    base = Runtime(folders=folders, env=variables(spec, environment, cgo), reporter=GoReporter(), packages=packages)
+    wrapper = tools()
+    folders = (wrapper,) + ((environment.folder,) if environment.folder is not None else ())
+    base = Runtime(folders=folders, path=(str(wrapper),), env=variables(spec, environment, cgo), reporter=GoReporter(),
+                   packages=packages)
     cache = build_cache(task, environment, base)
     if cache is None:
         return base
-    return Runtime(folders=(*folders, cache), env=(*base.env, ("CODE_GYM_GO_CACHE", str(cache))),
+    return Runtime(folders=(*folders, cache), path=base.path, env=(*base.env, ("CODE_GYM_GO_CACHE", str(cache))),
                    reporter=base.reporter, packages=packages)
 
 

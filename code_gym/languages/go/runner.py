@@ -5,7 +5,7 @@ task.toml's `test_command` is `go test` and its options (default `go test -count
 `-short`, `-tags ...`, `-timeout ...`); the reader adds `-json` and the packages: the folders of
 the selected test files (none selected: every package, `./...`). A run with must-fail canaries
 drops `-failfast`. Without CODE_GYM_REPORTERS (a run without records) the command runs go alone,
-from the GOPATH link the reader would make.
+through the task's `go` wrapper (environments.py), which makes the GOPATH link the reader would.
 """
 from __future__ import annotations
 
@@ -23,6 +23,11 @@ DEFAULT_COMMAND = "go test -count=1"
 HERE = Path(__file__).resolve().parent
 READER = "gotest.py"
 _READER_SOURCE = (HERE / "reader" / READER).read_text()
+
+
+def reader_source() -> str:
+    """The reader's source: laid for each run with records, and beside the task's `go` wrapper."""
+    return _READER_SOURCE
 _REFUSED = {"-json": "the reader adds it", "-c": "it builds without testing", "-o": "it builds without testing",
             "-exec": "the test binaries run as go runs them", "-args": "the reader appends the packages",
             "-i": "it installs packages"}
@@ -83,9 +88,7 @@ def test_run(test_command: str, selected: tuple[str, ...], results: str, *, know
     folders = package_folders(selected)
     spec = json.dumps({"command": words, "packages": folders})
     patterns = " ".join(shlex.quote("./" + f if f else ".") for f in folders) if folders is not None else "./..."
-    link = '"/tmp/code-gym-gopath/src/$CODE_GYM_GO_PACKAGE"'
-    plain = (f'mkdir -p "$(dirname {link})" && ln -sfn "$PWD" {link} && cd {link} && export PWD={link} && '
-             f"{shlex.join(words)} {patterns}")
+    plain = f"{shlex.join(words)} {patterns}"
     return TestRun(f'if [ -n "${{{FOLDER_ENV}:-}}" ]; then exec python3 -I "${FOLDER_ENV}/{READER}" '
                    f"{shlex.quote(spec)}; else {plain}; fi")
 

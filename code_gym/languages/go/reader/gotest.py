@@ -399,43 +399,68 @@ def folder_of(import_path: str, root: str) -> str | None:
 
 
 def go_environment(cache: str, dependencies: str) -> dict[str, str]:
-    gopath = LINK_ROOT + (f":{dependencies}" if dependencies else "")
-    return os.environ | {"GO111MODULE": "off", "GOPATH": gopath, "GOFLAGS": "", "GOPROXY": "off", "GOENV": "off",
-                         "GOCACHE": cache}
+    return os.environ | {"GO111MODULE": "off", "GOPATH": gopath(dependencies), "GOFLAGS": "", "GOPROXY": "off",
+                         "GOENV": "off", "GOCACHE": cache}
+
+
+def gopath(dependencies: str) -> str:
+    return LINK_ROOT + (f":{dependencies}" if dependencies else "")
+
+
+def link(root: str, import_path: str) -> str | None:
+    """Make LINK_ROOT/src/<import path> a link to the repository folder `root` (kept when it is one
+    already, replaced when it links elsewhere); the link's path, or None when something that is not a
+    link is there."""
+    target = os.path.join(LINK_ROOT, "src", import_path)
+    if os.path.islink(target):
+        if os.path.realpath(target) == os.path.realpath(root):
+            return target
+        os.unlink(target)
+    elif os.path.lexists(target):
+        return None
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    try:
+        os.symlink(root, target)
+    except FileExistsError:  # a go started beside this one made it
+        return target if os.path.realpath(target) == os.path.realpath(root) else None
+    return target
 
 
 def link_repository(import_path: str) -> str:
     """Make LINK_ROOT/src/<import path> a link to the working folder (the repository); return it.
     What an earlier command left under LINK_ROOT is removed first: nothing may shadow a dependency."""
-    repo = os.getcwd()
     if os.path.islink(LINK_ROOT) or os.path.isfile(LINK_ROOT):
         os.unlink(LINK_ROOT)
     elif os.path.isdir(LINK_ROOT):
         shutil.rmtree(LINK_ROOT)
-    target = os.path.join(LINK_ROOT, "src", import_path)
-    os.makedirs(os.path.dirname(target))
-    os.symlink(repo, target)
-    return target
+    return link(os.getcwd(), import_path)
 
 
-def run_cache(seed: str) -> str:
-    """A fresh writable copy of the task's build cache (an empty folder without one). /tmp is the
-    sandbox's own small file system: a cache that would take more than half its free space is not
-    copied, and one that does not fit is dropped (the run then compiles everything)."""
-    folder = tempfile.mkdtemp(prefix="code-gym-gocache-")
-    if not seed or not os.path.isdir(seed):
-        return folder
-    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(seed) for n in names)
+def seed(folder: str, cache: str) -> str:
+    """Copy the task's build cache `cache` into the empty folder `folder`; what went wrong ("" when
+    nothing did). /tmp is the sandbox's own small file system: a cache that would take more than half
+    its free space is not copied, and one that does not fit is dropped (go then compiles everything)."""
+    if not cache or not os.path.isdir(cache):
+        return ""
+    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(cache) for n in names)
     room = os.statvfs(folder)
     if size > room.f_bavail * room.f_frsize // 2:
-        print(f"code-gym: the build cache ({size >> 20} MiB) does not fit in /tmp: everything compiles")
-        return folder
+        return f"code-gym: the build cache ({size >> 20} MiB) does not fit in /tmp: everything compiles"
     try:
-        shutil.copytree(seed, folder, dirs_exist_ok=True, symlinks=True)
+        shutil.copytree(cache, folder, dirs_exist_ok=True, symlinks=True)
     except OSError as error:
-        print(f"code-gym: the build cache could not be copied ({error}): everything compiles")
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
+        return f"code-gym: the build cache could not be copied ({error}): everything compiles"
+    return ""
+
+
+def run_cache(cache: str) -> str:
+    """A fresh writable copy of the task's build cache for a graded run (an empty folder without one)."""
+    folder = tempfile.mkdtemp(prefix="code-gym-gocache-")
+    why = seed(folder, cache)
+    if why:
+        print(why)
     return folder
 
 
@@ -457,6 +482,100 @@ def warm(command: list[str], import_path: str, dependencies: str, cache: str) ->
         return 3
     print(done.stdout)
     return done.returncode
+
+
+# -- the `go` of a task's commands
+
+WORKDIR = "/repo"  # where the sandboxes (bubblewrap, Docker) show the repository
+SHARED_CACHE = "/tmp/code-gym-gocache"  # the GOCACHE of a command's go calls (each command has a fresh /tmp)
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _real_go(tools: str) -> str:
+    """The first go on PATH outside the wrapper's folder `tools` (Debian's /usr/bin/go in a sandbox)."""
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = os.path.join(folder or ".", "go")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and \
+                os.path.realpath(os.path.dirname(candidate)) != tools:
+            return candidate
+    return "/usr/bin/go"
+
+
+def _logical_cwd() -> str:
+    here = os.getcwd()
+    pwd = os.environ.get("PWD", "")
+    try:
+        if os.path.isabs(pwd) and os.path.samefile(pwd, here):
+            return os.path.normpath(pwd)
+    except OSError:
+        pass
+    return here
+
+
+def repository_root(here: str) -> str | None:
+    """The repository holding the folder `here` (a physical path): the sandbox's /repo, else the
+    nearest folder up with a .git (the workspace's base commit); None outside both."""
+    if _under(here, WORKDIR):
+        return WORKDIR
+    folder = here
+    while True:
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def shared_cache(cache: str) -> str:
+    """SHARED_CACHE, seeded from the task's build cache by the command's first go call."""
+    if os.path.isdir(SHARED_CACHE):
+        return SHARED_CACHE
+    scratch = tempfile.mkdtemp(prefix="code-gym-gocache-", dir=os.path.dirname(SHARED_CACHE))
+    why = seed(scratch, cache)
+    if why:
+        print(why, file=sys.stderr)
+    try:
+        os.rename(scratch, SHARED_CACHE)
+    except OSError:  # a go started beside this one seeded it first
+        shutil.rmtree(scratch, ignore_errors=True)
+    return SHARED_CACHE
+
+
+def wrap(tools: str, args: list[str]) -> int:
+    """`go ARGS` as a Go developer types it in the task's repository (the wrapper first on the
+    runtime's PATH runs `python3 -I gotest.py --go ARGS`): GOPATH mode with the repository linked
+    at LINK_ROOT/src/<import path> (made when missing), nothing fetched, a GOCACHE of the command
+    seeded from the task's build cache, and go run from the link's folder that mirrors the caller's
+    folder in the repository, so `./...` and relative paths mean what they say and the repository's
+    own import path resolves. A caller outside the repository (or already under LINK_ROOT, as the
+    reader's runs are) keeps its folder. A variable the caller set (GOCACHE, GOPATH, GO111MODULE...)
+    is kept. Not a Go task (no CODE_GYM_GO_PACKAGE): go as it is."""
+    go = _real_go(os.path.realpath(tools))
+    env = dict(os.environ)
+    import_path = env.get("CODE_GYM_GO_PACKAGE", "")
+    if import_path:
+        defaults = {"GO111MODULE": "off", "GOPATH": gopath(env.get("CODE_GYM_GO_DEPENDENCIES", "")), "GOFLAGS": "",
+                    "GOPROXY": "off", "GOENV": "off"}
+        env = defaults | env
+        if not env.get("GOCACHE"):
+            env["GOCACHE"] = shared_cache(env.get("CODE_GYM_GO_CACHE", ""))
+        here = os.getcwd()
+        root = None if _under(_logical_cwd(), LINK_ROOT) else repository_root(here)
+        linked = link(root, import_path) if root is not None else None
+        if linked is not None:
+            inside = os.path.relpath(here, root)
+            folder = linked if inside == "." else os.path.join(linked, inside)
+            os.chdir(folder)
+            env["PWD"] = folder
+    try:
+        os.execve(go, ["go", *args], env)
+    except OSError as error:
+        print(f"code-gym: go could not start ({go}): {error}", file=sys.stderr)
+        return 127
 
 
 def _drain(stream, into: list[str]) -> None:
@@ -659,4 +778,6 @@ def _event(line: str) -> dict | None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--go"]:  # the `go` wrapper (environments.GO_WRAPPER)
+        sys.exit(wrap(os.path.dirname(sys.argv[0]), sys.argv[2:]))
     sys.exit(main(sys.argv))
