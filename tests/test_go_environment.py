@@ -209,7 +209,9 @@ def test_without_a_local_sandbox_there_is_no_cache(cache, tmp_path, monkeypatch)
     monkeypatch.setattr(local, "available_isolation", lambda: ["none"])
     task = load_task(greet_task(tmp_path, [], {"a.go": "package greet\n", "greet_test.go": GREET["greet_test.go"]}))
     runtime = GO.runtime(task)
-    assert "CODE_GYM_GO_CACHE" not in dict(runtime.env) and runtime.folders == ()
+    assert "CODE_GYM_GO_CACHE" not in dict(runtime.env)
+    assert runtime.folders == (Path(runtime.path[0]),)  # the go wrapper's folder alone
+    assert (Path(runtime.path[0]) / "go").read_text() == environments.GO_WRAPPER
 
 
 def test_environment_folders_are_readable_by_every_uid(cache, tmp_path):
