@@ -17,7 +17,6 @@ classes and of top-level object literals, also inside a top-level IIFE (`(functi
 """
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,7 +24,8 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from code_gym.grading import builder
-from code_gym.grading.builder import REMOVE_BODY, Change, pick_changes
+from code_gym.grading.builder import REMOVE_BODY, Change
+from code_gym.grading.tree_edits import Edit, EditChecker, SourceText, entry_points
 from code_gym.languages.javascript import source as jssource
 
 OPERATORS = ("flip-comparison", "off-by-one", "swap-arguments", "drop-condition")
@@ -60,32 +60,11 @@ class Function(builder.Function):
     span: tuple[int, int] = field(compare=False, repr=False)  # the function node's bytes in the UTF-8 source
 
 
-class _Source:
+class _Source(SourceText):
     """A source file as text, UTF-8 bytes and tree-sitter tree, edited by byte offsets."""
 
     def __init__(self, text: str):
-        self.text = text
-        self.data = text.encode("utf-8", "surrogatepass")
-        self.tree = jssource.parse(self.data)
-
-    def segment(self, node: Node) -> str:
-        return self.data[node.start_byte:node.end_byte].decode("utf-8", "replace")
-
-    def replace(self, start: int, end: int, new: str) -> str:
-        return (self.data[:start] + new.encode() + self.data[end:]).decode("utf-8", "surrogatepass")
-
-    def line_start(self, at: int) -> int:
-        return self.data.rfind(b"\n", 0, at) + 1
-
-    def line_end(self, at: int) -> int:
-        end = self.data.find(b"\n", at)
-        return len(self.data) if end < 0 else end + 1
-
-    def alone_on_lines(self, node: Node) -> bool:
-        """Whether only whitespace shares the node's first and last lines."""
-        before = self.data[self.line_start(node.start_byte):node.start_byte]
-        after = self.data[node.end_byte:self.line_end(node.end_byte)]
-        return not before.strip() and not after.strip()
+        super().__init__(text, jssource.parse)
 
     def function_node(self, fn: Function) -> Node:
         """The node of `fn` (found by its byte span); ValueError when the source has none there."""
@@ -298,8 +277,7 @@ def remove_body(fn: Function, source: str) -> Change | None:
 
 # -- single-site mutations ----------------------------------------------------------------------
 
-# an edit of the source: bytes [start, end) replaced by a text
-_Edit = tuple[int, int, str]
+_Edit = Edit  # bytes [start, end) replaced by a text
 
 
 def _swap(src: _Source, call: Node) -> _Edit | None:
@@ -369,56 +347,14 @@ def _site_edits(fn: Function, src: _Source) -> Iterator[tuple[str, _Edit | None,
             yield "drop-condition", _drop_if(src, node), node.child_by_field_name("condition")
 
 
-class _Checker:
-    """The original source, parsed once for the sites of all its functions; a site's edit is
-    checked by reparsing only what it touched (tree-sitter's incremental parse from the
-    original's tree)."""
+class _Checker(EditChecker):
+    """The original source, parsed once for the sites of all its functions; an edit is checked by
+    reparsing only what it touched (`code_gym.grading.tree_edits.EditChecker`)."""
 
     def __init__(self, source: str):
-        self.src = _Source(source)
-
-    def parses(self, edit: _Edit) -> bytes | None:
-        """The edited source's bytes when it parses cleanly, else None."""
-        start, end, text = edit
-        new = text.encode("utf-8", "surrogatepass")
-        data = self.src.data[:start] + new + self.src.data[end:]
-        tree = self.src.tree.copy()
-        tree.edit(start_byte=start, old_end_byte=end, new_end_byte=start + len(new), start_point=_point(self.src.data, start),
-                  old_end_point=_point(self.src.data, end), new_end_point=_point(data, start + len(new)))
-        return data if jssource.syntax_error(jssource.parse(data, tree)) is None else None
-
-    def change(self, fn: Function, operator: str, edit: _Edit | None, site: Node) -> Change | None:
-        """The Change an edit makes, None when it makes none or does not parse."""
-        if edit is None or self.src.data[edit[0]:edit[1]] == edit[2].encode("utf-8", "surrogatepass"):
-            return None
-        data = self.parses(edit)
-        if data is None:
-            return None
-        shown = self.src.data[self.src.line_start(site.start_byte):self.src.line_end(site.start_byte)]
-        return Change(fn, operator, data.decode("utf-8", "surrogatepass"), site.start_point[0] + 1,
-                      (self.src.segment(site), shown.decode("utf-8", "replace").strip()))
+        super().__init__(_Source(source), jssource.parse, jssource.syntax_error)
 
 
-def _point(data: bytes, at: int) -> tuple[int, int]:
-    """The (row, byte column) of a byte offset."""
-    return data.count(b"\n", 0, at), at - (data.rfind(b"\n", 0, at) + 1)
-
-
-def checker(source: str) -> _Checker:
-    """A checker for the mutations of the functions of one file (share it between them)."""
-    return _Checker(source)
-
-
-def mutation_sites(fn: Function, source: str, checker: _Checker | None = None) -> list[Change]:
-    """Every single-site mutation of `fn` that parses and changes the program."""
-    checker = checker or _Checker(source)
-    return [c for op, edit, site in _site_edits(fn, checker.src) if (c := checker.change(fn, op, edit, site))]
-
-
-def pick_mutations(fn: Function, source: str, count: int, rng: random.Random,
-                   checker: _Checker | None = None) -> list[Change]:
-    """Up to `count` mutations of `fn`, spread over the operators (`code_gym.grading.builder.
-    pick_changes`); sites are checked only as they are drawn."""
-    checker = checker or _Checker(source)
-    return pick_changes(_site_edits(fn, checker.src), OPERATORS, count, rng,
-                        lambda op, edit, site: checker.change(fn, op, edit, site))
+# checker(source), mutation_sites(fn, source, checker=None), pick_mutations(fn, source, count, rng,
+# checker=None): the shared entry points over this language's sites
+checker, mutation_sites, pick_mutations = entry_points(_Checker, _site_edits, OPERATORS)
