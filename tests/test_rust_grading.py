@@ -225,3 +225,34 @@ def test_docker_grades_a_rust_task(adder):
     assert not fixed.canary and set(fixed.tests.values()) == {"passed"}, fixed.output[-3000:]
     broken = _graded(adder, {"src/lib.rs": BROKEN.encode()}, isolation="docker")
     assert not broken.canary and set(broken.tests.values()) == {"error"} and "expected expression" in broken.output
+
+
+def test_a_cold_target_cache_grades_the_patch_not_the_cached_original(adder, tmp_path, monkeypatch):
+    """A grade that finds no target cache builds it itself, after the patched files were written
+    into its copy: cargo goes by modification times, and the patch is older than the cache's units,
+    yet the patch is what is compiled and graded."""
+    require("bwrap")
+    monkeypatch.setattr(environments, "caches_dir", lambda: tmp_path / "caches")
+    fixed = _graded(adder, reference_changes(adder))
+    assert [p.name for p in (tmp_path / "caches").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert not fixed.canary and fixed.resolved and set(fixed.tests.values()) == {"passed"}, \
+        (fixed.summary(), fixed.output[-3000:])
+
+
+def test_the_agents_own_cargo_test_compiles_an_edit_dated_before_the_target_cache(adder, tmp_path):
+    """The cargo wrapper on an agent's PATH starts from a copy of the target cache: an edited file
+    whose modification time is older than the cache (restored with its times by tar, cp -p or
+    touch -d) is compiled all the same, and the untouched ones are not."""
+    require("bwrap")
+    from code_gym.sandbox import Limits, LocalSandbox
+
+    env = environments.task_environment(adder)
+    cache = environments.target_cache(adder, env)
+    repo = tmp_path / "repo"
+    shutil.copytree(adder.repo, repo)
+    (repo / "src" / "lib.rs").write_text(FIXED)
+    sandbox = LocalSandbox(repo, "bwrap", Limits(timeout=600, max_output=1 << 20),
+                           runtime=environments.runtime(env, cache))
+    own = sandbox.exec("touch -d 2001-01-01 src/lib.rs && cargo test --offline")
+    assert own.exit_code == 0 and "test adds ... ok" in own.output, own.output[-3000:]
+    assert str(env.bin) in sandbox.exec("command -v cargo").output

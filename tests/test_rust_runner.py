@@ -451,3 +451,41 @@ def test_a_test_file_cargo_does_not_discover_runs_on_its_own_when_it_needs_only_
     assert got == canary.expected, result.output[-3000:]
     assert not any(t.startswith("tests/outside.rs::") for t in stream.outcomes)  # it uses the library: not built alone
     assert "tests/outside.rs is not the root" in result.output
+
+
+def test_only_changed_files_not_newer_than_the_target_cache_are_dated_after_it(tmp_path):
+    """Cargo takes a unit as fresh while no file it read is newer: the reader dates after the cache
+    exactly the files whose bytes are not the cache's and whose time is not later than it. A file
+    with the cache's bytes keeps its time, whatever it is (the grader checks its own files' times
+    after the run), and so does a new file (no unit of the cache read it)."""
+    import hashlib
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location("cargotest", runner.HERE / "reader" / "cargotest.py")
+    reader = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reader)
+    built = 2_000_000_000 * 10**9
+    texts = {"same_old.rs": "a", "same_new.rs": "b", "changed_old.rs": "c", "changed_new.rs": "d",
+             "resized_old.rs": "e"}
+    sources = {"built_ns": built, "files": {
+        rel: [len(text), hashlib.sha256(text.encode()).hexdigest(), built - 10**9] for rel, text in texts.items()}}
+    now = {"same_old.rs": "a", "same_new.rs": "b", "changed_old.rs": "C", "changed_new.rs": "D",
+           "resized_old.rs": "longer", "new.rs": "n"}
+    times = {"same_old.rs": built - 5 * 10**9, "same_new.rs": built + 10**9, "changed_old.rs": built,
+             "changed_new.rs": built + 10**9, "resized_old.rs": built - 10**9, "new.rs": built - 10**9}
+    for rel, text in now.items():
+        (tmp_path / rel).write_text(text)
+        os.utime(tmp_path / rel, ns=(times[rel], times[rel]))
+    touched, error = reader.refresh_times(str(tmp_path), sources)
+    assert (touched, error) == (2, "")
+    after = {rel: (tmp_path / rel).stat().st_mtime_ns for rel in now}
+    assert after["changed_old.rs"] > built and after["resized_old.rs"] > built
+    assert {rel: t for rel, t in after.items() if rel not in ("changed_old.rs", "resized_old.rs")} == \
+        {rel: t for rel, t in times.items() if rel not in ("changed_old.rs", "resized_old.rs")}
+    # the crate of a cargo call in a subfolder: the folder whose Cargo.toml is the cache's
+    (tmp_path / "Cargo.toml").write_text("[package]\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "Cargo.toml").write_text("[package]\nname = 'other'\n")
+    sources["files"]["Cargo.toml"] = [10, hashlib.sha256(b"[package]\n").hexdigest(), 0]
+    assert reader.crate_root(str(tmp_path / "sub"), sources) == os.path.realpath(tmp_path)

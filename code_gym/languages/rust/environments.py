@@ -16,7 +16,12 @@ per-task target cache, so that a graded run compiles only what the patch changed
   the repository's files, the test command) by the reader in build-only mode in a bubblewrap
   sandbox (build scripts and proc macros run there, never on the host), at the in-sandbox path
   every run uses (TARGET_INSIDE). Runs bind it read-only and start from a copy (`cp -a`, mtimes
-  kept), so cargo finds the dependencies' units fresh. A build that fails (a starting repository
+  kept), so cargo finds the dependencies' units fresh. Beside it, SOURCES: each repository file's
+  size, hash and time as the build left them, and a time no unit of the cache is newer than. Cargo
+  decides freshness by modification times alone, so before cargo runs, the reader (and the wrapper,
+  for an agent's own cargo call) dates every file whose bytes differ from these and whose time is
+  not later than the cache after it: the patch is compiled whenever it was written (a grade that
+  builds a cold cache writes the patch first). A build that fails (a starting repository
   that does not compile) still leaves the dependencies' units, and is kept.
 - `generate_lockfile`: Cargo.lock made offline against an environment with Debian's
   /usr/bin/cargo (resolution only: no crate code runs).
@@ -28,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -40,9 +46,11 @@ from code_gym.tasks.task import Task, TaskError
 from code_gym.util.hostfs import cache_root
 
 ENV_FORMAT = "3"  # bump when the way environments are built changes: every key changes with it
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"  # 2: the cache holds SOURCES
 RECORD = "code-gym-environment.json"  # written last: a folder without it is unfinished
 CACHE_RECORD = "code-gym-target-cache.json"
+SOURCES = "code-gym-sources.json"  # beside target/: the files the cache was built from (reader/cargotest.py reads it)
+PREPARE = "code-gym-cargotest.py"  # in the environment's bin/: the reader, which the wrapper runs with --prepare
 CARGO = "/usr/bin/cargo"  # Debian's: a rustup cargo elsewhere on PATH is another toolchain
 RUSTC = "/usr/bin/rustc"
 _PACKAGE = re.compile(r"^librust-[a-z0-9][a-z0-9+.-]*-dev$")
@@ -139,14 +147,41 @@ def cargo_config(registry: Path) -> str:
 
 
 # first on every command's PATH: a command's first cargo call starts CARGO_TARGET_DIR from a copy of the
-# task's target cache (each command has a fresh /tmp), so an agent's own `cargo test` is warm too
+# task's target cache (each command has a fresh /tmp), so an agent's own `cargo test` is warm too; the
+# reader's --prepare makes the copy and dates the files the agent changed after the cache's units (cargo
+# goes by modification times: an edit dated before the cache would otherwise not be compiled)
 CARGO_WRAPPER = """#!/bin/sh
 if [ -n "${CODE_GYM_RUST_CACHE:-}" ] && [ -n "${CARGO_TARGET_DIR:-}" ] && [ -d "$CODE_GYM_RUST_CACHE" ] \\
         && [ ! -e "$CARGO_TARGET_DIR" ]; then
-    cp -a "$CODE_GYM_RUST_CACHE" "$CARGO_TARGET_DIR" 2>/dev/null || rm -rf "$CARGO_TARGET_DIR"
+    python3 -I @PREPARE@ --prepare >&2 || rm -rf "$CARGO_TARGET_DIR"
 fi
 exec /usr/bin/cargo "$@"
 """
+
+
+def _bin_files(folder: Path) -> dict[str, str]:
+    """The environment's bin/ (`folder` its final place): the cargo wrapper and the reader it runs."""
+    from code_gym.languages.rust.runner import HERE
+
+    reader = (HERE / "reader" / "cargotest.py").read_text()
+    return {"cargo": CARGO_WRAPPER.replace("@PREPARE@", shlex.quote(str(folder / "bin" / PREPARE))), PREPARE: reader}
+
+
+def _install_bin(folder: Path, into: Path) -> None:
+    """Write `folder`'s bin/ files into `into` where they differ (an environment made by an older
+    grader gets this one's wrapper and reader), each replaced at once."""
+    into.mkdir(exist_ok=True)
+    for name, text in _bin_files(folder).items():
+        path = into / name
+        try:
+            if path.is_file() and path.read_text() == text:
+                continue
+            fresh = path.with_name(f".{name}.{os.getpid()}")
+            fresh.write_text(text)
+            fresh.chmod(0o755)
+            os.replace(fresh, path)
+        except OSError:
+            continue
 
 
 def _resolve(spec: RustSpec) -> list:
@@ -172,6 +207,7 @@ def environment(spec: RustSpec, root: Path | None = None) -> RustEnvironment:
     with open(folder.parent / f"{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (folder / RECORD).is_file():
+            _install_bin(folder, folder / "bin")
             return _load(folder, cached=True)
         started = time.monotonic()
         scratch = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
@@ -191,9 +227,7 @@ def environment(spec: RustSpec, root: Path | None = None) -> RustEnvironment:
                 shutil.rmtree(unpacked)
             registry.mkdir(exist_ok=True)
             crates = sorted(p.name for p in registry.iterdir() if (p / "Cargo.toml").is_file())
-            (scratch / "bin").mkdir()
-            (scratch / "bin" / "cargo").write_text(CARGO_WRAPPER)
-            (scratch / "bin" / "cargo").chmod(0o755)
+            _install_bin(folder, scratch / "bin")
             (scratch / "cargo-home").mkdir()
             (scratch / "cargo-home" / "config.toml").write_text(cargo_config(folder / "registry"))
             record = {"key": key, "rustc": rustc_version(), "asked": list(spec.packages), "packages": pinned,
@@ -332,6 +366,7 @@ def target_cache(task: Task, env: RustEnvironment, root: Path | None = None) -> 
 def _build_cache(task: Task, env: RustEnvironment, scratch: Path) -> dict:
     from code_gym.languages.rust.runner import TARGET_INSIDE, build_command
     from code_gym.sandbox import Limits, LocalSandbox
+    from code_gym.sandbox.local import WORKDIR
     from code_gym.workspace.working_copy import Workspace
 
     started = time.monotonic()
@@ -348,11 +383,32 @@ def _build_cache(task: Task, env: RustEnvironment, scratch: Path) -> dict:
         run = sandbox.exec(build_command(task.test_command), binds={scratch / "target": TARGET_INSIDE},
                            records="cache")
         sandbox.close()
+        files = _sources(copy.root)
     finally:
         copy.close()
-    size = sum(p.stat().st_size for p in (scratch / "target").rglob("*") if p.is_file() and not p.is_symlink())
+    size, newest = 0, time.time_ns()
+    for path in (scratch / "target").rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            st = path.stat()
+            size += st.st_size
+            newest = max(newest, st.st_mtime_ns)
+    # no unit of the cache is newer than built_ns: a run dates a changed file older than it after it
+    (scratch / SOURCES).write_text(json.dumps({"built_ns": newest, "root": WORKDIR, "files": files}))
     return {"ok": run.exit_code == 0, "exit_code": run.exit_code, "timed_out": run.timed_out,
             "build_seconds": time.monotonic() - started, "size": size, "output": run.output[-4000:]}
+
+
+def _sources(root: Path) -> dict[str, list]:
+    """The repository's files as the cache's build left them (.git and target/ left out):
+    path -> [size, sha256, mtime_ns]. Runs compare their files with these (reader/cargotest.py)."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel.split("/")[0] in (".git", "target") or not path.is_file() or path.is_symlink():
+            continue
+        st = path.stat()
+        files[rel] = [st.st_size, hashlib.sha256(path.read_bytes()).hexdigest(), st.st_mtime_ns]
+    return files
 
 
 def _load_cache(folder: Path, cached: bool) -> TargetCache:

@@ -7,7 +7,11 @@ inside the sandbox, streaming one record per test on the results channel
      "names": {"tests/x.rs": ["name", ...]} | null, "results": "/results", "build_only": false}
 
 1. The target directory: CARGO_TARGET_DIR starts as a copy of the task's target cache
-   (CODE_GYM_RUST_CACHE, read-only), so only what the patch changed compiles again.
+   (CODE_GYM_RUST_CACHE, read-only), so only what the patch changed compiles again. Cargo judges
+   freshness by modification times, so every repository file whose bytes are not the ones the
+   cache was built from (its SOURCES account) and whose time is not later than the cache's units
+   is dated after them first (a patch written before a cold cache was built is compiled, not the
+   cache's original). The cargo wrapper on an agent's PATH does the same (`--prepare`).
 2. `cargo metadata --no-deps` names the crate's targets; the selected files are target roots
    (none: every library, binary and integration-test target); the unit tests of the library and
    the binaries run in every run (they live in the sources: no task lists those as test files).
@@ -56,6 +60,7 @@ TEST_KINDS = LIBRARY_KINDS + ("bin", "test")
 MAX_ROUNDS = 12
 MAX_RERUNS = 200  # passes of a binary that ended wrongly run again alone, up to this many
 LIBTEST_JSON = ["-Z", "unstable-options", "--format", "json", "--report-time"]
+SOURCES = "code-gym-sources.json"  # beside the target cache's target/ (environments.SOURCES)
 
 
 class Channel:
@@ -564,28 +569,125 @@ def digest(path: str) -> str:
     return sha.hexdigest()
 
 
-def prepare_target() -> None:
-    """CARGO_TARGET_DIR as a copy of the task's target cache (kept mtimes: cargo reuses its units)."""
+def repository_files(root: str) -> dict[str, str]:
+    """The repository's regular files (no symlink), by path relative to `root`; its .git and target
+    folders left out."""
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        if folder == root:
+            dirs[:] = [d for d in dirs if d not in (".git", "target")]
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                found[os.path.relpath(path, root)] = path
+    return found
+
+
+def read_sources(cache: str) -> dict | None:
+    """The target cache's account of what it was built from (SOURCES beside its target folder):
+    {"built_ns": a time no unit of the cache is newer than, "files": {path: [size, sha256, mtime_ns]}}."""
+    try:
+        with open(os.path.join(os.path.dirname(cache.rstrip("/")), SOURCES), encoding="utf-8") as handle:
+            sources = json.load(handle)
+        return sources if isinstance(sources.get("files"), dict) and int(sources["built_ns"]) > 0 else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def refresh_times(root: str, sources: dict) -> tuple[int, str]:
+    """Make cargo's freshness follow content, whenever the files were written: cargo takes a unit of
+    the target cache as fresh while no file it read is newer than the unit, so a repository file
+    whose bytes differ from the ones the cache was built from, and whose modification time is not
+    later than every unit of the cache (a patch written before a cold cache was built, a file
+    restored with its times), gets a time later than all of them. Nothing else is touched: a file
+    with the cache's bytes is what the units were compiled from (whatever its time), one newer than
+    the cache is rebuilt anyway, and a file the cache never saw (new) is in no unit's inputs (the
+    grader's own files keep their times: it checks them after the run). Returns (files touched,
+    the error that stopped it, "" if none)."""
+    built = int(sources["built_ns"])
+    later = max(time.time_ns(), built + 1_000_000_000)
+    touched = 0
+    for rel, entry in sources["files"].items():
+        path = os.path.join(root, rel)
+        try:
+            st = os.stat(path)  # cargo follows symbolic links
+        except OSError:
+            continue  # deleted: cargo sees it missing
+        if st.st_mtime_ns > built or not os.path.isfile(path):
+            continue
+        try:
+            if st.st_size == entry[0] and digest(path) == entry[1]:
+                continue
+            os.utime(path, ns=(st.st_atime_ns, later))
+        except OSError as error:
+            return touched, f"{rel}: {error}"
+        touched += 1
+    return touched, ""
+
+
+def crate_root(start: str, sources: dict) -> str | None:
+    """The crate folder of a cargo call made in `start`: the nearest folder up from it whose
+    Cargo.toml is the cache's, else the nearest with a Cargo.toml."""
+    want = (sources["files"].get("Cargo.toml") or [None, None])[1]
+    nearest, path = None, os.path.realpath(start)
+    while True:
+        manifest = os.path.join(path, "Cargo.toml")
+        if os.path.isfile(manifest):
+            try:
+                if want and digest(manifest) == want:
+                    return path
+            except OSError:
+                pass
+            nearest = nearest or path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return nearest
+        path = parent
+
+
+def prepare_target(root: str | None) -> None:
+    """CARGO_TARGET_DIR as a copy of the task's target cache (kept mtimes: cargo reuses its units),
+    and the repository's changed files dated after the cache (refresh_times) so that cargo compiles
+    them again. `root`: the crate's folder (None: found up from the working directory)."""
     cache, target = os.environ.get("CODE_GYM_RUST_CACHE", ""), os.environ.get("CARGO_TARGET_DIR", "")
-    if cache and target and os.path.isdir(cache) and not os.path.exists(target):
-        started = time.monotonic()
-        done = subprocess.run(["cp", "-a", cache, target], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, text=True, errors="replace", close_fds=True)
-        if done.returncode != 0:
-            say(f"code-gym: the target cache could not be copied ({done.stdout.strip()[:300]}); building from scratch")
-            shutil.rmtree(target, ignore_errors=True)
-        elif os.environ.get("CODE_GYM_RUST_TIMING"):
-            say(f"code-gym: target cache copied in {time.monotonic() - started:.2f} s")
+    if not (cache and target and os.path.isdir(cache) and not os.path.exists(target)):
+        return
+    started = time.monotonic()
+    done = subprocess.run(["cp", "-a", cache, target], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL, text=True, errors="replace", close_fds=True)
+    if done.returncode != 0:
+        say(f"code-gym: the target cache could not be copied ({done.stdout.strip()[:300]}); building from scratch")
+        shutil.rmtree(target, ignore_errors=True)
+        return
+    copied = time.monotonic()
+    sources = read_sources(cache)
+    if root is None and sources is not None:
+        root = crate_root(os.getcwd(), sources) or (sources.get("root") if os.path.isdir(sources.get("root") or "")
+                                                    else None)
+    if sources is None or root is None:
+        say("code-gym: the target cache does not say what it was built from; building from scratch")
+        shutil.rmtree(target, ignore_errors=True)
+        return
+    touched, error = refresh_times(root, sources)
+    if error:
+        say(f"code-gym: a changed file's time cannot be set ({error[:300]}); building from scratch")
+        shutil.rmtree(target, ignore_errors=True)
+    elif os.environ.get("CODE_GYM_RUST_TIMING"):
+        say(f"code-gym: target cache copied in {copied - started:.2f} s, {touched} changed file(s) older than it "
+            f"dated after it in {time.monotonic() - copied:.2f} s")
 
 
 def main(argv: list[str]) -> int:
+    if argv[1:] == ["--prepare"]:  # the cargo wrapper on PATH, before an agent's own cargo call
+        prepare_target(None)
+        return 0
     spec = json.loads(argv[1])
     harden()
     channel = Channel()
     root = os.path.realpath(os.getcwd())
     cargo, options, libtest = list(spec["cargo"]), list(spec.get("options", [])), list(spec.get("libtest", []))
     names = spec.get("names") or None
-    prepare_target()
+    prepare_target(root)
     package, error = metadata(cargo, options, root)
     if package is None:
         say(error.rstrip())
