@@ -38,6 +38,11 @@ written once go has exited:
 The run exits 0 when everything passed, 1 when something failed or did not build, 3 when go could
 not start or failed before testing any package; the end record carries the same status. What the
 agent reads on stdout is go's own report: build errors, failing tests' output, one line a package.
+
+`python3 -I gotest.py --go ARGS` is the task's `go` instead (`wrap`: the wrapper first on every
+command's PATH runs it, environments.GO_WRAPPER): the same link, variables and cache copy for the
+agent's own `go test ./...`, `go build`, `go vet`, run from the link's folder that mirrors the
+caller's.
 """
 from __future__ import annotations
 
