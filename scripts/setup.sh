@@ -38,6 +38,12 @@ fi
 # match the packaged crates); their libraries come from Debian's golang-*-dev and librust-*-dev
 # packages, downloaded and unpacked per task environment (never installed, no maintainer scripts).
 # A rustup toolchain elsewhere on PATH is not used: code-gym calls /usr/bin/go and /usr/bin/cargo.
+# Their environments come from apt's package lists (apt-cache, apt-get download): fetch the lists
+# once where the machine has none.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
+  echo "setup: fetching apt's package lists (Go and Rust environments are Debian packages)"
+  apt-get update -qq
+fi
 for tool in go:golang-go:Go cargo:cargo:Rust; do
   IFS=: read -r program package language <<<"$tool"
   if [ ! -x "/usr/bin/$program" ]; then
