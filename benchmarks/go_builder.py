@@ -32,11 +32,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -44,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import _builders  # noqa: E402
 from _report import write_section  # noqa: E402
 
 from code_gym import languages  # noqa: E402
@@ -51,7 +50,6 @@ from code_gym.grading.file_policy import apply_changes, lay_hidden_tests  # noqa
 from code_gym.grading.grade import grade  # noqa: E402
 from code_gym.grading.reference import reference_changes  # noqa: E402
 from code_gym.sandbox import Limits, make_sandbox  # noqa: E402
-from code_gym.tasks.task import load_task_dir  # noqa: E402
 from code_gym.util.table import format_table  # noqa: E402
 from code_gym.workspace.working_copy import Workspace  # noqa: E402
 
@@ -91,32 +89,14 @@ REJECTED: list[tuple[str, str]] = []
 TITLE = "Go builder (benchmarks/go_builder.py)"
 
 
-def _load() -> str:
-    try:
-        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
-
-
 def check(chosen) -> list[list]:
     """The package list's check, no test run: each package unpacked, its import path, test files and
     sources read and the Debian packages of its environment resolved."""
     from code_gym.languages.go.builder.project import open_project
 
-    rows = []
-    for name, _ in chosen:
-        t0 = time.monotonic()
-        try:
-            with tempfile.TemporaryDirectory(prefix="code-gym-check-") as work:
-                project = open_project(name, Path(work))
-            rows.append([name, "ok", project.import_path, len(project.test_files), len(project.source_files),
-                         len(project.packages), ", ".join(project.unresolved)[:40] or "-",
-                         f"{time.monotonic() - t0:.0f}", ""])
-        except Exception as exc:  # noqa: BLE001 - the reason is the row
-            rows.append([name, "refused", "-", "-", "-", "-", "-", f"{time.monotonic() - t0:.0f}",
-                         " ".join(str(exc).split())[:160]])
-        print(" | ".join(map(str, rows[-1])), flush=True)
-    return rows
+    return _builders.check_list(chosen, open_project, lambda project: [
+        project.import_path, len(project.test_files), len(project.source_files), len(project.packages),
+        ", ".join(project.unresolved)[:40] or "-"], 5)
 
 
 _BARE_MS = re.compile(r"CODE_GYM_BARE_MS (\d+)")
@@ -242,9 +222,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if not args.shared_cache:
-        os.environ["CODE_GYM_CACHE"] = str((out / "cache").resolve())
+    _builders.own_cache(out, args.shared_cache)
     chosen = PACKAGES[: args.packages]
     if args.only:
         names = set(args.only.split(","))
@@ -260,53 +238,24 @@ def main(argv=None) -> int:
 
     options = BuildOptions(workers=args.workers, max_candidates=args.max_candidates, multi_ratio=args.multi_ratio,
                            progress=False)
-    started, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), _load()
-    report = build_many([name for name, _ in chosen], out / "tasks", options, max_minutes=args.max_minutes)
-    load_after = _load()
-    built = [p for p in report.projects.values() if p.status in ("built", "rejected", "environment", "error")]
-    tasks = sum(len(p.tasks) for p in built)
-    multi = sum(p.multi_region for p in built)
-    candidates = sum(p.candidates for p in built)
-    runs_file = out / "runs.json"  # every run of the build into this folder: a resumed run goes on where one stopped
-    history = json.loads(runs_file.read_text()) if runs_file.exists() else []
-    history.append({"started": started, "minutes": round(report.duration / 60, 2), "max_minutes": args.max_minutes,
-                    "load": [load_before, load_after]})
-    runs_file.write_text(json.dumps(history, indent=1) + "\n")
-    minutes = sum(r["minutes"] for r in history)
-    hours = minutes / 60
-    gates = {g: sum(p.gates.get(g, 0) for p in built) for g in report.manifest["gates"]}
+    run = _builders.build(build_many, [name for name, _ in chosen], out, options, args.max_minutes)
+    report, built, tasks, multi, candidates, history = (run.report, run.built, run.tasks, run.multi, run.candidates,
+                                                        run.history)
     env_none, env_hit, env_built, cache_hit, cache_made = _cache_hits(out / "tasks", [source_key(p.source) for p in built])
     env_seconds = [p.environment_seconds for p in built if p.environment == "built"]
-    print(report.summary())
 
-    sample_text = "not run"
-    all_tasks = load_task_dir(out / "tasks")
-    if args.revalidate and all_tasks:
-        t0 = time.monotonic()
-        result = revalidate(all_tasks, runs=3, workers=args.workers, sample=args.revalidate, seed=0)
-        print(result.summary())
-        failed = ", ".join(f"{g} {n}" for g, n in result.by_gate().items()) or "none"
-        multi_results = [r for r in result.results if r.regions > 1]
-        sample_text = (f"**{sum(r.gate is None for r in result.results)}/{len(result.results)} "
-                       f"({result.fraction:.1%})** pass every gate (multi-region "
-                       f"{sum(r.gate is None for r in multi_results)}/{len(multi_results)}); failures by gate: "
-                       f"{failed}; {(time.monotonic() - t0) / 60:.1f} min")
+    all_tasks, sample_text = _builders.revalidated(revalidate, out, args.revalidate, args.workers)
     grading = grading_times(all_tasks, args.grading) if args.grading and all_tasks else []
 
-    slice_note = ""
-    if len(built) < len(chosen):
-        slice_note = (f"- Time-boxed ({', '.join(str(r['max_minutes']) for r in history)} min boxes; each run's packages "
-                      f"finish after its box): at this rate one hour gives about {tasks / hours if hours else 0:.0f} "
-                      f"tasks, if the packages not reached yield like those that were.\n")
-    gate_rows = ", ".join(f"{g} {n} ({n / candidates:.1%})" for g, n in gates.items() if n and candidates) or "none"
+    slice_note = run.slice_note(len(chosen), "packages")
     yielding = sum(1 for p in built if p.tasks)
-    body = f"""`python benchmarks/go_builder.py --max-minutes {args.max_minutes:g} --max-candidates {args.max_candidates} --multi-ratio {args.multi_ratio:g} --workers {args.workers} --revalidate {args.revalidate}` over {len(chosen)} listed Debian golang-*-dev packages, {len(history)} run(s) into one folder: {'; '.join(f"{r['started']}, a {r['max_minutes']:g} min box, {r['minutes']:.1f} min, load {r['load'][0]} before and {r['load'][1]} after" for r in history)}.
+    body = f"""`python benchmarks/go_builder.py --max-minutes {args.max_minutes:g} --max-candidates {args.max_candidates} --multi-ratio {args.multi_ratio:g} --workers {args.workers} --revalidate {args.revalidate}` over {len(chosen)} listed Debian golang-*-dev packages, {len(history)} run(s) into one folder: {run.runs_text()}.
 
-- **{tasks} validated tasks** from {candidates} candidates in **{minutes:.1f} min** of wall time (**{tasks / hours if hours else 0:.0f} tasks/hour**), from **{yielding} packages** of the {len(built)} the time boxes started ({len(report.projects) - len(built)} left pending).
+- **{tasks} validated tasks** from {candidates} candidates in **{run.minutes:.1f} min** of wall time (**{run.rate:.0f} tasks/hour**), from **{yielding} packages** of the {len(built)} the time boxes started ({len(report.projects) - len(built)} left pending).
 {slice_note}- **Multi-region: {multi} of {tasks} ({multi / tasks if tasks else 0:.0%})**.
 - Environments (the Debian packages' closure unpacked, a cold cache of the run's own): {env_built} unpacked ({sum(env_seconds):.0f} s with their build caches), {env_hit} found in the cache, {env_none} packages needed none; build caches (a sandboxed `go test -run '^$' -exec /bin/true ./...` per repository): {cache_made} made, {cache_hit} found in the cache. The grader's check makes one more per accepted task (its repository differs).
 - Re-validation (`tasks revalidate`: the grader with canaries, fresh sandboxes, 3 reference runs), a random sample of {args.revalidate} (seed 0): {sample_text}.
-- Gate rejections (of {candidates} candidates): {gate_rows}.
+- Gate rejections (of {candidates} candidates): {run.gates_text()}.
 
 per package (tasks / candidates, multi-region in brackets; the full table is the run's manifest.json):
 {_package_summary(report)}
@@ -320,8 +269,7 @@ Grading time of a task's reference (median of 3 runs, seconds, all in bubblewrap
             write_section(TITLE, body, Path(args.doc))
         else:
             write_section(TITLE, body)
-    (out / "summary.json").write_text(json.dumps({"tasks": tasks, "multi_region": multi, "candidates": candidates,
-                                                  "minutes": minutes, "gates": gates}, indent=1))
+    run.write_summary(out)
     return 0
 
 

@@ -24,20 +24,18 @@ and, at ~85% acceptance, ~1,700 tasks/hour, falling 2-4x on a machine shared wit
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import _builders  # noqa: E402
 from _report import write_section  # noqa: E402
 
 from code_gym import languages  # noqa: E402
@@ -45,7 +43,6 @@ from code_gym.grading.file_policy import apply_changes, lay_hidden_tests  # noqa
 from code_gym.grading.grade import grade  # noqa: E402
 from code_gym.grading.reference import reference_changes  # noqa: E402
 from code_gym.sandbox import Limits, make_sandbox  # noqa: E402
-from code_gym.tasks.task import load_task_dir  # noqa: E402
 from code_gym.util.table import format_table  # noqa: E402
 from code_gym.workspace.working_copy import Workspace  # noqa: E402
 
@@ -146,41 +143,18 @@ REJECTED = [
 TITLE = "JavaScript builder (benchmarks/js_builder.py)"
 
 
-def _load() -> str:
-    try:
-        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
-
-
 def check(chosen, out: Path) -> list[list]:
     """The package list's check, no test run: each tarball fetched and unpacked, its runner, test
     files and sources read and its environment built (or found in the cache)."""
     from code_gym.languages.javascript.builder.project import open_project
 
-    rows = []
-    for spec, _ in chosen:
-        t0 = time.monotonic()
-        try:
-            with tempfile.TemporaryDirectory(prefix="code-gym-check-") as work:
-                project = open_project(spec, Path(work), downloads=out / "downloads")
-            env = project.environment
-            rows.append([spec, "ok", project.test_command, len(project.test_files), len(project.source_files),
-                         "-" if env is None else "cached" if env.cached else f"built {env.build_seconds:.0f}s",
-                         f"{time.monotonic() - t0:.0f}", ""])
-        except Exception as exc:  # noqa: BLE001 - the reason is the row
-            rows.append([spec, "refused", "-", "-", "-", "-", f"{time.monotonic() - t0:.0f}", " ".join(str(exc).split())[:160]])
-        print(" | ".join(map(str, rows[-1])), flush=True)
-    return rows
+    def columns(project) -> list:
+        env = project.environment
+        return [project.test_command, len(project.test_files), len(project.source_files),
+                "-" if env is None else "cached" if env.cached else f"built {env.build_seconds:.0f}s"]
 
-
-def _median(fn, n: int = 3) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.monotonic()
-        fn()
-        times.append(time.monotonic() - t0)
-    return statistics.median(times)
+    return _builders.check_list(chosen, lambda spec, work: open_project(spec, work, downloads=out / "downloads"),
+                                columns, 4)
 
 
 def grading_times(tasks, per_runner: int = 2) -> list[list]:
@@ -206,21 +180,22 @@ def grading_times(tasks, per_runner: int = 2) -> list[list]:
                 plan = language.test_run(task.test_command, task.visible_tests + task.hidden_tests, str(results))
                 env = os.environ | runtime.variables(os.environ.get("PATH", ""))
                 env.pop("CODE_GYM_REPORTERS", None)
-                host = _median(lambda: subprocess.run(["bash", "-c", plan.command], cwd=copy.root, env=env,
-                                                      capture_output=True, timeout=task.timeouts.tests))
+                host = _builders.median_time(lambda: subprocess.run(
+                    ["bash", "-c", plan.command], cwd=copy.root, env=env, capture_output=True,
+                    timeout=task.timeouts.tests))
                 sandbox = make_sandbox("auto", copy.root, Limits(timeout=task.timeouts.tests), runtime=runtime)
                 try:
                     binds = {results: "/results"}
                     inside_plan = language.test_run(task.test_command, task.visible_tests + task.hidden_tests,
                                                     sandbox.inside(results, binds))
-                    boxed = _median(lambda: sandbox.exec(inside_plan.command, binds=binds))
+                    boxed = _builders.median_time(lambda: sandbox.exec(inside_plan.command, binds=binds))
                 finally:
                     sandbox.close()
             finally:
                 copy.close()
                 shutil.rmtree(results, ignore_errors=True)
             changes = reference_changes(task)
-            graded = _median(lambda: grade(task, changes))
+            graded = _builders.median_time(lambda: grade(task, changes))
             tests = len(task.fail_to_pass) + len(task.pass_to_pass)
             rows.append([task.id[:44], runner, tests, f"{host:.2f}", f"{boxed:.2f}", f"{graded:.2f}",
                          f"{graded / host:.1f}x"])
@@ -241,11 +216,7 @@ def _package_summary(report) -> str:
     text = "; ".join(parts)
     if none:
         text += ". None from " + ", ".join(f"{p.source} ({p.status})" for p in none)
-    return _fill(text)
-
-
-def _fill(text: str) -> str:
-    return textwrap.fill(text, 100, break_on_hyphens=False, break_long_words=False)
+    return _builders.fill(text)
 
 
 def _left_out() -> str:
@@ -259,7 +230,7 @@ def _left_out() -> str:
                     "indirectly", "leaves out", "TypeScript")) else "other")
         kinds[kind] += 1
     counts = ", ".join(f"{kind}: {n}" for kind, n in kinds.items() if n)
-    return _fill(f"{len(REJECTED)} ({counts}); each with its reason in `REJECTED` of benchmarks/js_builder.py")
+    return _builders.fill(f"{len(REJECTED)} ({counts}); each with its reason in `REJECTED` of benchmarks/js_builder.py")
 
 
 def main(argv=None) -> int:
@@ -279,9 +250,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if not args.shared_cache:
-        os.environ["CODE_GYM_CACHE"] = str((out / "cache").resolve())
+    _builders.own_cache(out, args.shared_cache)
     chosen = PACKAGES[: args.packages]
     if args.only:
         names = set(args.only.split(","))
@@ -294,55 +263,25 @@ def main(argv=None) -> int:
     from code_gym.languages.javascript.builder import BuildOptions, build_many, revalidate
 
     options = BuildOptions(workers=args.workers, max_candidates=args.max_candidates, progress=False)
-    started, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), _load()
-    report = build_many([spec for spec, _ in chosen], out / "tasks", options, max_minutes=args.max_minutes)
-    load_after = _load()
-    built = [p for p in report.projects.values() if p.status in ("built", "rejected", "environment", "error")]
-    tasks = sum(len(p.tasks) for p in built)
-    multi = sum(p.multi_region for p in built)
-    candidates = sum(p.candidates for p in built)
-    runs_file = out / "runs.json"  # every run of the build into this folder: a resumed run goes on where one stopped
-    history = json.loads(runs_file.read_text()) if runs_file.exists() else []
-    history.append({"started": started, "minutes": round(report.duration / 60, 2), "max_minutes": args.max_minutes,
-                    "load": [load_before, load_after]})
-    runs_file.write_text(json.dumps(history, indent=1) + "\n")
-    minutes = sum(r["minutes"] for r in history)
-    hours = minutes / 60
-    gates = {g: sum(p.gates.get(g, 0) for p in built) for g in report.manifest["gates"]}
+    run = _builders.build(build_many, [spec for spec, _ in chosen], out, options, args.max_minutes)
+    report, built, tasks, multi, candidates, history = (run.report, run.built, run.tasks, run.multi, run.candidates,
+                                                        run.history)
     envs = [p for p in built if p.environment]
     cold = [p for p in envs if p.environment == "built"]
-    print(report.summary())
 
-    sample_text = "not run"
-    all_tasks = load_task_dir(out / "tasks")
-    if args.revalidate and all_tasks:
-        t0 = time.monotonic()
-        result = revalidate(all_tasks, runs=3, workers=args.workers, sample=args.revalidate, seed=0)
-        print(result.summary())
-        failed = ", ".join(f"{g} {n}" for g, n in result.by_gate().items()) or "none"
-        multi_passed = [r for r in result.results if r.regions > 1]
-        sample_text = (f"**{sum(r.gate is None for r in result.results)}/{len(result.results)} "
-                       f"({result.fraction:.1%})** pass every gate (multi-region "
-                       f"{sum(r.gate is None for r in multi_passed)}/{len(multi_passed)}); failures by gate: {failed}; "
-                       f"{(time.monotonic() - t0) / 60:.1f} min")
+    all_tasks, sample_text = _builders.revalidated(revalidate, out, args.revalidate, args.workers)
     grading = grading_times(all_tasks, args.grading) if args.grading and all_tasks else []
 
-    slice_note = ""
-    if len(built) < len(chosen):
-        slice_note = (f"- Time-boxed ({', '.join(str(r['max_minutes']) for r in history)} min boxes; each run's packages "
-                      f"finish after its box): at this rate one hour gives about {tasks / hours if hours else 0:.0f} "
-                      f"tasks, if the packages not reached yield like those that were (the list mixes large and small "
-                      f"ones, large first).\n")
+    slice_note = run.slice_note(len(chosen), "packages", " (the list mixes large and small ones, large first)")
     per_package = _package_summary(report)
-    gate_rows = ", ".join(f"{g} {n} ({n / candidates:.1%})" for g, n in gates.items() if n and candidates) or "none"
-    body = f"""`python benchmarks/js_builder.py --max-minutes {args.max_minutes:g}{'' if args.max_candidates is None else f' --max-candidates {args.max_candidates}'} --workers {args.workers} --revalidate {args.revalidate}` over {len(chosen)} listed npm packages, {len(history)} run(s) into one folder, each going on where the last stopped: {'; '.join(f"{r['started']}, a {r['max_minutes']:g} min box, {r['minutes']:.1f} min, load {r['load'][0]} before and {r['load'][1]} after" for r in history)} (other sessions shared the machine).
+    body = f"""`python benchmarks/js_builder.py --max-minutes {args.max_minutes:g}{'' if args.max_candidates is None else f' --max-candidates {args.max_candidates}'} --workers {args.workers} --revalidate {args.revalidate}` over {len(chosen)} listed npm packages, {len(history)} run(s) into one folder, each going on where the last stopped: {run.runs_text()} (other sessions shared the machine).
 
-- **{tasks} validated tasks** from {candidates} candidates in **{minutes:.1f} min** of wall time (**{tasks / hours if hours else 0:.0f} tasks/hour**), from **{sum(1 for p in built if p.tasks)} packages** of the {len(built)} the time boxes started ({len(report.projects) - len(built)} left pending).
+- **{tasks} validated tasks** from {candidates} candidates in **{run.minutes:.1f} min** of wall time (**{run.rate:.0f} tasks/hour**), from **{sum(1 for p in built if p.tasks)} packages** of the {len(built)} the time boxes started ({len(report.projects) - len(built)} left pending).
 {slice_note}- **Multi-region: {multi} of {tasks} ({multi / tasks if tasks else 0:.0%})**.
 - Environments (node_modules per dependency set, npm with scripts off, a cold cache of the run's own): {len(cold)} built, {sum(p.environment_seconds for p in cold):.0f} s in all (median {statistics.median([p.environment_seconds for p in cold]) if cold else 0:.1f} s), {len(envs) - len(cold)} found in the cache (packages with the same dependency set); {len(built) - len(envs)} packages needed none.
 - Re-validation (`tasks revalidate --language javascript`: the grader with canaries, fresh sandboxes, 3 reference runs), a random sample of {args.revalidate} (seed 0): {sample_text}.
 
-- Gate rejections (of {candidates} candidates): {gate_rows}.
+- Gate rejections (of {candidates} candidates): {run.gates_text()}.
 
 per package (tasks / candidates, multi-region in brackets; the full table is the run's manifest.json):
 {per_package}
@@ -355,8 +294,7 @@ Packages checked and left out: {_left_out()}.
 """
     if not args.no_doc:
         write_section(TITLE, body)
-    (out / "summary.json").write_text(json.dumps({"tasks": tasks, "multi_region": multi, "candidates": candidates,
-                                                  "minutes": minutes, "gates": gates}, indent=1))
+    run.write_summary(out)
     return 0
 
 

@@ -32,17 +32,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
-import tempfile
-import textwrap
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import _builders  # noqa: E402
 from _report import DOC, write_section  # noqa: E402
 
 from code_gym import languages  # noqa: E402
@@ -50,7 +47,6 @@ from code_gym.grading.file_policy import apply_changes, lay_hidden_tests  # noqa
 from code_gym.grading.grade import grade  # noqa: E402
 from code_gym.grading.reference import reference_changes  # noqa: E402
 from code_gym.sandbox import Limits, make_sandbox  # noqa: E402
-from code_gym.tasks.task import load_task_dir  # noqa: E402
 from code_gym.util.table import format_table  # noqa: E402
 from code_gym.workspace.working_copy import Workspace  # noqa: E402
 
@@ -92,45 +88,14 @@ BARE = ('rm -rf "$CARGO_TARGET_DIR"; if [ -d "${CODE_GYM_RUST_CACHE:-}" ]; then 
         '"$CARGO_TARGET_DIR"; fi; cargo test --offline --tests')
 
 
-def _load() -> str:
-    try:
-        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
-
-
-def _fill(text: str) -> str:
-    return textwrap.fill(text, 100, break_on_hyphens=False, break_long_words=False)
-
-
 def check(chosen) -> list[list]:
     """The crate list's check, no test run: each crate unpacked, its targets and sources read, its
     dependencies' packages resolved and its Cargo.lock made."""
     from code_gym.languages.rust.builder.project import open_project
 
-    rows = []
-    for name, _ in chosen:
-        t0 = time.monotonic()
-        try:
-            with tempfile.TemporaryDirectory(prefix="code-gym-check-") as work:
-                project = open_project(name, Path(work))
-            rows.append([name, "ok", f"{project.crate} {project.version}", len(project.test_files),
-                         len(project.source_files), len(project.packages), len(project.dropped),
-                         f"{time.monotonic() - t0:.0f}", ""])
-        except Exception as exc:  # noqa: BLE001 - the reason is the row
-            rows.append([name, "refused", "-", "-", "-", "-", "-", f"{time.monotonic() - t0:.0f}",
-                         " ".join(str(exc).split())[:160]])
-        print(" | ".join(map(str, rows[-1])), flush=True)
-    return rows
-
-
-def _median(fn, n: int = 3) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.monotonic()
-        fn()
-        times.append(time.monotonic() - t0)
-    return statistics.median(times)
+    return _builders.check_list(chosen, open_project, lambda project: [
+        f"{project.crate} {project.version}", len(project.test_files), len(project.source_files),
+        len(project.packages), len(project.dropped)], 5)
 
 
 def grading_times(tasks, count: int = 4) -> list[list]:
@@ -157,13 +122,13 @@ def grading_times(tasks, count: int = 4) -> list[list]:
             try:
                 # cargo's own test run of the library, binary and integration-test targets (no doc-tests,
                 # which the grader does not run either), from a fresh copy of the task's target cache
-                bare = _median(lambda: sandbox.exec(BARE))
+                bare = _builders.median_time(lambda: sandbox.exec(BARE))
             finally:
                 sandbox.close()
         finally:
             copy.close()
         changes = reference_changes(task)
-        graded = _median(lambda: grade(task, changes))
+        graded = _builders.median_time(lambda: grade(task, changes))
         tests = len(task.fail_to_pass) + len(task.pass_to_pass)
         rows.append([task.id[:44], tests, f"{bare:.2f}", f"{graded:.2f}", f"{graded / bare:.1f}x"])
         print(" | ".join(map(str, rows[-1])), flush=True)
@@ -192,7 +157,7 @@ def _crate_summary(report, manifests: dict[str, dict]) -> str:
     text = "; ".join(parts)
     if none:
         text += ". None from " + ", ".join(none)
-    return _fill(text)
+    return _builders.fill(text)
 
 
 def _caches(manifests: dict[str, dict]) -> str:
@@ -226,9 +191,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if not args.shared_cache:
-        os.environ["CODE_GYM_CACHE"] = str((out / "cache").resolve())
+    _builders.own_cache(out, args.shared_cache)
     chosen = CRATES[: args.crates]
     if args.only:
         names = {f"librust-{n}-dev" for n in args.only.split(",")}
@@ -242,45 +205,20 @@ def main(argv=None) -> int:
     from code_gym.languages.rust.builder import BuildOptions, build_many, revalidate
 
     options = BuildOptions(workers=args.workers, max_candidates=args.max_candidates, progress=False)
-    started, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), _load()
-    report = build_many([name for name, _ in chosen], out / "tasks", options, max_minutes=args.max_minutes)
-    load_after = _load()
-    built = [p for p in report.projects.values() if p.status in ("built", "rejected", "environment", "error")]
-    tasks = sum(len(p.tasks) for p in built)
-    multi = sum(p.multi_region for p in built)
-    candidates = sum(p.candidates for p in built)
-    runs_file = out / "runs.json"
-    history = json.loads(runs_file.read_text()) if runs_file.exists() else []
-    history.append({"started": started, "minutes": round(report.duration / 60, 2), "max_minutes": args.max_minutes,
-                    "load": [load_before, load_after]})
-    runs_file.write_text(json.dumps(history, indent=1) + "\n")
-    minutes = sum(r["minutes"] for r in history)
-    hours = minutes / 60
-    gates = {g: sum(p.gates.get(g, 0) for p in built) for g in report.manifest["gates"]}
+    run = _builders.build(build_many, [name for name, _ in chosen], out, options, args.max_minutes)
+    report, built, tasks, multi, candidates, history = (run.report, run.built, run.tasks, run.multi, run.candidates,
+                                                        run.history)
     manifests = _project_manifests(out / "tasks")
-    print(report.summary())
 
-    sample_text = "not run"
-    all_tasks = load_task_dir(out / "tasks")
-    if args.revalidate and all_tasks:
-        t0 = time.monotonic()
-        result = revalidate(all_tasks, runs=3, workers=args.workers, sample=args.revalidate, seed=0)
-        print(result.summary())
-        failed = ", ".join(f"{g} {n}" for g, n in result.by_gate().items()) or "none"
-        multi_passed = [r for r in result.results if r.regions > 1]
-        sample_text = (f"**{sum(r.gate is None for r in result.results)}/{len(result.results)} "
-                       f"({result.fraction:.1%})** pass every gate (multi-region "
-                       f"{sum(r.gate is None for r in multi_passed)}/{len(multi_passed)}); failures by gate: {failed}; "
-                       f"{(time.monotonic() - t0) / 60:.1f} min")
+    all_tasks, sample_text = _builders.revalidated(revalidate, out, args.revalidate, args.workers)
     grading = grading_times(all_tasks, args.grading) if args.grading and all_tasks else []
     compile_rejections = sum("does not compile" in r.get("reason", "") for m in manifests.values()
                              for r in m.get("rejections", []))
-    gate_rows = ", ".join(f"{g} {n} ({n / candidates:.1%})" for g, n in gates.items() if n and candidates) or "none"
-    body = f"""`python benchmarks/rust_builder.py --max-minutes {args.max_minutes:g} --max-candidates {args.max_candidates} --workers {args.workers} --revalidate {args.revalidate}` over {len(chosen)} listed Debian crates (Debian's cargo 1.65 / rustc 1.63), {len(history)} run(s) into one folder: {'; '.join(f"{r['started']}, a {r['max_minutes']:g} min box, {r['minutes']:.1f} min, load {r['load'][0]} before and {r['load'][1]} after" for r in history)}.
+    body = f"""`python benchmarks/rust_builder.py --max-minutes {args.max_minutes:g} --max-candidates {args.max_candidates} --workers {args.workers} --revalidate {args.revalidate}` over {len(chosen)} listed Debian crates (Debian's cargo 1.65 / rustc 1.63), {len(history)} run(s) into one folder: {run.runs_text()}.
 
-- **{tasks} validated tasks** from {candidates} candidates in **{minutes:.1f} min** of wall time (**{tasks / hours if hours else 0:.0f} tasks/hour**), from **{sum(1 for p in built if p.tasks)} crates** of the {len(built)} the time boxes started ({len(report.projects) - len(built)} left pending).
+- **{tasks} validated tasks** from {candidates} candidates in **{run.minutes:.1f} min** of wall time (**{run.rate:.0f} tasks/hour**), from **{sum(1 for p in built if p.tasks)} crates** of the {len(built)} the time boxes started ({len(report.projects) - len(built)} left pending).
 - **Multi-region: {multi} of {tasks} ({multi / tasks if tasks else 0:.0%})**.
-- Gate rejections (of {candidates} candidates): {gate_rows}; of the `fails` ones, {compile_rejections} changes that do not compile.
+- Gate rejections (of {candidates} candidates): {run.gates_text()}; of the `fails` ones, {compile_rejections} changes that do not compile.
 - Builds: {_caches(manifests)}.
 - Re-validation (`tasks revalidate --language rust`: the grader with canaries, fresh sandboxes, 3 reference runs), a random sample of {args.revalidate} (seed 0): {sample_text}.
 
@@ -295,8 +233,7 @@ Crates checked and left out: {len(REJECTED)}, each with its reason in `REJECTED`
 """
     if not args.no_doc:
         write_section(TITLE, body, Path(args.doc))
-    (out / "summary.json").write_text(json.dumps({"tasks": tasks, "multi_region": multi, "candidates": candidates,
-                                                  "minutes": minutes, "gates": gates}, indent=1))
+    run.write_summary(out)
     return 0
 
 
