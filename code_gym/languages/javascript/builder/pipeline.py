@@ -16,32 +16,29 @@ grader check, the batch run) is in `code_gym.grading.builder`.
 """
 from __future__ import annotations
 
-import itertools
 import json
 import posixpath
-import random
 import shutil
 import tempfile
-import threading
-import time
 from bisect import bisect_left, bisect_right
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-
-from tqdm import tqdm
 
 from code_gym import languages
 from code_gym.grading import records as run_records
-from code_gym.grading.builder import (MANIFEST_NAME, BuildError, BuildReport, Candidate, Outcome, Rejection,
-                                      check_all, check_reference_runs, combinations, grow, outcome_manifest,
-                                      place_tasks, unique_id)
+from code_gym.grading.builder import (BuildError, BuildReport, Candidate, Outcome, Rejection, check_reference_runs,
+                                      outcome_manifest)
+from code_gym.grading.candidates import (CandidateOptions, build_frame, candidate_id, check_candidates, failing_tests,
+                                         failure_messages, function_changes, in_rounds, originals, parsed_sources,
+                                         reaching, region_source, statement_gates, task_patch)
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
 from code_gym.grading.grade import RESULTS_DIR
 from code_gym.grading.multiregion import apply_changes as apply_region_changes
-from code_gym.grading.multiregion import state, unneeded_regions
+from code_gym.grading.multiregion import state
 from code_gym.grading.reference import reference_changes
-from code_gym.languages.javascript.builder.mutations import Function, checker, functions, pick_mutations, remove_body
+from code_gym.languages.javascript.builder.mutations import checker, functions, pick_mutations, remove_body
 from code_gym.languages.javascript.builder.project import TEST_DIRS, EnvOptions, Project, open_project
 from code_gym.languages.javascript.builder.statement import leak, parse_failures, write_multi_statement, write_statement
 from code_gym.sandbox import Limits, Runtime, make_sandbox
@@ -49,7 +46,6 @@ from code_gym.sandbox.records import new_nonce
 from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
 from code_gym.tasks.task import Task
 from code_gym.util.hostfs import owned_prefix
-from code_gym.workspace.diffs import file_diff
 from code_gym.workspace.working_copy import Workspace
 
 COVERAGE_DIR = "v8-coverage"  # in the run's results folder
@@ -62,18 +58,7 @@ MIN_CHANGED_LIMIT = 10.0
 
 
 @dataclass(frozen=True)
-class BuildOptions:
-    timeout: float = 60.0  # the tasks' test timeout in seconds (task.toml [timeouts] tests)
-    command_timeout: float = 30.0  # the tasks' agent command timeout
-    reruns: int = 3  # runs of the original that must all pass
-    mutations_per_function: int = 2
-    remove_bodies: bool = True
-    max_candidates: int | None = None  # None: every candidate
-    seed: int = 0
-    workers: int = 2  # sandbox runs at once
-    multi_ratio: float = 0.6  # multi-region candidates per accepted one-region task (0: none)
-    isolation: str = "auto"
-    progress: bool = True
+class BuildOptions(CandidateOptions):
     environment: EnvOptions = EnvOptions()  # the package's node_modules (code_gym.languages.javascript.environments)
     # stop a project once this many one-region candidates were checked and none passed the gates
     # (0: check every one): a package whose tests cannot run in the task layout fails each alike
@@ -96,20 +81,6 @@ class SuiteRun:
         """The run itself worked (tests may have failed)."""
         return not self.timed_out and self.exit_code in languages.get("javascript").run_ok and \
             not self.problems and bool(self.outcomes)
-
-
-def _messages(raw: bytes | None, nonce: str) -> dict[str, str]:
-    """The failure messages of a run's records by id (records.read has checked the stream)."""
-    found = {}
-    for line in (raw or b"").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("nonce") == nonce and isinstance(record.get("id"), str) \
-                and isinstance(record.get("message"), str) and record.get("outcome") == "failed":
-            found.setdefault(record["id"], record["message"])
-    return found
 
 
 def _line_starts(text: str) -> list[int]:
@@ -177,7 +148,7 @@ def run_suite(root: Path, test_command: str, files: list[str] | tuple[str, ...],
             run = sandbox.exec(command, timeout=timeout, binds=binds, records=nonce)
             outcomes, void = run_records.run_outcomes(language, run, nonce, results, ())
             lines = _coverage(results / COVERAGE_DIR, root, tuple(files)) if coverage and not run.timed_out else None
-            runs.append(SuiteRun(outcomes, _messages(run.records, nonce), run.exit_code, run.timed_out, run.duration,
+            runs.append(SuiteRun(outcomes, failure_messages(run.records, nonce), run.exit_code, run.timed_out, run.duration,
                                  run.output, [f.message for f in void], lines))
         return runs
     finally:
@@ -263,9 +234,7 @@ def _baseline(project: Project, options: BuildOptions, slots) -> _Baseline:
 def _covering(baseline: _Baseline, path: str, lines) -> list[str]:
     """The clean test files whose coverage reaches any of `lines` of `path` (every one whose
     coverage is unknown)."""
-    wanted = set(lines)
-    return [f for f in baseline.clean_files
-            if baseline.coverage[f] is None or wanted & baseline.coverage[f].get(path, set())]
+    return reaching(baseline.coverage, path, lines)
 
 
 def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) -> tuple[list[Candidate], dict]:
@@ -273,56 +242,26 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
     functions found, run by tests, and mutation sites no test runs."""
     per_function, ids = [], set()
     counts = {"found": 0, "covered": 0, "sites_not_run": 0, "unparsed_files": 0}
-    for path in project.source_files:
-        try:
-            text = (project.root / path).read_text(encoding="utf-8")
-            fns = functions(path, text)
-            file_checker = checker(text)
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            counts["unparsed_files"] += 1
-            continue
+    covering = partial(_covering, baseline)
+    sources = parsed_sources(project.root, project.source_files, functions, checker, counts)
+    for path, text, fns, file_checker in sources:
         module = task_id(posixpath.splitext(path)[0].removeprefix("lib/").removeprefix("src/"))
-        prefix = "" if module == project.name or module.startswith(project.name + "-") else project.name + "-"
         for fn in fns:
             counts["found"] += 1
             body = range(fn.body_lines[0], fn.body_lines[1] + 1)
             if not _covering(baseline, path, body):
                 continue
             counts["covered"] += 1
-            batch = []
-            for change, files in _changes(fn, text, file_checker, baseline, options, counts):
-                name = unique_id(task_id(f"{prefix}{module}-{fn.qualname}-{change.operator}"), ids)
-                batch.append(Candidate(name, (change,), frozenset(t for t in baseline.passed if _file(t) in files)))
-            turn = len(per_function) % max(len(batch), 1)
-            per_function.append(batch[turn:] + batch[:turn])  # the first round mixes kinds and operators
-    ordered = [c for round_ in itertools.zip_longest(*per_function) for c in round_ if c is not None]
-    if options.max_candidates is not None:
-        ordered = ordered[: options.max_candidates]
-    return ordered, counts
-
-
-def _changes(fn: Function, text: str, file_checker, baseline: _Baseline, options: BuildOptions, counts: dict):
-    """(change, the test files that run its line) of `fn`'s body removal and mutations: sites
-    are drawn three times over, and the first ones some test file runs are kept."""
-    out = []
-    if options.remove_bodies and fn.docstring:
-        change = remove_body(fn, text)
-        if change is not None:
-            out.append((change, _covering(baseline, fn.path, range(fn.body_lines[0], fn.body_lines[1] + 1))))
-    rng = random.Random(f"{options.seed}:{fn.path}:{fn.qualname}")
-    kept = 0
-    for change in pick_mutations(fn, text, 3 * options.mutations_per_function, rng, file_checker):
-        files = _covering(baseline, fn.path, [change.line])
-        if not files:
-            counts["sites_not_run"] += 1
-        elif kept < options.mutations_per_function:
-            out.append((change, files))
-            kept += 1
-    return out
+            # (change, the test files that run its line)
+            changes = function_changes(fn, text, options, remove_body, pick_mutations, file_checker, covering, counts)
+            per_function.append([Candidate(candidate_id(project.name, module, fn.qualname, change.operator, ids),
+                                           (change,), frozenset(t for t in baseline.passed if _file(t) in files))
+                                 for change, files in changes])
+    return in_rounds(per_function, options.max_candidates), counts
 
 
 def _originals(project: Project, changes) -> dict[str, str]:
-    return {c.function.path: (project.root / c.function.path).read_text(encoding="utf-8") for c in changes}
+    return originals(project.root, changes)
 
 
 def _test_folders(paths) -> list[str]:
@@ -346,12 +285,7 @@ def _write_task(project: Project, baseline: _Baseline, cand: Candidate, changed:
         for path, text in changed.items():
             (repo / path).write_text(text, encoding="utf-8")
 
-    regions = [{"file": c.function.path, "function": c.function.qualname, "operator": c.operator, "line": c.line}
-               for c in cand.changes]
-    source = {"builder": "code-gym", "project": project.name, **regions[0]}
-    if len(regions) > 1:
-        source = {"builder": "code-gym", "project": project.name, "regions": len(regions),
-                  **{f"{key}s": [r[key] for r in regions] for key in ("file", "function", "operator", "line")}}
+    source = region_source({"builder": "code-gym", "project": project.name}, cand.changes)
     manifest = {
         "id": cand.id,
         "kind": "feature" if all(c.kind == "feature" for c in cand.changes) else "bugfix",
@@ -366,8 +300,8 @@ def _write_task(project: Project, baseline: _Baseline, cand: Candidate, changed:
         "timeouts": {"command": options.command_timeout, "tests": options.timeout},
         "source": source,
     }
-    patch = "".join(file_diff(path, changed[path].encode(), originals[path].encode()).text for path in sorted(changed))
-    return write_task(staging / cand.id, manifest, fill_repo, {f: (project.root / f).read_bytes() for f in hidden}, patch)
+    return write_task(staging / cand.id, manifest, fill_repo, {f: (project.root / f).read_bytes() for f in hidden},
+                      task_patch(changed, originals))
 
 
 class _Runs:
@@ -405,12 +339,7 @@ class _Runs:
     def failing(self, files: dict[str, str], test_files: list[str]) -> frozenset[str]:
         """The listed tests of `test_files` that fail on the code with `files` changed (remembered
         from an earlier run of the same code: a region's own one-region run)."""
-        key = state(files)
-        if key not in self.failed:
-            run = self.changed(files, test_files)
-            if not run.ok:
-                return frozenset({f"(the test run itself fails: exit code {run.exit_code})"})
-        return self.failed[key]
+        return failing_tests(self.failed, files, lambda: self.changed(files, test_files))
 
     def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str]]:
         """The original code laid out as the grader lays it: the hidden test files, then, back to
@@ -463,25 +392,12 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
         return Outcome(cand, Rejection(cand.id, "fails",
                                        "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
     symptoms = _symptoms(run, fail_to_pass)
-    if len(cand.changes) == 1:
-        statement = write_statement(cand.change, fail_to_pass, symptoms, seed=cand.id)
-    else:
-        # each region's report tells what its own change did on its own (its one-region run)
-        own = own or {}
-        parts = [(c, sorted(own[c].fail_to_pass), own[c].symptoms) if c in own else (c, fail_to_pass, symptoms)
-                 for c in cand.changes]
-        statement = write_multi_statement(parts, seed=cand.id)
-    for change in cand.changes:
-        reason = leak(statement, change)
-        if reason:
-            return Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
-    if len(cand.changes) > 1:
-        unneeded = unneeded_regions(_originals(project, cand.changes), cand.changes,
-                                    lambda state_files: runs.failing(state_files, files))
-        if unneeded:
-            names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
-            return Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
-                                           f"{names}"), frozenset(fail_to_pass))
+    statement, rejected = statement_gates(
+        cand, fail_to_pass, symptoms, own, write_statement=write_statement, write_multi_statement=write_multi_statement,
+        leak=leak, read_originals=lambda: _originals(project, cand.changes),
+        failing=lambda state_files: runs.failing(state_files, files))
+    if rejected:
+        return rejected
     task = _write_task(project, baseline, cand, changed, fail_to_pass, statement, staging, options)
     reference_runs, rerun = runs.reference(task)
     listed = [t for t in baseline.passed if _file(t) in task.hidden_tests]
@@ -525,41 +441,16 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
     `bar`: a progress bar to count candidates on (its total grows as they are made; default: one
     of its own when `options.progress`); `slots`: a semaphore shared by the builds of a
     multi-package run, bounding its sandbox runs at once (default: `options.workers`)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    staging = out / ".staging"
-    started = time.monotonic()
-    slots = slots or threading.BoundedSemaphore(max(1, options.workers))
-    own_bar = bar is None
-    if own_bar:
-        bar = tqdm(total=0, desc="candidate tasks", unit="task", disable=not options.progress)
-    with tempfile.TemporaryDirectory(prefix=owned_prefix("builder")) as workdir:
-        try:
-            project = open_project(source, Path(workdir), options.environment)
-            if own_bar:
-                bar.set_description(f"{project.name}: baseline")
-            baseline = _baseline(project, options, slots)
-            runs = _Runs(project, baseline, options, slots)
-            candidates, counts = _candidates(project, baseline, options)
-            grow(bar, len(candidates))
-            if own_bar:
-                bar.set_description(f"{project.name}: candidate tasks")
-            outcomes = check_all(lambda c: _evaluate(runs, c, staging), candidates, options.workers, bar,
-                                 options.give_up_after)
-            given_up = len(candidates) - len(outcomes)
-            candidates = [o.candidate for o in outcomes] if given_up else candidates
-            combined = combinations(outcomes, options.multi_ratio, options.seed) if options.multi_ratio > 0 else []
-            grow(bar, len(combined))
-            own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
-            outcomes += check_all(lambda c: _evaluate(runs, c, staging, own), combined, options.workers, bar)
-            candidates += combined
-            tasks, rejections = place_tasks(outcomes, out, options.workers, options.isolation, slots)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-            if own_bar:
-                bar.close()
-        manifest = _manifest(source, project, baseline, counts, candidates, tasks, rejections, options,
-                             time.monotonic() - started, given_up)
-    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
-    return BuildReport(out, tasks, rejections, manifest)
-
+    with build_frame(out, options, bar, slots) as build:
+        project = open_project(source, build.workdir, options.environment)
+        build.describe(f"{project.name}: baseline")
+        baseline = _baseline(project, options, build.slots)
+        runs = _Runs(project, baseline, options, build.slots)
+        candidates, counts = _candidates(project, baseline, options)
+        build.candidates(len(candidates))
+        build.describe(f"{project.name}: candidate tasks")
+        checked = check_candidates(lambda c, own: _evaluate(runs, c, build.staging, own), candidates, options,
+                                   build.bar, build.out, build.slots)
+        manifest = _manifest(source, project, baseline, counts, checked.candidates, checked.tasks, checked.rejections,
+                             options, build.seconds(), checked.given_up)
+    return build.report(checked.tasks, checked.rejections, manifest)

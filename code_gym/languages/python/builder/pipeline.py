@@ -10,21 +10,13 @@
 """
 from __future__ import annotations
 
-import contextlib
-import itertools
-import json
 import os
-import random
 import shlex
 import shutil
 import sys
-import tempfile
 import threading
-import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-
-from tqdm import tqdm
 
 from code_gym.languages.python.builder import bytecode
 from code_gym.languages.python.builder.mutations import Function, functions, pick_mutations, remove_body
@@ -33,17 +25,16 @@ from code_gym.languages.python.builder.project import EnvOptions, Project, open_
 from code_gym.languages.python.builder.runner import SuiteRun, run_tests
 from code_gym.languages.python.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
 from code_gym.languages.python.environments import task_runtime
-from code_gym.grading.builder import (MANIFEST_NAME, BuildError, BuildReport, Candidate, Outcome, Rejection,
-                                      check_all, check_reference_runs, combinations, grow, outcome_manifest,
-                                      place_tasks, unique_id)
+from code_gym.grading.builder import (BuildError, BuildReport, Candidate, Outcome, Rejection, check_reference_runs,
+                                      outcome_manifest)
+from code_gym.grading.candidates import (build_frame, candidate_id, check_candidates, failing_tests, function_changes,
+                                         in_rounds, originals, region_source, statement_gates, task_patch)
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
-from code_gym.grading.multiregion import state, unneeded_regions
+from code_gym.grading.multiregion import state
 from code_gym.grading.multiregion import apply_changes as apply_region_changes
 from code_gym.grading.reference import reference_changes
 from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
 from code_gym.tasks.task import Task
-from code_gym.workspace.diffs import file_diff
-from code_gym.util.hostfs import owned_prefix
 from code_gym.workspace.working_copy import Workspace
 
 MAX_DESELECTED = 200  # tests of the untouched project that fail, deselected by node id in the test command
@@ -180,31 +171,21 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
             file_checker = mutation_checker(source)
         except (SyntaxError, UnicodeDecodeError):
             continue  # not Python this interpreter reads: nothing to make tasks from
+        module = task_id(path[:-3].removeprefix("src/"))
         for fn in fns:
             found += 1
             tests = _covering(fn, baseline)
             if not tests:
                 continue
             covered += 1
-            rng = random.Random(f"{options.seed}:{path}:{fn.qualname}")
-            changes = [remove_body(fn, source)] if options.remove_bodies and fn.docstring else []
-            changes += pick_mutations(fn, source, options.mutations_per_function, rng, file_checker)
-            module = task_id(path[:-3].removeprefix("src/"))
-            prefix = "" if module == project.name or module.startswith(project.name + "-") else project.name + "-"
-            batch = []
-            for change in filter(None, changes):
-                name = unique_id(task_id(f"{prefix}{module}-{fn.qualname}-{change.operator}"), ids)
-                batch.append(Candidate(name, (change,), tests))
-            turn = len(per_function) % max(len(batch), 1)
-            per_function.append(batch[turn:] + batch[:turn])  # the first round mixes kinds and operators
-    ordered = [c for round_ in itertools.zip_longest(*per_function) for c in round_ if c is not None]
-    if options.max_candidates is not None:
-        ordered = ordered[: options.max_candidates]
-    return ordered, {"found": found, "covered": covered}
+            changes = function_changes(fn, source, options, remove_body, pick_mutations, file_checker)
+            per_function.append([Candidate(candidate_id(project.name, module, fn.qualname, change.operator, ids),
+                                           (change,), tests) for change, _ in changes])
+    return in_rounds(per_function, options.max_candidates), {"found": found, "covered": covered}
 
 
 def _originals(project: Project, changes) -> dict[str, str]:
-    return {c.function.path: (project.root / c.function.path).read_text() for c in changes}
+    return originals(project.root, changes, encoding=None)
 
 
 def _changed_files(project: Project, cand: Candidate) -> dict[str, str]:
@@ -225,13 +206,7 @@ def _write_task(project: Project, baseline: _Baseline, cand: Candidate, fail_to_
     # test folders and conftest files; test files beside the code are protected by name (visible/hidden)
     protected = sorted(test_folders(project.test_files) |
                        {p.relative_to(project.root).as_posix() for p in project.root.rglob("conftest.py")})
-    regions = [{"file": c.function.path, "function": c.function.qualname, "operator": c.operator, "line": c.line}
-               for c in cand.changes]
-    source = {"builder": "code-gym", "project": project.name, **regions[0]}
-    if len(regions) > 1:
-        # task.toml holds flat values: one list per field, a region per index
-        source = {"builder": "code-gym", "project": project.name, "regions": len(regions),
-                  **{f"{key}s": [r[key] for r in regions] for key in ("file", "function", "operator", "line")}}
+    source = region_source({"builder": "code-gym", "project": project.name}, cand.changes)
     manifest = {
         "id": cand.id,
         "kind": "feature" if all(c.kind == "feature" for c in cand.changes) else "bugfix",
@@ -246,9 +221,8 @@ def _write_task(project: Project, baseline: _Baseline, cand: Candidate, fail_to_
         "source": source,
         **project.manifest_environment,
     }
-    patch = "".join(file_diff(path, changed[path].encode(), originals[path].encode()).text for path in sorted(changed))
     return write_task(staging / cand.id, manifest, fill_repo,
-                      {f: (project.root / f).read_bytes() for f in hidden}, patch)
+                      {f: (project.root / f).read_bytes() for f in hidden}, task_patch(changed, originals))
 
 
 class _Runs:
@@ -293,12 +267,7 @@ class _Runs:
         """The passing baseline tests among `tests` that fail on the code with `files` changed
         (remembered from an earlier run of the same code where there is one: a region's own
         one-region run, whose tests are among a combination's)."""
-        key = state(files)
-        if key not in self.failed:
-            run = self.changed(files, tests)
-            if not run.ok:
-                return frozenset({f"(the test run itself fails: exit code {run.exit_code})"})
-        return self.failed[key]
+        return failing_tests(self.failed, files, lambda: self.changed(files, tests))
 
     def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str]]:
         """The original code laid out as the grader lays it: the hidden test files (FAIL_TO_PASS
@@ -347,25 +316,13 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, symptoms_of: dict | N
         return Outcome(cand, Rejection(cand.id, "fails",
                                         "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
     symptoms = parse_failures(run.output, fail_to_pass)
-    if len(cand.changes) == 1:
-        statement = write_statement(cand.change, fail_to_pass, symptoms, seed=cand.id)
-    else:
-        # each region's report tells what its own change did on its own (its one-region run)
-        own = symptoms_of or {}
-        parts = [(c, sorted(own[c].fail_to_pass), own[c].symptoms) if c in own else (c, fail_to_pass, symptoms)
-                 for c in cand.changes]
-        statement = write_multi_statement(parts, seed=cand.id)
-    for change in cand.changes:
-        reason = leak(statement, change)
-        if reason:
-            return Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
-    if len(cand.changes) > 1:
-        unneeded = unneeded_regions(_originals(project, cand.changes), cand.changes,
-                                    lambda state_files: runs.failing(state_files, chosen))
-        if unneeded:
-            names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
-            return Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
-                                            f"{names}"), frozenset(fail_to_pass))
+    statement, rejected = statement_gates(
+        cand, fail_to_pass, symptoms, symptoms_of, write_statement=write_statement,
+        write_multi_statement=write_multi_statement, leak=leak,
+        read_originals=lambda: _originals(project, cand.changes),
+        failing=lambda state_files: runs.failing(state_files, chosen))
+    if rejected:
+        return rejected
     task = _write_task(project, baseline, cand, fail_to_pass, statement, staging, options)
     reference_runs, rerun = runs.reference(task)
     verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun)
@@ -406,46 +363,23 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
     `bar`: a progress bar to count candidates on (its total grows as they are made; default: one
     of its own when `options.progress`); `slots`: a semaphore shared by the builds of a
     multi-project run, bounding its sandbox runs at once (default: `options.workers`)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    staging = out / ".staging"
-    started = time.monotonic()
-    own_bar = bar is None
-    if own_bar:
-        bar = tqdm(total=0, desc="candidate tasks", unit="task", disable=not options.progress)
-    with tempfile.TemporaryDirectory(prefix=owned_prefix("builder")) as workdir:
-        try:
-            project = open_project(source, Path(workdir), options.environment)
-            compiled = bytecode.compile_sources(project.root, sorted(p.relative_to(project.root).as_posix()
-                                                                     for p in project.root.rglob("*.py"))) \
-                if options.bytecode else 0
-            if own_bar:
-                bar.set_description(f"{project.name}: tests under coverage")
-            with slots or contextlib.nullcontext():
-                baseline, project = _baseline(project, options)
-            runs = _Runs(project, baseline, options, slots)
-            candidates, counts = _candidates(project, baseline, options)
-            grow(bar, len(candidates))
-            if own_bar:
-                bar.set_description(f"{project.name}: candidate tasks")
-            outcomes = check_all(lambda c: _evaluate(runs, c, staging), candidates, options.workers, bar,
-                                 options.give_up_after)
-            given_up = len(candidates) - len(outcomes)
-            candidates = [o.candidate for o in outcomes] if given_up else candidates
-            combined = combinations(outcomes, options.multi_ratio, options.seed) if options.multi_ratio > 0 else []
-            grow(bar, len(combined))
-            own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
-            outcomes += check_all(lambda c: _evaluate(runs, c, staging, own), combined, options.workers, bar)
-            candidates += combined
-            tasks, rejections = place_tasks(outcomes, out, options.workers, options.isolation, runs.slots)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-            if own_bar:
-                bar.close()
-        manifest = _manifest(source, project, baseline, counts, candidates, tasks, rejections, options,
-                             time.monotonic() - started)
+    with build_frame(out, options, bar, slots) as build:
+        project = open_project(source, build.workdir, options.environment)
+        compiled = bytecode.compile_sources(project.root, sorted(p.relative_to(project.root).as_posix()
+                                                                 for p in project.root.rglob("*.py"))) \
+            if options.bytecode else 0
+        build.describe(f"{project.name}: tests under coverage")
+        with build.slots:
+            baseline, project = _baseline(project, options)
+        runs = _Runs(project, baseline, options, build.slots)
+        candidates, counts = _candidates(project, baseline, options)
+        build.candidates(len(candidates))
+        build.describe(f"{project.name}: candidate tasks")
+        checked = check_candidates(lambda c, own: _evaluate(runs, c, build.staging, own), candidates, options,
+                                   build.bar, build.out, runs.slots)
+        manifest = _manifest(source, project, baseline, counts, checked.candidates, checked.tasks, checked.rejections,
+                             options, build.seconds())
         manifest["lost_runs_retried"] = runs.retried
-        manifest["given_up"] = given_up  # candidates not checked (BuildOptions.give_up_after)
+        manifest["given_up"] = checked.given_up  # candidates not checked (BuildOptions.give_up_after)
         manifest["bytecode"] = {"modules": compiled, "test_modules": baseline.rewritten}
-    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
-    return BuildReport(out, tasks, rejections, manifest)
+    return build.report(checked.tasks, checked.rejections, manifest)

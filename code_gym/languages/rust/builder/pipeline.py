@@ -29,31 +29,26 @@ folder), task folders and a manifest out. Its shape is the JavaScript builder's;
 """
 from __future__ import annotations
 
-import itertools
-import json
 import os
 import posixpath
-import random
 import shutil
 import tempfile
-import threading
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tqdm import tqdm
-
 from code_gym import languages
 from code_gym.grading import records as run_records
-from code_gym.grading.builder import (MANIFEST_NAME, BuildError, BuildReport, Candidate, Outcome, Rejection,
-                                      check_all, check_reference_runs, combinations, grow, outcome_manifest,
-                                      place_tasks, unique_id)
+from code_gym.grading.builder import (BuildError, BuildReport, Candidate, Outcome, Rejection, check_reference_runs,
+                                      outcome_manifest)
+from code_gym.grading.candidates import (CandidateOptions, build_frame, candidate_id, check_candidates, failing_tests,
+                                         function_changes, in_rounds, originals, parsed_sources, region_source,
+                                         statement_gates, task_patch)
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
 from code_gym.grading.grade import RESULTS_DIR
 from code_gym.grading.multiregion import apply_changes as apply_region_changes
-from code_gym.grading.multiregion import state, unneeded_regions
+from code_gym.grading.multiregion import state
 from code_gym.grading.reference import reference_changes
-from code_gym.languages.rust.builder.mutations import Function, checker, functions, pick_mutations, remove_body
+from code_gym.languages.rust.builder.mutations import checker, functions, pick_mutations, remove_body
 from code_gym.languages.rust.builder.project import EnvOptions, Project, open_project
 from code_gym.languages.rust.builder.statement import leak, parse_failures, write_multi_statement, write_statement
 from code_gym.sandbox import Limits, Runtime, make_sandbox
@@ -61,7 +56,6 @@ from code_gym.sandbox.records import new_nonce
 from code_gym.tasks.loaders.folder import copy_tree, task_id, write_task
 from code_gym.tasks.task import Task, TaskError
 from code_gym.util.hostfs import owned_prefix
-from code_gym.workspace.diffs import file_diff
 from code_gym.workspace.working_copy import Workspace
 
 BASELINE_RUNS = 2  # runs of the original back to back (`reruns` when more): a listed test passed in each
@@ -77,18 +71,9 @@ PROCESSES = 512  # rustc, the linker and libtest's threads
 
 
 @dataclass(frozen=True)
-class BuildOptions:
+class BuildOptions(CandidateOptions):
     timeout: float = 300.0  # the tasks' test timeout in seconds: a graded run builds the crate, then tests
     command_timeout: float = 120.0  # the tasks' agent command timeout (`cargo build` of a change)
-    reruns: int = 3  # runs of the original that must all pass
-    mutations_per_function: int = 2
-    remove_bodies: bool = True
-    max_candidates: int | None = None  # None: every candidate
-    seed: int = 0
-    workers: int = 2  # sandbox runs at once
-    multi_ratio: float = 0.6  # multi-region candidates per accepted one-region task (0: none)
-    isolation: str = "auto"
-    progress: bool = True
     environment: EnvOptions = EnvOptions()
     # stop a crate once this many one-region candidates were checked and none passed the gates
     # (0: check every one): a crate whose tests cannot run in the task layout fails each alike
@@ -201,41 +186,20 @@ def _candidates(project: Project, baseline: _Baseline, options: BuildOptions) ->
     per_function, ids = [], set()
     counts = {"found": 0, "unparsed_files": 0}
     tests = frozenset(baseline.passed)
-    for path in project.source_files:
-        try:
-            text = (project.root / path).read_text(encoding="utf-8")
-            fns = functions(path, text)
-            file_checker = checker(text)
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            counts["unparsed_files"] += 1
-            continue
+    sources = parsed_sources(project.root, project.source_files, functions, checker, counts)
+    for path, text, fns, file_checker in sources:
         module = task_id(posixpath.splitext(path.removeprefix("src/"))[0].removesuffix("/mod"))
-        prefix = "" if module == project.name else project.name + "-"
         for fn in fns:
             counts["found"] += 1
-            batch = [Candidate(unique_id(task_id(f"{prefix}{module}-{fn.qualname}-{change.operator}"), ids),
-                               (change,), tests) for change in _changes(fn, text, file_checker, options)]
-            turn = len(per_function) % max(len(batch), 1)
-            per_function.append(batch[turn:] + batch[:turn])  # the first round mixes kinds and operators
-    ordered = [c for round_ in itertools.zip_longest(*per_function) for c in round_ if c is not None]
-    if options.max_candidates is not None:
-        ordered = ordered[: options.max_candidates]
-    return ordered, counts
-
-
-def _changes(fn: Function, text: str, file_checker, options: BuildOptions) -> list:
-    """`fn`'s body removal (when it has a doc comment) and up to `mutations_per_function` mutations."""
-    out = []
-    if options.remove_bodies and fn.docstring:
-        change = remove_body(fn, text)
-        if change is not None:
-            out.append(change)
-    rng = random.Random(f"{options.seed}:{fn.path}:{fn.qualname}")
-    return out + pick_mutations(fn, text, options.mutations_per_function, rng, file_checker)
+            # `fn`'s body removal (when it has a doc comment) and up to `mutations_per_function` mutations
+            changes = function_changes(fn, text, options, remove_body, pick_mutations, file_checker)
+            per_function.append([Candidate(candidate_id(project.name, module, fn.qualname, change.operator, ids,
+                                                        family=False), (change,), tests) for change, _ in changes])
+    return in_rounds(per_function, options.max_candidates), counts
 
 
 def _originals(project: Project, changes) -> dict[str, str]:
-    return {c.function.path: (project.root / c.function.path).read_text(encoding="utf-8") for c in changes}
+    return originals(project.root, changes)
 
 
 def _hidden(fail_to_pass: list[str]) -> list[str]:
@@ -254,14 +218,8 @@ def _write_task(project: Project, baseline: _Baseline, cand: Candidate, changed:
         for path, text in changed.items():
             (repo / path).write_text(text, encoding="utf-8")
 
-    regions = [{"file": c.function.path, "function": c.function.qualname, "operator": c.operator, "line": c.line}
-               for c in cand.changes]
-    source = {"builder": "code-gym", "project": project.name, "crate": f"{project.crate} {project.version}",
-              **regions[0]}
-    if len(regions) > 1:
-        source = {"builder": "code-gym", "project": project.name, "crate": f"{project.crate} {project.version}",
-                  "regions": len(regions),
-                  **{f"{key}s": [r[key] for r in regions] for key in ("file", "function", "operator", "line")}}
+    source = region_source({"builder": "code-gym", "project": project.name,
+                            "crate": f"{project.crate} {project.version}"}, cand.changes)
     manifest = {
         "id": cand.id,
         "kind": "feature" if all(c.kind == "feature" for c in cand.changes) else "bugfix",
@@ -278,8 +236,8 @@ def _write_task(project: Project, baseline: _Baseline, cand: Candidate, changed:
         "environment": project.environment,
         "source": source,
     }
-    patch = "".join(file_diff(path, changed[path].encode(), originals[path].encode()).text for path in sorted(changed))
-    return write_task(staging / cand.id, manifest, fill_repo, {f: (project.root / f).read_bytes() for f in hidden}, patch)
+    return write_task(staging / cand.id, manifest, fill_repo, {f: (project.root / f).read_bytes() for f in hidden},
+                      task_patch(changed, originals))
 
 
 def _tree(root: Path) -> dict[str, Path]:
@@ -344,12 +302,7 @@ class _Runs:
     def failing(self, files: dict[str, str]) -> frozenset[str]:
         """The listed tests that fail on the code with `files` changed (remembered from an earlier
         run of the same code: a region's own one-region run)."""
-        key = state(files)
-        if key not in self.failed:
-            run = self.changed(files)
-            if not run.ok:
-                return frozenset({f"(the test run itself fails: exit code {run.exit_code})"})
-        return self.failed[key]
+        return failing_tests(self.failed, files, lambda: self.changed(files))
 
     def reference(self, task: Task) -> tuple[list[SuiteRun], frozenset[str] | None]:
         """The original code laid out as the grader lays it (the reference patch applied, the hidden
@@ -412,23 +365,11 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
         return Outcome(cand, Rejection(cand.id, "fails",
                                        "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
     symptoms = parse_failures(run.messages, fail_to_pass)
-    if len(cand.changes) == 1:
-        statement = write_statement(cand.change, fail_to_pass, symptoms, seed=cand.id)
-    else:
-        own = own or {}
-        parts = [(c, sorted(own[c].fail_to_pass), own[c].symptoms) if c in own else (c, fail_to_pass, symptoms)
-                 for c in cand.changes]
-        statement = write_multi_statement(parts, seed=cand.id)
-    for change in cand.changes:
-        reason = leak(statement, change)
-        if reason:
-            return Outcome(cand, Rejection(cand.id, "leak", reason), frozenset(fail_to_pass))
-    if len(cand.changes) > 1:
-        unneeded = unneeded_regions(_originals(project, cand.changes), cand.changes, runs.failing)
-        if unneeded:
-            names = ", ".join(f"{c.function.path}:{c.function.qualname} ({c.operator})" for c in unneeded)
-            return Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix left out: "
-                                           f"{names}"), frozenset(fail_to_pass))
+    statement, rejected = statement_gates(
+        cand, fail_to_pass, symptoms, own, write_statement=write_statement, write_multi_statement=write_multi_statement,
+        leak=leak, read_originals=lambda: _originals(project, cand.changes), failing=runs.failing)
+    if rejected:
+        return rejected
     task = _write_task(project, baseline, cand, changed, fail_to_pass, statement, staging, options)
     reference_runs, rerun = runs.reference(task)
     verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun, sorted(baseline.passed))
@@ -494,41 +435,17 @@ def build_tasks(source: str | Path, out: str | Path, options: BuildOptions = Bui
     `bar`: a progress bar to count candidates on (default: one of its own when `options.progress`);
     `slots`: a semaphore shared by the builds of a multi-crate run, bounding its sandbox runs at
     once (default: `options.workers`)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    staging = out / ".staging"
-    started = time.monotonic()
-    slots = slots or threading.BoundedSemaphore(max(1, options.workers))
-    own_bar = bar is None
-    if own_bar:
-        bar = tqdm(total=0, desc="candidate tasks", unit="task", disable=not options.progress)
-    with tempfile.TemporaryDirectory(prefix=owned_prefix("builder")) as workdir:
-        try:
-            project = open_project(source, Path(workdir), options.environment)
-            if own_bar:
-                bar.set_description(f"{project.name}: baseline")
-            runtime, cache = _runtime(project)
-            baseline = _baseline(project, runtime, options, slots)
-            runs = _Runs(project, baseline, runtime, options, slots)
-            candidates, counts = _candidates(project, baseline, options)
-            grow(bar, len(candidates))
-            if own_bar:
-                bar.set_description(f"{project.name}: candidate tasks")
-            outcomes = check_all(lambda c: _evaluate(runs, c, staging), candidates, options.workers, bar,
-                                 options.give_up_after)
-            given_up = len(candidates) - len(outcomes)
-            candidates = [o.candidate for o in outcomes] if given_up else candidates
-            combined = combinations(outcomes, options.multi_ratio, options.seed) if options.multi_ratio > 0 else []
-            grow(bar, len(combined))
-            own = {o.candidate.change: o for o in outcomes if isinstance(o.result, Task)}
-            outcomes += check_all(lambda c: _evaluate(runs, c, staging, own), combined, options.workers, bar)
-            candidates += combined
-            tasks, rejections = place_tasks(outcomes, out, options.workers, options.isolation, slots)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-            if own_bar:
-                bar.close()
-        manifest = _manifest(source, project, baseline, runs, cache, counts, candidates, tasks, rejections, options,
-                             time.monotonic() - started, given_up)
-    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
-    return BuildReport(out, tasks, rejections, manifest)
+    with build_frame(out, options, bar, slots) as build:
+        project = open_project(source, build.workdir, options.environment)
+        build.describe(f"{project.name}: baseline")
+        runtime, cache = _runtime(project)
+        baseline = _baseline(project, runtime, options, build.slots)
+        runs = _Runs(project, baseline, runtime, options, build.slots)
+        candidates, counts = _candidates(project, baseline, options)
+        build.candidates(len(candidates))
+        build.describe(f"{project.name}: candidate tasks")
+        checked = check_candidates(lambda c, own: _evaluate(runs, c, build.staging, own), candidates, options,
+                                   build.bar, build.out, build.slots)
+        manifest = _manifest(source, project, baseline, runs, cache, counts, checked.candidates, checked.tasks,
+                             checked.rejections, options, build.seconds(), checked.given_up)
+    return build.report(checked.tasks, checked.rejections, manifest)
