@@ -26,7 +26,8 @@ from typing import Any
 from tqdm import tqdm
 
 from code_gym.grading.builder import (MANIFEST_NAME, BuildReport, Candidate, Outcome, Rejection, check_all,
-                                      combinations, grow, place_tasks, unique_id)
+                                      check_reference_runs, combinations, grow, place_tasks, unique_id)
+from code_gym.grading.multiregion import apply_changes as apply_region_changes
 from code_gym.grading.multiregion import state, unneeded_regions
 from code_gym.tasks.loaders.folder import task_id
 from code_gym.tasks.task import Task
@@ -194,6 +195,39 @@ def statement_gates(cand: Candidate, fail_to_pass: list[str], symptoms, own: dic
             return statement, Outcome(cand, Rejection(cand.id, "regions", f"no test fails with this region's fix "
                                                       f"left out: {names}"), frozenset(fail_to_pass))
     return statement, None
+
+
+NO_TEST_FAILS = "no test fails after the change (an equivalent mutant, or behaviour no test checks)"
+
+
+def changed_files(cand: Candidate, original: dict[str, str]) -> dict[str, str] | Outcome:
+    """The changed files of the candidate's regions applied to `original`, or the `regions`
+    rejection when they cannot be combined."""
+    try:
+        return apply_region_changes(original, cand.changes)
+    except ValueError as exc:
+        return Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
+
+
+def broken_run(cand: Candidate, run) -> Outcome:
+    """The `fails` rejection of a candidate whose changed code breaks the test run itself."""
+    why = "; ".join(run.problems[:1]) or run.output[-200:].strip()
+    return Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (exit code "
+                                   f"{run.exit_code}), so no test can be singled out: {why}"))
+
+
+def reference_outcome(cand: Candidate, task: Task, reference: tuple[list, frozenset[str] | None],
+                      fail_to_pass: list[str], symptoms, timeout: float, stable: set[str], listed=None) -> Outcome:
+    """The reference gates (`check_reference_runs`) on the task written for `cand`, from its
+    reference runs and the tests rerun (None: all of them): rejected, the task's folder removed;
+    accepted, the tests rerun join `stable` (no later candidate's reference reruns them)."""
+    reference_runs, rerun = reference
+    verdict = check_reference_runs(reference_runs, fail_to_pass, timeout, rerun, listed)
+    if verdict:
+        shutil.rmtree(task.root, ignore_errors=True)
+        return Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
+    stable.update(fail_to_pass if rerun is None else rerun)
+    return Outcome(cand, task, frozenset(fail_to_pass), symptoms)
 
 
 @dataclass

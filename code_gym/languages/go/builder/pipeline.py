@@ -31,14 +31,13 @@ from pathlib import Path
 
 from code_gym import languages
 from code_gym.grading import records as run_records
-from code_gym.grading.builder import (BuildError, BuildReport, Candidate, Outcome, Rejection, check_reference_runs,
-                                      outcome_manifest)
-from code_gym.grading.candidates import (CandidateOptions, build_frame, candidate_id, check_candidates, failing_tests,
-                                         failure_messages, function_changes, in_rounds, originals, parsed_sources,
-                                         reaching, region_source, statement_gates, task_patch)
+from code_gym.grading.builder import BuildError, BuildReport, Candidate, Outcome, Rejection, outcome_manifest
+from code_gym.grading.candidates import (CandidateOptions, NO_TEST_FAILS, broken_run, build_frame, candidate_id,
+                                         changed_files, check_candidates, failing_tests, failure_messages,
+                                         function_changes, in_rounds, originals, parsed_sources, reaching,
+                                         reference_outcome, region_source, statement_gates, task_patch)
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
 from code_gym.grading.grade import RESULTS_DIR
-from code_gym.grading.multiregion import apply_changes as apply_region_changes
 from code_gym.grading.multiregion import state
 from code_gym.grading.reference import reference_changes
 from code_gym.languages.go.builder.mutations import checker, functions, pick_mutations, remove_body
@@ -372,26 +371,22 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
     """Every gate on one candidate, in the order of the gates' table in docs/tasks.md."""
     project, baseline, options = runs.project, runs.baseline, runs.options
     folders = sorted({_folder(_file(t)) for t in cand.tests})
-    try:
-        changed = apply_region_changes(_originals(project, cand.changes), cand.changes)
-    except ValueError as exc:
-        return Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
+    changed = changed_files(cand, _originals(project, cand.changes))
+    if isinstance(changed, Outcome):
+        return changed
     run = runs.changed(changed, folders)
     if run.timed_out:
         usual = sum(baseline.durations[f] for f in folders)
         return Outcome(cand, Rejection(cand.id, "runtime", f"the changed code's tests run past {runs.limit(folders):.0f}s "
                                        f"(on the original code {usual:.1f}s: an endless loop?)"))
     if not run.ok:
-        why = "; ".join(run.problems[:1]) or run.output[-200:].strip()
-        return Outcome(cand, Rejection(cand.id, "fails", f"the changed code breaks the test run itself (exit code "
-                                       f"{run.exit_code}), so no test can be singled out: {why}"))
+        return broken_run(cand, run)
     if run.unbuilt:
         message = " ".join(next(iter(run.unbuilt.values())).split())
         return Outcome(cand, Rejection(cand.id, "fails", f"the changed code does not compile: {message[:200]}"))
     fail_to_pass = sorted(runs.failed[state(changed)])
     if not fail_to_pass:
-        return Outcome(cand, Rejection(cand.id, "fails",
-                                       "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
+        return Outcome(cand, Rejection(cand.id, "fails", NO_TEST_FAILS))
     symptoms = parse_failures({t: run.messages.get(t, "") for t in fail_to_pass}, fail_to_pass)
     statement, rejected = statement_gates(
         cand, fail_to_pass, symptoms, own, write_statement=write_statement, write_multi_statement=write_multi_statement,
@@ -401,14 +396,9 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, own: dict | None = No
         return rejected
     task = _write_task(project, baseline, cand, changed, fail_to_pass, _hidden(fail_to_pass, run.messages), statement,
                        staging, options)
-    reference_runs, rerun = runs.reference(task)
     listed = [t for t in baseline.passed if _folder(_file(t)) in {_folder(h) for h in task.hidden_tests}]
-    verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun, listed)
-    if verdict:
-        shutil.rmtree(task.root, ignore_errors=True)
-        return Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
-    runs.stable.update(rerun)
-    return Outcome(cand, task, frozenset(fail_to_pass), symptoms)
+    return reference_outcome(cand, task, runs.reference(task), fail_to_pass, symptoms, options.timeout, runs.stable,
+                             listed)
 
 
 def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candidates: list[Candidate],

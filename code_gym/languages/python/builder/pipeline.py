@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 import threading
 from dataclasses import asdict, dataclass, field, replace
@@ -25,10 +24,11 @@ from code_gym.languages.python.builder.project import EnvOptions, Project, open_
 from code_gym.languages.python.builder.runner import SuiteRun, run_tests
 from code_gym.languages.python.builder.statement import REPORT_FLAGS, leak, parse_failures, write_multi_statement, write_statement
 from code_gym.languages.python.environments import task_runtime
-from code_gym.grading.builder import (BuildError, BuildReport, Candidate, Outcome, Rejection, check_reference_runs,
-                                      outcome_manifest)
-from code_gym.grading.candidates import (build_frame, candidate_id, check_candidates, failing_tests, function_changes,
-                                         in_rounds, originals, region_source, statement_gates, task_patch)
+from code_gym.grading.builder import BuildError, BuildReport, Candidate, Outcome, Rejection, outcome_manifest
+from code_gym.grading.builder import check_reference_runs  # noqa: F401 - the tests take it from here
+from code_gym.grading.candidates import (NO_TEST_FAILS, build_frame, candidate_id, changed_files, check_candidates,
+                                         failing_tests, function_changes, in_rounds, originals, reference_outcome,
+                                         region_source, statement_gates, task_patch)
 from code_gym.grading.file_policy import apply_changes, lay_hidden_tests
 from code_gym.grading.multiregion import state
 from code_gym.grading.multiregion import apply_changes as apply_region_changes
@@ -297,10 +297,9 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, symptoms_of: dict | N
     # the tests that run the changed code (coverage says the others cannot notice the change),
     # or their whole files when the project's ids cannot be passed back to pytest
     chosen = sorted(cand.tests) if options.select_tests else files
-    try:
-        changed = _changed_files(project, cand)
-    except ValueError as exc:
-        return Outcome(cand, Rejection(cand.id, "regions", f"the regions cannot be combined: {exc}"))
+    changed = changed_files(cand, _originals(project, cand.changes))
+    if isinstance(changed, Outcome):
+        return changed
     run = runs.changed(changed, chosen)
     if not run.ok and not run.timed_out and chosen != files:
         chosen = files
@@ -313,8 +312,7 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, symptoms_of: dict | N
                                         f"code {run.exit_code}), so no test can be singled out"))
     fail_to_pass = sorted(runs.failed[state(changed)])
     if not fail_to_pass:
-        return Outcome(cand, Rejection(cand.id, "fails",
-                                        "no test fails after the change (an equivalent mutant, or behaviour no test checks)"))
+        return Outcome(cand, Rejection(cand.id, "fails", NO_TEST_FAILS))
     symptoms = parse_failures(run.output, fail_to_pass)
     statement, rejected = statement_gates(
         cand, fail_to_pass, symptoms, symptoms_of, write_statement=write_statement,
@@ -324,14 +322,7 @@ def _evaluate(runs: _Runs, cand: Candidate, staging: Path, symptoms_of: dict | N
     if rejected:
         return rejected
     task = _write_task(project, baseline, cand, fail_to_pass, statement, staging, options)
-    reference_runs, rerun = runs.reference(task)
-    verdict = check_reference_runs(reference_runs, fail_to_pass, options.timeout, rerun)
-    if not verdict:
-        runs.stable.update(rerun)
-    if verdict:
-        shutil.rmtree(task.root, ignore_errors=True)
-        return Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))
-    return Outcome(cand, task, frozenset(fail_to_pass), symptoms)
+    return reference_outcome(cand, task, runs.reference(task), fail_to_pass, symptoms, options.timeout, runs.stable)
 
 
 def _manifest(source, project: Project, baseline: _Baseline, counts: dict, candidates: list[Candidate],
