@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 BENCHMARKS = ROOT / "benchmarks"
-MAX_LINES = 400
+MAX_LINES = 450  # five languages: each builder a section of ~20 lines
 HAND_KEPT = {"Measurements cited elsewhere"}  # sections that no script writes
 
 
