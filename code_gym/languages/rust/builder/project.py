@@ -123,11 +123,11 @@ def unpack_package(name: str, workdir: Path, index: debian.Index | None = None) 
         folder = debian.extract([package], workdir / "unpacked")
     except debian.DebianError as exc:
         raise BuildError(f"{name}: {exc}") from None
-    crates = sorted((folder / REGISTRY).glob("*/Cargo.toml")) if (folder / REGISTRY).is_dir() else []
-    if len(crates) != 1:
-        raise BuildError(f"{name}: {package} ships {len(crates)} crates under /{REGISTRY} (expected one): is it a "
+    manifests = sorted((folder / REGISTRY).glob("*/Cargo.toml")) if (folder / REGISTRY).is_dir() else []
+    if len(manifests) != 1:
+        raise BuildError(f"{name}: {package} ships {len(manifests)} crates under /{REGISTRY} (expected one): is it a "
                          "librust-*-dev package?")
-    return crates[0].parent
+    return manifests[0].parent
 
 
 def _skipped(rel: str) -> bool:
