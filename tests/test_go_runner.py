@@ -71,7 +71,8 @@ def test_options_with_values_are_kept():
 
 def test_the_reporter_lays_the_reader_and_names_the_channel():
     files, env = runner.GoReporter().setup("/run/r", 7, "n0nce", {"A": "1"})
-    assert list(files) == ["gotest.py"] and "def main" in files["gotest.py"]
+    assert sorted(files) == ["channel.py", "gotest.py"] and "def main" in files["gotest.py"]
+    assert "class Channel" in files["channel.py"]  # the reader imports it from beside itself
     assert env == {"A": "1", "CODE_GYM_REPORTERS": "/run/r", "CODE_GYM_RECORDS": "7 n0nce"}
 
 

@@ -3,6 +3,8 @@
 - `grade`: pristine copy + changes + hidden tests -> per-test outcomes (`GradeResult`), through the
   task's language adapter (`code_gym.languages`) for the test run itself.
 - `records`: the per-test records a run streams on its results channel, read and cross-checked.
+- `channel`: the writing end of that channel, for a reader that runs the tests inside the sandbox
+  (standard library only: a language lays it beside its reader).
 - `canary`: the canaries' check after a run (the language writes the canary tests).
 - `file_policy`: the one home of "which paths the grader owns" and of applying changes.
 - `audit`: the integrity audit (path rules here, code rules from the language) and `Finding`.

@@ -17,13 +17,15 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from code_gym.grading import channel
 from code_gym.languages.base import TestRun
 
 ENV = "CODE_GYM_RECORDS"
 FOLDER_ENV = "CODE_GYM_REPORTERS"
 DEFAULT_COMMAND = "dafny /compile:0 /timeLimit:20"
 HERE = Path(__file__).resolve().parent
-_READER_FILES = {"verify.py": (HERE / "reader" / "verify.py").read_text(), "source.py": (HERE / "source.py").read_text()}
+_READER_FILES = {"verify.py": (HERE / "reader" / "verify.py").read_text(), "source.py": (HERE / "source.py").read_text(),
+                 channel.NAME: channel.source()}
 
 
 def command_words(test_command: str) -> list[str]:
@@ -60,7 +62,7 @@ def report_outcomes(results: Path, lookup: tuple[str, ...] | None = None) -> dic
 
 @dataclass(frozen=True)
 class DafnyReporter:
-    """The reader and its parser, laid read-only in the run's reporter folder (CODE_GYM_REPORTERS);
+    """The reader, its parser and the channel's module, laid read-only in the run's reporter folder (CODE_GYM_REPORTERS);
     the channel's descriptor and nonce in CODE_GYM_RECORDS."""
 
     def setup(self, inside: str, fd: int, nonce: str, env: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:

@@ -20,9 +20,9 @@ fresh GOCACHE under /tmp, so only what the patch changed compiles again. Without
 (neither bubblewrap nor user namespaces) there is no cache and runs compile from scratch.
 
 Every command of the task (the agent's too) has a `go` first on PATH: `<cache>/go-tools/<key>/go`,
-a shell script that runs the reader's `wrap` (reader/gotest.py, copied beside it; the one
-implementation of the link, the variables and the cache copy): it links the repository at
-/tmp/code-gym-gopath/src/<import path> when no link is there, seeds /tmp/code-gym-gocache from the
+a shell script that runs the reader's `wrap` (reader/gotest.py, copied beside it with the channel's
+module it imports; the one implementation of the link, the variables and the cache copy): it links
+the repository at /tmp/code-gym-gopath/src/<import path> when no link is there, seeds /tmp/code-gym-gocache from the
 build cache on the command's first go call (each command has a fresh /tmp), and runs Debian's go
 from the link's folder that mirrors the caller's folder, so `go test ./...`, `go build` and
 `go vet` in /repo or a folder of it build as the import path, warm.
@@ -127,19 +127,21 @@ def tools_dir() -> Path:
 
 
 def tools() -> Path:
-    """The folder of the `go` wrapper (and the reader it runs), made once per reader source."""
-    from code_gym.languages.go.runner import READER, reader_source
+    """The folder of the `go` wrapper (and the reader it runs, with the channel's module it imports),
+    made once per reader source."""
+    from code_gym.languages.go.runner import reader_files
 
-    source = reader_source()
-    folder = tools_dir() / _digest([ENV_FORMAT, GO_WRAPPER, source])
+    files = reader_files()
+    folder = tools_dir() / _digest([ENV_FORMAT, GO_WRAPPER, *(f"{n}\n{t}" for n, t in sorted(files.items()))])
     if (folder / "go").is_file():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
-        (scratch / READER).write_text(source)
+        for name, text in files.items():
+            (scratch / name).write_text(text)
+            (scratch / name).chmod(0o644)
         (scratch / "go").write_text(GO_WRAPPER)  # last: a folder with it is finished
-        (scratch / READER).chmod(0o644)
         (scratch / "go").chmod(0o755)
         scratch.chmod(0o755)
         try:

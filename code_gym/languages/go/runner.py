@@ -15,6 +15,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from code_gym.grading import channel
 from code_gym.languages.base import TestRun
 
 ENV = "CODE_GYM_RECORDS"
@@ -22,12 +23,13 @@ FOLDER_ENV = "CODE_GYM_REPORTERS"
 DEFAULT_COMMAND = "go test -count=1"
 HERE = Path(__file__).resolve().parent
 READER = "gotest.py"
-_READER_SOURCE = (HERE / "reader" / READER).read_text()
+_READER_FILES = {READER: (HERE / "reader" / READER).read_text(), channel.NAME: channel.source()}
 
 
-def reader_source() -> str:
-    """The reader's source: laid for each run with records, and beside the task's `go` wrapper."""
-    return _READER_SOURCE
+def reader_files() -> dict[str, str]:
+    """The reader and the channel's module it imports (name -> text): laid for each run with
+    records, and beside the task's `go` wrapper."""
+    return dict(_READER_FILES)
 _REFUSED = {"-json": "the reader adds it", "-c": "it builds without testing", "-o": "it builds without testing",
             "-exec": "the test binaries run as go runs them", "-args": "the reader appends the packages",
             "-i": "it installs packages"}
@@ -107,8 +109,8 @@ def report_outcomes(results: Path, lookup: tuple[str, ...] | None = None) -> dic
 
 @dataclass(frozen=True)
 class GoReporter:
-    """The reader, laid read-only in the run's reporter folder (CODE_GYM_REPORTERS); the channel's
+    """The reader and the channel's module, laid read-only in the run's reporter folder (CODE_GYM_REPORTERS); the channel's
     descriptor and nonce in CODE_GYM_RECORDS."""
 
     def setup(self, inside: str, fd: int, nonce: str, env: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-        return {READER: _READER_SOURCE}, env | {FOLDER_ENV: inside, ENV: f"{fd} {nonce}"}
+        return dict(_READER_FILES), env | {FOLDER_ENV: inside, ENV: f"{fd} {nonce}"}

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from code_gym.grading import channel
 from code_gym.tasks.task import Task, TaskError
 from code_gym.util.hostfs import cache_root
 
@@ -160,11 +161,13 @@ exec /usr/bin/cargo "$@"
 
 
 def _bin_files(folder: Path) -> dict[str, str]:
-    """The environment's bin/ (`folder` its final place): the cargo wrapper and the reader it runs."""
+    """The environment's bin/ (`folder` its final place): the cargo wrapper, the reader it runs and
+    the channel's module the reader imports."""
     from code_gym.languages.rust.runner import HERE
 
     reader = (HERE / "reader" / "cargotest.py").read_text()
-    return {"cargo": CARGO_WRAPPER.replace("@PREPARE@", shlex.quote(str(folder / "bin" / PREPARE))), PREPARE: reader}
+    return {"cargo": CARGO_WRAPPER.replace("@PREPARE@", shlex.quote(str(folder / "bin" / PREPARE))), PREPARE: reader,
+            channel.NAME: channel.source()}
 
 
 def _install_bin(folder: Path, into: Path) -> None:

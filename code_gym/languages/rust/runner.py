@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from code_gym.grading import channel
 from code_gym.languages.base import TestRun
 
 ENV = "CODE_GYM_RECORDS"
@@ -28,7 +29,7 @@ CACHE_ENV = "CODE_GYM_RUST_CACHE"  # the task's target cache (read-only): each r
 TARGET_INSIDE = "/tmp/code-gym-target"  # CARGO_TARGET_DIR of every run and of the cache's build
 DEFAULT_COMMAND = "cargo test"
 HERE = Path(__file__).resolve().parent
-_READER_FILES = {"cargotest.py": (HERE / "reader" / "cargotest.py").read_text()}
+_READER_FILES = {"cargotest.py": (HERE / "reader" / "cargotest.py").read_text(), channel.NAME: channel.source()}
 
 # cargo options a task may give (the rest decide targets, output or where things are, or read
 # another configuration, toolchain or manifest: the grader's)
@@ -124,7 +125,7 @@ def report_outcomes(results: Path, lookup: tuple[str, ...] | None = None) -> dic
 
 @dataclass(frozen=True)
 class RustReporter:
-    """The reader, laid read-only in the run's reporter folder (CODE_GYM_REPORTERS); the channel's
+    """The reader and the channel's module, laid read-only in the run's reporter folder (CODE_GYM_REPORTERS); the channel's
     descriptor and nonce in CODE_GYM_RECORDS."""
 
     def setup(self, inside: str, fd: int, nonce: str, env: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:

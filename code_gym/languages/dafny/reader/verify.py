@@ -25,7 +25,8 @@ Records ("FILE::NAME", FILE the repo-relative path of the file that declares NAM
 The run exits 0 when every record passed, 1 when one failed or a file did not parse, 3 when the
 verifier could not be started or stopped before its summary (a crash: the run failed, no record
 is graded); the end record carries the same status. The candidate program
-cannot run code during verification (`/compile:0`), so nothing in the run competes for the channel.
+cannot run code during verification (`/compile:0`), so nothing in the run competes for the channel;
+the channel (`channel.py`, laid beside this file) makes the reader non-dumpable all the same.
 """
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if os.path.isfile(os.path.join(HERE, "source.py")):  # in the sandbox: laid beside this file
     sys.path.insert(0, HERE)
     import source  # noqa: E402
+    from channel import Channel  # noqa: E402
 else:  # imported from the package (its tests)
+    from code_gym.grading.channel import Channel  # noqa: E402
     from code_gym.languages.dafny import source  # noqa: E402
 
 MESSAGE = 500
@@ -58,30 +61,6 @@ _NOISE = re.compile(r"^(Prover error: .*unknown parameter|Legal parameters are:|
                     r"\[TRACE\]|Coalescing blocks|Inlining\.\.\.|Running abstract interpretation|\s+\[[0-9.]+ s\]$|"
                     r"Parsing |Dafny \d)")
 POSTCONDITION = ("postcondition might not hold", "This is the postcondition that might not hold")
-
-
-class Channel:
-    """The results channel named by CODE_GYM_RECORDS ("FD NONCE"): reopened close-on-exec through
-    /proc before the verifier starts, FD closed, the variable removed, so no child inherits it."""
-
-    def __init__(self) -> None:
-        settings = os.environ.pop("CODE_GYM_RECORDS", "").split(" ")
-        self.fd = None
-        self.nonce = settings[1] if len(settings) == 2 else ""
-        if len(settings) == 2:
-            self.fd = os.open(f"/proc/self/fd/{settings[0]}", os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-            os.close(int(settings[0]))
-        self.seq = 0
-        self.write("start")
-
-    def write(self, kind: str, **fields) -> None:
-        if self.fd is None:
-            return
-        line = (json.dumps({"nonce": self.nonce, "seq": self.seq, "kind": kind, **fields}) + "\n").encode()
-        self.seq += 1
-        done = 0
-        while done < len(line):
-            done += os.write(self.fd, line[done:])
 
 
 @dataclass
