@@ -17,12 +17,13 @@ Each is reported once per name, so a new use of a name the old file already lack
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 
 import tree_sitter_javascript
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Language, Node, Tree
 
+from code_gym.grading import treesitter
+from code_gym.grading.treesitter import node_text, syntax_error, walk
 from code_gym.languages.base import FileCheck
 from code_gym.util.hostfs import MAX_DIFF_BYTES
 
@@ -68,52 +69,13 @@ _PATTERNS = frozenset({"object_pattern", "array_pattern", "pair_pattern", "assig
                        "object_assignment_pattern", "rest_pattern"})
 _SCOPES = frozenset({"program", "statement_block", "switch_body", "class_static_block"})
 _COMMENT_GLOBALS = re.compile(r"^/\*\s*globals?\s+(.*?)\*/$", re.S)
-_LOCAL = threading.local()
 
 
 def parse(data: bytes, old: Tree | None = None) -> Tree:
     """The tree-sitter syntax tree of `data` (never raises: errors are ERROR and MISSING nodes);
     `old`: the tree of an earlier version, edited to match (`Tree.edit`), whose unchanged parts are
     reused. Parsers are not shared between threads."""
-    parser = getattr(_LOCAL, "parser", None)
-    if parser is None:
-        parser = _LOCAL.parser = Parser(LANGUAGE)
-    return parser.parse(data, old) if old is not None else parser.parse(data)
-
-
-def syntax_error(tree: Tree) -> str | None:
-    """Where and why the tree does not parse ("line 3: unexpected `)`"), or None when it does."""
-    node = tree.root_node
-    if not node.has_error:
-        return None
-    while not (node.is_missing or node.type == "ERROR"):  # down to the first ERROR or MISSING node
-        inner = next((c for c in node.children if c.has_error or c.is_missing), None)
-        if inner is None:
-            return f"line {node.start_point[0] + 1}: syntax error"
-        node = inner
-    if node.is_missing:
-        return f"line {node.start_point[0] + 1}: missing `{node.type}`"
-    first_line = node_text(node).partition("\n")[0]
-    return f"line {node.start_point[0] + 1}: unexpected `{_cut(first_line)}`"
-
-
-def node_text(node: Node) -> str:
-    """The node's source text (invalid UTF-8 replaced)."""
-    return node.text.decode("utf-8", "replace")
-
-
-def _cut(text: str, limit: int = 40) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """Every node under `node` (itself included), depth first, without recursion."""
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(node.children))
+    return treesitter.parse(LANGUAGE, data, old)
 
 
 # -- the definition around some lines -----------------------------------------------------------

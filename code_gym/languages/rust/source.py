@@ -15,15 +15,15 @@ reported once per (kind, definition), so moving code does not make it new:
 from __future__ import annotations
 
 import re
-import threading
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
 import tree_sitter_rust
-from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
+from tree_sitter import Language, Node, Query, QueryCursor, Tree
 
+from code_gym.grading import treesitter
+from code_gym.grading.treesitter import describe_error, node_text, walk
 from code_gym.languages.base import FileCheck
 from code_gym.util.hostfs import MAX_DIFF_BYTES
 
@@ -39,16 +39,12 @@ STRINGS = frozenset({"string_literal", "raw_string_literal"})
 # leaves that can be a segment of a path (`std::process::exit`, `$crate::x`, `Self::new`)
 NAME_TOKENS = frozenset({"identifier", "type_identifier", "field_identifier", "shorthand_field_identifier",
                          "self", "super", "crate", "metavariable", "primitive_type"})
-_LOCAL = threading.local()
 
 
 def parse(data: bytes) -> Tree:
     """The tree-sitter syntax tree of `data` (never raises: errors are ERROR and MISSING nodes).
     Parsers are not shared between threads."""
-    parser = getattr(_LOCAL, "parser", None)
-    if parser is None:
-        parser = _LOCAL.parser = Parser(LANGUAGE)
-    return parser.parse(data)
+    return treesitter.parse(LANGUAGE, data)
 
 
 def nodes_of_type(tree: Tree, kind: str) -> list[Node]:
@@ -60,20 +56,6 @@ def nodes_of_type(tree: Tree, kind: str) -> list[Node]:
 @lru_cache(maxsize=None)
 def _query(kind: str) -> Query:
     return Query(LANGUAGE, f"({kind}) @node")
-
-
-def node_text(node: Node) -> str:
-    """The node's source text (invalid UTF-8 replaced)."""
-    return node.text.decode("utf-8", "replace")
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """Every node under `node` (itself included), depth first, without recursion."""
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(node.children))
 
 
 def errors(tree: Tree) -> list[Node]:
@@ -88,19 +70,6 @@ def errors(tree: Tree) -> list[Node]:
         elif node.has_error:
             stack.extend(reversed(node.children))
     return found
-
-
-def describe_error(node: Node) -> str:
-    """Where and why a tree does not parse at `node` ("line 3: unexpected `~`")."""
-    where = f"line {node.start_point[0] + 1}"
-    if node.is_missing:
-        return f"{where}: missing `{node.type}`"
-    return f"{where}: unexpected `{_cut(node_text(node).partition(chr(10))[0])}`"
-
-
-def _cut(text: str, limit: int = 40) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _error_key(node: Node) -> tuple[str, str]:
