@@ -7,7 +7,7 @@ Nothing here knows a language: a tree is whatever the language's `parse` returns
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from code_gym.grading.builder import Change, pick_changes
@@ -41,6 +41,32 @@ class SourceText:
         before = self.data[self.line_start(node.start_byte):node.start_byte]
         after = self.data[node.end_byte:self.line_end(node.end_byte)]
         return not before.strip() and not after.strip()
+
+
+BOUNDS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}  # a comparison's bound moved by one
+
+
+def swapped(src: SourceText, a, b) -> Edit | None:
+    """Nodes `a` and `b` (a before b) swapped, what is between them kept; None when their texts are the same."""
+    if src.segment(a) == src.segment(b):
+        return None
+    between = src.data[a.end_byte:b.start_byte].decode("utf-8", "surrogatepass")
+    return a.start_byte, b.end_byte, src.segment(b) + between + src.segment(a)
+
+
+def binary_edits(src: SourceText, node, flips: dict[str, str],
+                 droppable: Callable[[Any], bool] | None = None) -> Iterator[tuple[str, Edit, Any]]:
+    """A binary expression's comparison flipped (`flips`: operator -> its opposite) or its bound
+    moved (BOUNDS), and `a && b` / `a || b` cut to `a` (where `droppable(b)`, when given):
+    (operator, edit, node) each."""
+    operator = node.child_by_field_name("operator")
+    text = src.segment(operator)
+    if text in flips:
+        yield "flip-comparison", (operator.start_byte, operator.end_byte, flips[text]), node
+    if text in BOUNDS:
+        yield "off-by-one", (operator.start_byte, operator.end_byte, BOUNDS[text]), node
+    if text in ("&&", "||") and (droppable is None or droppable(node.child_by_field_name("right"))):
+        yield "drop-condition", (node.child_by_field_name("left").end_byte, node.end_byte, ""), node
 
 
 def point(data: bytes, at: int) -> tuple[int, int]:

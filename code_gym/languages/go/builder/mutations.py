@@ -30,13 +30,12 @@ from tree_sitter import Node, Tree
 
 from code_gym.grading import builder
 from code_gym.grading.builder import REMOVE_BODY, Change
-from code_gym.grading.tree_edits import Edit, EditChecker, SourceText, entry_points
+from code_gym.grading.tree_edits import Edit, EditChecker, SourceText, binary_edits, entry_points, swapped
 from code_gym.languages.go.source import parse, receiver_type, syntax_error, walk
 
 OPERATORS = ("flip-comparison", "off-by-one", "swap-arguments", "drop-condition")
 NOT_IMPLEMENTED = 'panic("not implemented")'
 _FLIPS = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "!=", "!=": "=="}
-_BOUNDS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
 _DECLARATIONS = frozenset({"function_declaration", "method_declaration"})
 # the computations of a body (`parse(text)`, `a < b`): a statement quoting one reveals the code
@@ -341,10 +340,7 @@ def _swappable(call: Node) -> bool:
 def _swap(src: _Source, call: Node) -> _Edit | None:
     arguments = call.child_by_field_name("arguments")
     a, b = [c for c in arguments.named_children if c.type != "comment"][:2]
-    if src.segment(a) == src.segment(b):
-        return None
-    between = src.data[a.end_byte:b.start_byte].decode("utf-8", "surrogatepass")
-    return a.start_byte, b.end_byte, src.segment(b) + between + src.segment(a)
+    return swapped(src, a, b)
 
 
 def _guards(src: _Source, body: Node) -> list[Node]:
@@ -373,14 +369,7 @@ def _site_edits(fn: Function, src: _Source) -> Iterator[tuple[str, _Edit | None,
     guards = {g.id for g in _guards(src, body)}
     for node in walk(body):
         if node.type == "binary_expression":
-            operator = node.child_by_field_name("operator")
-            text = src.segment(operator)
-            if text in _FLIPS:
-                yield "flip-comparison", (operator.start_byte, operator.end_byte, _FLIPS[text]), node
-            if text in _BOUNDS:
-                yield "off-by-one", (operator.start_byte, operator.end_byte, _BOUNDS[text]), node
-            if text in ("&&", "||") and _droppable(body, node.child_by_field_name("right"), declared):
-                yield "drop-condition", (node.child_by_field_name("left").end_byte, node.end_byte, ""), node
+            yield from binary_edits(src, node, _FLIPS, lambda right: _droppable(body, right, declared))
         elif node.type == "int_literal" and _INTEGER.fullmatch(src.segment(node)) and not _in_array_length(node):
             yield "off-by-one", (node.start_byte, node.end_byte, str(int(src.segment(node)) + 1)), node
         elif node.type == "call_expression" and _swappable(node):

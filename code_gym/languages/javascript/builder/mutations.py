@@ -25,13 +25,12 @@ from tree_sitter import Node
 
 from code_gym.grading import builder
 from code_gym.grading.builder import REMOVE_BODY, Change
-from code_gym.grading.tree_edits import Edit, EditChecker, SourceText, entry_points
+from code_gym.grading.tree_edits import Edit, EditChecker, SourceText, binary_edits, entry_points, swapped
 from code_gym.languages.javascript import source as jssource
 
 OPERATORS = ("flip-comparison", "off-by-one", "swap-arguments", "drop-condition")
 NOT_IMPLEMENTED = 'throw new Error("not implemented");'
 _FLIPS = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "!=", "!=": "==", "===": "!==", "!==": "==="}
-_BOUNDS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
 _FUNCTIONS = frozenset({"function_expression", "arrow_function", "generator_function"})
 _DECLARATIONS = frozenset({"function_declaration", "generator_function_declaration"})
@@ -283,10 +282,7 @@ _Edit = Edit  # bytes [start, end) replaced by a text
 def _swap(src: _Source, call: Node) -> _Edit | None:
     arguments = call.child_by_field_name("arguments")
     a, b = [c for c in arguments.named_children if c.type != "comment"][:2]
-    if src.segment(a) == src.segment(b):
-        return None
-    between = src.data[a.end_byte:b.start_byte].decode("utf-8", "surrogatepass")
-    return a.start_byte, b.end_byte, src.segment(b) + between + src.segment(a)
+    return swapped(src, a, b)
 
 
 def _drop_if(src: _Source, node: Node) -> _Edit:
@@ -320,25 +316,13 @@ def _guards(src: _Source, body: Node) -> set[int]:
     return out
 
 
-def _binary_edits(src: _Source, node: Node) -> Iterator[tuple[str, _Edit, Node]]:
-    """A comparison flipped or its bound moved; `a && b` cut to `a`."""
-    operator = node.child_by_field_name("operator")
-    text = src.segment(operator)
-    if text in _FLIPS:
-        yield "flip-comparison", (operator.start_byte, operator.end_byte, _FLIPS[text]), node
-    if text in _BOUNDS:
-        yield "off-by-one", (operator.start_byte, operator.end_byte, _BOUNDS[text]), node
-    if text in ("&&", "||"):
-        yield "drop-condition", (node.child_by_field_name("left").end_byte, node.end_byte, ""), node
-
-
 def _site_edits(fn: Function, src: _Source) -> Iterator[tuple[str, _Edit | None, Node]]:
     """(operator, edit or None, site node) for every mutation site of `fn`, unchecked."""
     body = src.function_node(fn).child_by_field_name("body")
     guards = _guards(src, body)
     for node in jssource.walk(body):
         if node.type == "binary_expression":
-            yield from _binary_edits(src, node)
+            yield from binary_edits(src, node, _FLIPS)
         elif node.type == "number" and _INTEGER.fullmatch(src.segment(node)):
             yield "off-by-one", (node.start_byte, node.end_byte, str(int(src.segment(node)) + 1)), node
         elif node.type in ("call_expression", "new_expression") and _swappable(node):

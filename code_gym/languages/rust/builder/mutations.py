@@ -34,13 +34,12 @@ from tree_sitter import Node, Parser, Tree
 
 from code_gym.grading import builder
 from code_gym.grading.builder import REMOVE_BODY, Change
-from code_gym.grading.tree_edits import Edit, EditChecker, SourceText, entry_points
+from code_gym.grading.tree_edits import Edit, EditChecker, SourceText, binary_edits, entry_points, swapped
 from code_gym.languages.rust import source as rust_source
 
 OPERATORS = ("flip-comparison", "off-by-one", "swap-arguments", "drop-condition")
 NOT_IMPLEMENTED = "todo!()"
 _FLIPS = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "!=", "!=": "=="}
-_BOUNDS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
 _SUFFIXES = ("i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize")
 _INTEGER = re.compile(rf"(0|[1-9][0-9_]*)({'|'.join(_SUFFIXES)})?")
 _MAX = {"i8": 127, "u8": 255, "i16": 32767, "u16": 65535}
@@ -342,10 +341,7 @@ def _alike(a: Node, b: Node) -> bool:
 
 def _swap(src: _Source, call: Node) -> _Edit | None:
     a, b = _arguments(call)[:2]
-    if src.segment(a) == src.segment(b) or not _alike(a, b):
-        return None
-    between = src.data[a.end_byte:b.start_byte].decode("utf-8", "surrogatepass")
-    return a.start_byte, b.end_byte, src.segment(b) + between + src.segment(a)
+    return swapped(src, a, b) if _alike(a, b) else None
 
 
 def _plus_one(src: _Source, node: Node) -> _Edit | None:
@@ -389,24 +385,13 @@ def _guards(src: _Source, body: Node) -> set[int]:
     return out
 
 
-def _binary_edits(src: _Source, node: Node) -> Iterator[tuple[str, _Edit, Node]]:
-    operator = node.child_by_field_name("operator")
-    text = src.segment(operator)
-    if text in _FLIPS:
-        yield "flip-comparison", (operator.start_byte, operator.end_byte, _FLIPS[text]), node
-    if text in _BOUNDS:
-        yield "off-by-one", (operator.start_byte, operator.end_byte, _BOUNDS[text]), node
-    if text in ("&&", "||"):
-        yield "drop-condition", (node.child_by_field_name("left").end_byte, node.end_byte, ""), node
-
-
 def _site_edits(fn: Function, src: _Source) -> Iterator[tuple[str, _Edit | None, Node]]:
     """(operator, edit or None, site node) for every mutation site of `fn`, unchecked."""
     body = src.function_node(fn).child_by_field_name("body")
     guards = _guards(src, body)
     for node in walk(body, frozenset({"token_tree", "attribute_item"})):
         if node.type == "binary_expression":
-            yield from _binary_edits(src, node)
+            yield from binary_edits(src, node, _FLIPS)
         elif node.type == "integer_literal":
             yield "off-by-one", _plus_one(src, node), node
         elif node.type == "call_expression" and len(_arguments(node)) >= 2:
