@@ -9,7 +9,7 @@ several import paths side by side is refused (tasks are made of one).
 
 The environment is the Debian packages the code needs: the package's Depends closure (without
 itself), and for each import of the repository's files that no package of it ships (test-only
-dependencies: testify, go-cmp, ...), the package that ships it (`packages.import_path_package`) and
+dependencies: testify, go-cmp, ...), the package that ships it (`go_packages.import_path_package`) and
 its closure. An import no Debian package ships is left out and recorded: the test packages that
 need it fail to build in the baseline and are left out there."""
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from code_gym import languages
 from code_gym.grading.builder import BuildError
 from code_gym.languages.go.source import is_standard
-from code_gym.languages.go import packages
+from code_gym.languages.go import packages as go_packages
 from code_gym.tasks import debian
 from code_gym.tasks.loaders.folder import copy_tree, task_id
 from code_gym.tasks.task import Task, TaskError
@@ -155,7 +155,7 @@ def file_imports(text: str) -> set[str]:
 def _shipped(deb: Path) -> frozenset[str]:
     """The import paths (folders holding .go files) a .deb ships under /usr/share/gocode/src."""
     listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, timeout=120).stdout
-    prefix = f"./{packages.GOCODE}/"
+    prefix = f"./{go_packages.GOCODE}/"
     found = set()
     for line in listing.splitlines():
         path = line.rsplit(" ", 1)[-1]
@@ -172,7 +172,7 @@ def environment_packages(package: debian.Package | None, import_path: str, impor
                          options: EnvOptions) -> tuple[list[str], list[str], list[str]]:
     """(the environment's packages, those added for imports beyond Depends, the imports no package
     ships) of a repository at `import_path` whose files import `imports`."""
-    index = debian.index(packages.FAMILY)
+    index = debian.index(go_packages.FAMILY)
     wanted = [package.name] if package is not None else []
     try:
         chosen = debian.closure(wanted, index) if wanted else []
@@ -190,7 +190,7 @@ def environment_packages(package: debian.Package | None, import_path: str, impor
             continue
         lookups += 1
         try:
-            found = packages.import_path_package(path, index)
+            found = go_packages.import_path_package(path, index)
             more = debian.closure([p.name for p in chosen] + [found.name], index)
         except debian.DebianError:
             unresolved.append(path)
@@ -217,7 +217,7 @@ def unpack(name: str, folder: Path) -> tuple[debian.Package, Path]:
     """The Debian package `name` (its newest version apt knows) and the folder it is unpacked into
     (`folder/NAME_VERSION`, reused when there)."""
     try:
-        package = debian.index(packages.FAMILY).provider(name)
+        package = debian.index(go_packages.FAMILY).provider(name)
         if package is None or package.name != name:
             raise BuildError(f"{name}: no such Debian package (apt-cache knows none by this name; "
                              "run apt-get update?)")
@@ -235,13 +235,13 @@ def open_project(source: str | Path, workdir: Path, env_options: EnvOptions = En
     package = None
     if is_debian_name(text):
         package, unpacked = unpack(text, downloads or workdir / "downloads")
-        src = unpacked / packages.GOCODE
+        src = unpacked / go_packages.GOCODE
         if not src.is_dir():
-            raise BuildError(f"{text}: ships no Go source under /{packages.GOCODE}")
+            raise BuildError(f"{text}: ships no Go source under /{go_packages.GOCODE}")
         hint = package.go_import_path
     elif Path(text).is_dir():
         src, hint = Path(text), ""
-        for inner in (packages.GOCODE, "src"):
+        for inner in (go_packages.GOCODE, "src"):
             if (src / inner).is_dir():
                 src = src / inner
                 break
