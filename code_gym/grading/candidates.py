@@ -25,10 +25,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from code_gym.grading.audit import audit
 from code_gym.grading.builder import (MANIFEST_NAME, BuildReport, Candidate, Outcome, Rejection, check_all,
                                       check_reference_runs, combinations, grow, place_tasks, unique_id)
 from code_gym.grading.multiregion import apply_changes as apply_region_changes
 from code_gym.grading.multiregion import state, unneeded_regions
+from code_gym.grading.reference import reference_changes
 from code_gym.tasks.loaders.folder import task_id
 from code_gym.tasks.task import Task
 from code_gym.util.hostfs import owned_prefix
@@ -219,10 +221,15 @@ def broken_run(cand: Candidate, run) -> Outcome:
 def reference_outcome(cand: Candidate, task: Task, reference: tuple[list, frozenset[str] | None],
                       fail_to_pass: list[str], symptoms, timeout: float, stable: set[str], listed=None) -> Outcome:
     """The reference gates (`check_reference_runs`) on the task written for `cand`, from its
-    reference runs and the tests rerun (None: all of them): rejected, the task's folder removed;
+    reference runs and the tests rerun (None: all of them), and the audit on its reference (an
+    original whose code the audit flags, such as bit-vec's `cfg!(test)`, is no task: the grader
+    would fail the agent who wrote it back; gate "original"): rejected, the task's folder removed;
     accepted, the tests rerun join `stable` (no later candidate's reference reruns them)."""
     reference_runs, rerun = reference
     verdict = check_reference_runs(reference_runs, fail_to_pass, timeout, rerun, listed)
+    findings = [] if verdict else audit(reference_changes(task), task)
+    if findings:  # the grader would fail an agent who wrote the original code back
+        verdict = ("original", f"the audit flags the reference: {findings[0]}")
     if verdict:
         shutil.rmtree(task.root, ignore_errors=True)
         return Outcome(cand, Rejection(cand.id, *verdict), frozenset(fail_to_pass))

@@ -19,6 +19,8 @@ see is listed in docs/security.md.
 """
 from __future__ import annotations
 
+import re
+
 import bisect
 import posixpath
 import tomllib
@@ -223,10 +225,16 @@ def _build_scripts(repo: Path) -> frozenset[str]:
     return frozenset({posixpath.normpath(build)}) if isinstance(build, str) else frozenset()
 
 
+_CFG_FILE = re.compile(r"#!\[\s*cfg\s*\(")
+
+
 def _is_test_file(data: bytes) -> bool:
-    """Whether a file is all test code: an inner `#![cfg(...test...)]` at its top."""
+    """Whether a file is all test code: an inner `#![cfg(...test...)]` at its top (a `cfg_attr` on
+    `test`, such as glob's `#![cfg_attr(all(test, windows), feature(std_misc))]`, gates an
+    attribute, not the file)."""
     root = source.parse(data).root_node
     return any(_mentions_test(p) for node in root.named_children if node.type == "inner_attribute_item"
+               and _CFG_FILE.match(source.node_text(node))
                for a in _attributes(source.tokens_of(node)) for p in a.predicates)
 
 
