@@ -442,7 +442,7 @@ def seed(folder: str, cache: str) -> str:
 
 def run_cache(cache: str) -> str:
     """A fresh writable copy of the task's build cache for a graded run (an empty folder without one)."""
-    folder = tempfile.mkdtemp(prefix="code-gym-gocache-")
+    folder = tempfile.mkdtemp(prefix="gocache-")  # the sandbox's private /tmp: no reaper needed
     why = seed(folder, cache)
     if why:
         print(why)
@@ -519,7 +519,7 @@ def shared_cache(cache: str) -> str:
     """SHARED_CACHE, seeded from the task's build cache by the command's first go call."""
     if os.path.isdir(SHARED_CACHE):
         return SHARED_CACHE
-    scratch = tempfile.mkdtemp(prefix="code-gym-gocache-", dir=os.path.dirname(SHARED_CACHE))
+    scratch = tempfile.mkdtemp(prefix="gocache-", dir=os.path.dirname(SHARED_CACHE))
     why = seed(scratch, cache)
     if why:
         print(why, file=sys.stderr)

@@ -689,7 +689,7 @@ def main(argv: list[str]) -> int:
     if spec.get("build_only"):
         channel.write("end", exitstatus=0 if not build.failed else 1)
         return 0 if not build.failed else 1
-    scratch = tempfile.mkdtemp(prefix="code-gym-standalone-")
+    scratch = tempfile.mkdtemp(prefix="standalone-")  # in the sandbox's private /tmp
     for target in targets:  # an integration test that failed only with the library and does not use it, or a loose one
         if target not in loose and not (
                 target.src in build.failed and "test" in target.kinds and library is not None
