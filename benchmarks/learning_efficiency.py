@@ -75,8 +75,7 @@ diagnosis of 6 batches per K of the untrained policy had been seen: at the tool 
 SCALE = """Advantage scale, one rule for every method: each estimator computes its advantages with its
 own defaults (GRPO (r - mean) / std; GiGPO its episode and step terms; DiDPO A^E (r - mean) plus
 lambda A^D on covered tokens), and then, per task and update, the advantages at the branch tokens are
-divided by their std (`code_gym.apps.train.whiten`, no centring; the tiny LM: the batch's response-token
-advantages divided by their std, then Adam). So every method takes steps of the same overall size and
+divided by their std (`code_gym.apps.train.whiten`, no centring). So every method takes steps of the same overall size and
 differs only in where it puts credit and with which sign. Why: DiDPO's A^D adds magnitude, and the
 earlier sensitivity run (below) showed that the sign of the DiDPO-GRPO gap flips with the scale; in
 LLM training Adam's step normalisation plays this part."""
@@ -126,79 +125,6 @@ as in the task builder's multi-region tasks, combined from single-region changes
 tests of their own), credit that compares rollouts sharing the other regions' choices (a contrast conditioned on
 the rest, which needs G >= 32 to have members), or exploration that outlasts an early wrong
 push (a smaller step or an entropy bonus than lr 2.0 on the logits with whitened advantages)."""
-TINY_PREDICTION = """Prediction for the tiny-LM run (written at 17:45 UTC, before it; after the short
-experiments below, all on this task at K = 1, GRPO, seed 0):
-
-1. With the new RL settings (warm start 400 steps, Adam 1e-4, one epoch per batch, KL 1.0 to the
-   warm-start model) the share of sampled responses that are exactly a candidate text stays at
-   0.75-0.95 over the run under every method (it fell to 0 within 2-3 updates before).
-2. P(reference response) moves by random walk more than it climbs: in at most half of the GRPO
-   runs is it higher after the last update than after the warm start; no run reaches 0.9.
-3. DiDPO (within) and DiDPO (reference) are not distinguishable from GRPO with 3 seeds and 12
-   updates, at K = 1 or all."""
-TINY_ANALYSIS = """What was run (written after measuring): the configuration started at 17:45 UTC, all 18 runs (GRPO,
-DiDPO (reference) and DiDPO (within); K = 1 and all; 3 seeds; 12 updates of G = 8 after a 400-step
-warm start shared by the methods of a seed and K; Adam 1e-4, one epoch, KL 1.0), 39 min with two
-workers on a machine whose load average was 8-15 for most of it. K = 2 and the other methods were not
-run on the tiny LM, for time; the budget (12 updates) is far below the branch policy's 40.
-
-**Result: the collapse is fixed; learning is weak and not robust.** With the longer warm start and
-the KL term, the share of sampled responses that are exactly a candidate text stays at 0.75-1.0 at
-K = 1 for the whole run (before: 0 within 2-3 updates); at K = all (165-token responses) it stays at
-0.5-1.0 in 7 of 9 runs, but fell to 0.38 in DiDPO (reference) seed 1 and to 0.00 at the last update of
-DiDPO (within) seed 1, so KL 1.0 does not fully hold the longer responses. P(reference response)
-rises in some runs and not others, and no run comes near 0.9. GRPO at K = 1: ends higher than after
-the warm start in 2 of 3 seeds (0.051 -> 0.124, 0.051 -> 0.164, with batch success rates of
-0.25-0.38 in the last 5 updates of seed 2) and lower in one (0.050 -> 0.19 at update 3 -> 0.038).
-GRPO at K = all (one 165-token response): barely moves (0.022 -> 0.038, 0.029 -> 0.022, 0.029 ->
-0.025). DiDPO (within) at K = 1 gives the highest value of any run (seed 1: 0.051 -> 0.277) but
-falls in the other two seeds; DiDPO (reference) is between. At K = all the two DiDPO baselines are
-within 0.001 of each other in seeds 0 and 2, with the same samples (one step: the within-anchor
-contrast changed little there; not examined further).
-So by the brief's test (the success rate rises over updates in most seeds, for GRPO at least) the
-tiny LM learns at K = 1 in 2 of 3 seeds, slowly and with large swings, and not at K = all within 12
-updates; the methods cannot be told apart with 3 seeds.
-
-Against the prediction (17:45): right at K = 1 that the exact share stays high (predicted 0.75-0.95),
-wrong at K = all for two runs (above), right that P(reference) wanders more than it climbs in
-about half of the GRPO runs (3 of 6 end lower than they started) and that no run reaches 0.9, right
-that the methods are not distinguishable.
-
-Why, from the per-step probabilities of the short runs below (G2): the choice among candidates
-moves in steps whose direction flips between updates. With G = 8 and an outcome that needs all
-three regions, a region's choice is only weakly correlated with the episode's reward (partial test
-credit rewards some wrong combinations), so each update's credit for it is mostly noise, and the
-step sizes that keep the model on the candidate texts (Adam 1e-4) are too small to average it out in
-12 updates; a larger step (3e-4) made it worse, not faster. The model also barely tells the steps
-apart: the reference probabilities of steps 0 and 2 (same file, different lines) move together, so
-credit for one region's choice moves the other's. At K = all the response is 165 tokens and the
-decisions are 3 of them, so the token-mean loss dilutes their gradient further. What would help:
-larger groups (G >= 32) so that the per-update credit means something, 50+ updates (a run
-of 12 updates took 18 s-5 min here with the warm start cached, depending on the load, so this fits
-an hour on a quiet machine), prompts that
-make the regions distinct to the model, and then the comparison of credit rules at the decision
-tokens, which is where DiDPO (within) differs.
-
-How the RL settings were chosen: short runs on this task at K = 1, GRPO, seed 0, G = 8, before the
-run above (the first two, A and B, were run to measure, without a written prediction; each later
-one had its prediction written first, with the time, in the list after the table):
-
-| run | warm start (steps, loss) | RL step | share of exact candidate texts per update | P(reference response) | batch success |
-|---|---|---|---|---|---|
-| A (old defaults) | 60, 0.078 | Adam 5e-4, 2 epochs | 0.08 0.04 0.00 | - | 0 0 0 |
-| B | 200, 0.026 | Adam 1e-4, 1 epoch | 0.83 0.96 ... 0.58 0.67 (12 updates) | - | 0-0.25, no trend |
-| C | 200, 0.026 | Adam 1e-4, 1 epoch, KL 0.1 | as B (0.38-0.67 from update 7) | - | 0-0.25, no trend |
-| D | 200, 0.026 | Adam 1e-4, 1 epoch, 20 updates | 0.54-0.83 from update 7 | 0.031 -> 0.055 (update 2) -> 0.017 (update 20) | no trend |
-| E | 200, 0.026 | Adam 3e-4, 1 epoch, KL 1.0 | 0.46-0.79 | 0.031 -> 0.004-0.020 | 0.38 once, else 0 |
-| F | 200, 0.026 | Adam 3e-4, 1 epoch, KL 0.2 | 0.08-0.42 from update 6 | 0.031 -> 0.000 | 0.25 once, else 0 |
-| G2 | 200, 0.026 | Adam 1e-4, 1 epoch, KL 1.0, 16 updates | candidate mass per step constant (0.82 / 0.73 / 0.82) | 0.031 -> 0.062 (update 3) -> 0.011 (update 12) -> 0.017 | 0-0.12 |
-| G1 | 400, 0.023 | Adam 1e-4, 1 epoch (stopped after 2 updates, for time) | candidate mass per step 0.96 / 0.92 / 0.96 | 0.047 -> 0.070 -> 0.087 | 0, 0.12 |
-
-Predictions and outcomes of the short runs (times UTC):
-- 17:19, before C: the exact share stays >= 0.75 (KL 0.1) and success rises to >= 0.25 by update 12. Wrong: KL 0.1 is too weak against unit-std advantages; the exact share fell as in B.
-- 17:23, before D (and E): D's P(reference) rises from about 0.05 to about 0.15 by update 20 while the exact share falls. Wrong: P(reference) rose for 2 updates, then fell below its start.
-- 17:28, before E and F: E's P(reference) reaches >= 0.2 with the exact share >= 0.75; F rises faster at first and loses the exact share. F's half right (it lost the candidate texts); E wrong: a larger step made P(reference) fall faster, although KL 1.0 held the exact share.
-- 17:35, before G1 and G2 (per-step probabilities of each candidate): the reference choice rises at step 1 while the candidate mass leaks away. Wrong on both: with KL 1.0 the candidate mass stays constant; the choices do not climb, they wander. In G2 the reference probabilities of steps 0 and 2 move together (0.41 -> 0.58 at update 2 -> 0.29 at update 12, the same at both steps), and at step 1 the mass moved to a wrong variant (0.18 -> 0.37) and back."""
 _CACHE: GradeCache | None = None
 
 
@@ -525,8 +451,8 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def plot(data: dict, path: Path, title: str = "built-in policy") -> None:
-    """One panel per K: per method the mean over seeds of the curve (mean P(resolve) over the tasks,
-    or for the tiny LM the batch success rate), band min-max over seeds."""
+    """One panel per K: per method the mean over seeds of the curve (mean P(resolve) over the tasks),
+    band min-max over seeds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -588,111 +514,13 @@ def report(data: dict, analysis: str, image: str = "img/learning_efficiency.png"
             + analysis)
 
 
-TINY_TASK = "report-avg-aggregation"  # the tiny LM's task: 3 regions, 2/4/2 candidates, short responses
-TINY_METHODS = ("GRPO", "GiGPO", "DiDPO (reference)", "DiDPO (within)", "DiDPO (cover=call)", "DiDPO (within, cover=call)")
-
-
-def run_tiny(job: dict) -> dict:
-    """One tiny-LM training run (warm start, then RL until the batch success rate reaches the
-    threshold or the budget ends)."""
-    global _CACHE
-    if _CACHE is None:
-        _CACHE = GradeCache()
-    import torch
-
-    from code_gym.apps.tiny_lm import TinyLMConfig, TinyLMTrainer
-
-    torch.set_num_threads(1)
-    config = TinyLMConfig(estimator=job["estimator"], options=job["options"], updates=job["updates"],
-                          group_size=job["group_size"], seed=job["seed"], regions_per_step=job["regions_per_step"],
-                          verify=False, **job.get("config", {}))
-    started = time.monotonic()
-    trainer = TinyLMTrainer(job["task"], config, grade_cache=_CACHE, decisions=job["decisions"])
-    # one warm start per (task, K, seed, warm-start settings), shared by the methods (they differ in RL only)
-    warm = job.get("warm_cache")
-    if warm:
-        key = "-".join(str(x) for x in (job["task"].id, job["regions_per_step"], job["seed"], config.sft_steps,
-                                        config.sft_lr, config.sft_batch, config.n_layer, config.n_embd, config.vocab_size))
-        warm = Path(warm) / f"{key}.pt"
-    try:
-        history = trainer.run(until=job["threshold"], warm_cache=warm)
-    finally:
-        trainer.close()
-    reached = next((s.update for s in history if s.update and s.p_reference >= job["threshold"]), None)
-    return {"kind": "train", "method": job["method"], "regions_per_step": job["regions_per_step"], "seed": job["seed"],
-            "reach": {job["task"].id: reached}, "episodes": trainer.episodes, "seconds": time.monotonic() - started,
-            "parameters": trainer.parameters, "sft_loss": [trainer.sft_losses[0], trainer.sft_losses[-1]],
-            "curve": [[s.update, s.p_reference] for s in history],
-            "success": [s.success_rate for s in history[1:]], "parsed": [s.parsed for s in history[1:]]}
-
-
-def measure_tiny(methods: dict, seeds: int, updates: int, group_size: int, threshold: float, workers: int,
-                 regions_per_step: list[int], task_id: str = TINY_TASK, json_path: Path | None = None,
-                 config: dict | None = None, warm_cache: Path | None = None) -> dict:
-    """Every (method, K, seed) tiny-LM run on one task; results saved after each run."""
-    tasks, decisions, dropped = verified_candidates([task_id])
-    task = tasks[0]
-    every_k = list(regions_per_step)
-    jobs = [{"method": label, "estimator": name, "options": options, "seed": seed, "task": task,
-             "decisions": decisions[task.id], "updates": updates, "group_size": group_size, "threshold": threshold,
-             "regions_per_step": k, "config": dict(config or {}), "warm_cache": str(warm_cache) if warm_cache else None}
-            # K innermost: with a worker per K, a seed's warm starts are made once each, in parallel
-            for seed in range(seeds) for label, (name, options) in methods.items() for k in every_k]
-    started = time.monotonic()
-    data = {"tasks": [task.id], "regions": {task.id: [d.labels for d in decisions[task.id]]}, "dropped": dropped,
-            "seeds": seeds, "updates": updates, "group_size": group_size, "threshold": threshold, "workers": workers,
-            "seconds": 0.0, "methods": list(methods), "outcome_only": [], "regions_per_step": every_k, "runs": [],
-            "jobs": len(jobs), "config": dict(config or {}),
-            "curve_label": "P(sample the reference response)"}
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        for n, out in enumerate(pool.imap_unordered(run_tiny, jobs), 1):
-            print(f"[{n}/{len(jobs)}] tiny LM {out['method']} K={k_label(out['regions_per_step'])} seed {out['seed']}: "
-                  f"reached at {out['reach'][task.id]} ({out['episodes']} episodes, {out['seconds']:.0f}s)",
-                  file=sys.stderr, flush=True)
-            data["runs"].append(out)
-            _save(data, started, json_path)
-    return data
-
-
-def tiny_report(data: dict, prediction: str, analysis: str) -> str:
-    header, rows = summarise(data)
-    runs = data["runs"]
-    params = runs[0]["parameters"] if runs else 0
-    sft = np.array([r["sft_loss"] for r in runs]) if runs else np.zeros((0, 2))
-    parsed = np.mean([p for r in runs for p in r["parsed"]]) if runs else float("nan")
-    config = ", ".join(f"{k} {v}" for k, v in sorted(data.get("config", {}).items()))
-    return (prediction + "\n\n"
-            f"Tiny LM (`code_gym.apps.tiny_lm`, {params / 1e6:.2f} M parameters, byte-level BPE trained on the task's "
-            f"texts) on {data['tasks'][0]} ({'/'.join(str(len(x)) for x in data['regions'][data['tasks'][0]])} "
-            f"candidates per region): {data['seeds']} seeds, K = {', '.join(k_label(k) for k in data['regions_per_step'])}, "
-            f"G = {data['group_size']}, at most {data['updates']} updates after the warm start"
-            f"{' (' + config + ')' if config else ''}; {len(runs)} runs of "
-            f"{data['jobs']}, {data['seconds'] / 60:.1f} min. Success: the first update after which the model's "
-            f"probability of sampling the reference response at every step (P(resolve) of the branch policy, computed "
-            f"from the model's token probabilities) is >= {data['threshold']} (censored at {data['updates'] + 1}). "
-            f"Warm-start loss (mean over runs) {sft[:, 0].mean():.2f} -> {sft[:, 1].mean():.3f}; {parsed:.0%} of the "
-            f"sampled responses were exactly one of the candidate texts.\n\n{markdown_table(header, rows)}\n\n"
-            f"Per run: P(reference response) after the warm start and after each update; the batch success rate "
-            f"(resolved rollouts of G) and the share of responses that were exactly a candidate text, per update:\n\n"
-            + markdown_table(["method", "K", "seed", "P(reference) per update", "batch success rate", "exact candidates"],
-                             [[r["method"], k_label(r["regions_per_step"]), str(r["seed"]),
-                               " ".join(f"{c[1]:.2f}" for c in r["curve"]),
-                               " ".join(f"{x:.2f}" for x in r.get("success", [])), " ".join(f"{p:.2f}" for p in r["parsed"])]
-                              for r in sorted(runs, key=lambda r: (r["method"], r["regions_per_step"], r["seed"]))])
-            + "\n\n"
-            "![tiny LM learning curves](img/learning_efficiency_tiny_lm.png)\n\n" + analysis)
-
-
 QUICK_TASK = "units-temperature"  # --quick: one small multi-region task (3 regions)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["branch", "tiny-lm", "both"], default="both",
-                        help="the built-in branch policy, the tiny LM, or both (default)")
     parser.add_argument("--quick", action="store_true",
-                        help=f"one task ({QUICK_TASK}; the tiny LM's {TINY_TASK}), two seeds, K = 1 and all, small "
-                        "budgets; writes to --out only, never the docs")
+                        help=f"one task ({QUICK_TASK}), two seeds, K = 1 and all, small budgets; never writes the docs")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--updates", type=int, default=40, help="rollout budget: updates per run")
     parser.add_argument("--group-size", type=int, default=8)
@@ -722,18 +550,6 @@ def main(argv: list[str] | None = None) -> int:
                         "step size (0: not)")
     parser.add_argument("--rewards", metavar="TASK", help="print the reward of every combination of TASK's "
                         "candidates (how its regions interact) and stop; with --task-dir, a built task of that folder")
-    parser.add_argument("--tiny-task", default=TINY_TASK)
-    parser.add_argument("--tiny-seeds", type=int, default=3)
-    parser.add_argument("--tiny-updates", type=int, default=20)
-    parser.add_argument("--tiny-methods", nargs="+", default=list(TINY_METHODS), choices=[*METHODS, *EXTRA_METHODS],
-                        metavar="LABEL")
-    parser.add_argument("--tiny-regions-per-step", type=int, nargs="+", default=[1, 2, 0], metavar="K")
-    parser.add_argument("--tiny-sft-steps", type=int, help="warm-start steps (default: TinyLMConfig's)")
-    parser.add_argument("--tiny-lr", type=float, help="Adam's step in the RL phase (default: TinyLMConfig's)")
-    parser.add_argument("--tiny-epochs", type=int, help="passes over each batch (default: TinyLMConfig's)")
-    parser.add_argument("--tiny-kl", type=float, help="KL weight to the warm-start model (default: TinyLMConfig's)")
-    parser.add_argument("--tiny-from-json", help="re-render the tiny-LM section from saved results")
-    parser.add_argument("--tiny-analysis", help="a file with the tiny-LM analysis for the docs")
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.rewards:
@@ -742,56 +558,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.seeds, args.updates, args.diagnosis_batches, args.tasks = 2, 10, 2, [QUICK_TASK]
         args.regions_per_step = [1, 0]
-        args.tiny_seeds, args.tiny_updates, args.tiny_regions_per_step, args.tiny_sft_steps = 2, 1, [0], 10
-        args.tiny_methods = ["GRPO", "DiDPO (within)"]
         args.no_docs = True
-    if args.part in ("branch", "both"):
-        json_path = out / ("learning_efficiency_quick.json" if args.quick else "learning_efficiency.json")
-        if args.from_json:
-            data = json.loads(Path(args.from_json).read_text())
-        else:
-            every = {**METHODS, **EXTRA_METHODS}
-            data = measure({m: every[m] for m in args.methods}, args.seeds, args.updates, args.group_size, args.lr,
-                           args.threshold, args.workers, whiten=not args.no_whiten,
-                           regions_per_step=args.regions_per_step, task_ids=args.tasks,
-                           diagnosis_batches=args.diagnosis_batches, json_path=json_path,
-                           task_dir=args.task_dir, max_tasks=args.max_tasks)
-        if args.perfect_credit and data.get("perfect", {}).get("seeds") != args.perfect_credit:
-            tasks, decisions, _ = verified_candidates(data["tasks"], data.get("task_dir"), 10**9)
-            data["perfect"] = perfect_credit(tasks, decisions, args.perfect_credit, data["updates"],
-                                             data["group_size"], data["lr"], data["threshold"])
-            if not args.from_json:
-                _save(data, time.monotonic() - data["seconds"], json_path)
-        header, rows = summarise(data)
-        print(markdown_table(header, rows))
-        line = perfect_line(data)
-        if line:
-            print(line.strip())
-        plot(data, json_path.with_suffix(".png"))
-        if not args.no_docs:
-            image = "img/" + args.section.replace(" ", "_").replace(":", "").replace("-", "_") + ".png"
-            plot(data, ROOT / "docs" / image)
-            analysis = Path(args.analysis).read_text() if args.analysis else ANALYSIS
-            prediction = Path(args.prediction).read_text().strip() if args.prediction else PREDICTION
-            write_section(args.section, prediction + "\n\n" + SCALE + "\n\n" + report(data, analysis, image))
-    if args.part in ("tiny-lm", "both"):
-        json_path = out / ("learning_efficiency_tiny_lm_quick.json" if args.quick else "learning_efficiency_tiny_lm.json")
-        tiny_config = {key: value for key, value in (("sft_steps", args.tiny_sft_steps), ("lr", args.tiny_lr),
-                                                    ("epochs", args.tiny_epochs), ("kl", args.tiny_kl)) if value is not None}
-        if args.tiny_from_json:
-            data = json.loads(Path(args.tiny_from_json).read_text())
-        else:
-            every = {**METHODS, **EXTRA_METHODS}
-            data = measure_tiny({m: every[m] for m in args.tiny_methods}, args.tiny_seeds, args.tiny_updates,
-                                args.group_size, args.threshold, args.workers, args.tiny_regions_per_step,
-                                args.tiny_task, json_path=json_path, config=tiny_config, warm_cache=out / "tiny_lm_warm")
-        header, rows = summarise(data)
-        print(markdown_table(header, rows))
-        plot(data, json_path.with_suffix(".png"), title="tiny LM")
-        if not args.no_docs:
-            plot(data, ROOT / "docs" / "img" / "learning_efficiency_tiny_lm.png", title="tiny LM")
-            analysis = Path(args.tiny_analysis).read_text() if args.tiny_analysis else TINY_ANALYSIS
-            write_section("learning efficiency: tiny LM", tiny_report(data, TINY_PREDICTION, analysis))
+    json_path = out / ("learning_efficiency_quick.json" if args.quick else "learning_efficiency.json")
+    if args.from_json:
+        data = json.loads(Path(args.from_json).read_text())
+    else:
+        every = {**METHODS, **EXTRA_METHODS}
+        data = measure({m: every[m] for m in args.methods}, args.seeds, args.updates, args.group_size, args.lr,
+                       args.threshold, args.workers, whiten=not args.no_whiten,
+                       regions_per_step=args.regions_per_step, task_ids=args.tasks,
+                       diagnosis_batches=args.diagnosis_batches, json_path=json_path,
+                       task_dir=args.task_dir, max_tasks=args.max_tasks)
+    if args.perfect_credit and data.get("perfect", {}).get("seeds") != args.perfect_credit:
+        tasks, decisions, _ = verified_candidates(data["tasks"], data.get("task_dir"), 10**9)
+        data["perfect"] = perfect_credit(tasks, decisions, args.perfect_credit, data["updates"],
+                                         data["group_size"], data["lr"], data["threshold"])
+        if not args.from_json:
+            _save(data, time.monotonic() - data["seconds"], json_path)
+    header, rows = summarise(data)
+    print(markdown_table(header, rows))
+    line = perfect_line(data)
+    if line:
+        print(line.strip())
+    plot(data, json_path.with_suffix(".png"))
+    if not args.no_docs:
+        image = "img/" + args.section.replace(" ", "_").replace(":", "").replace("-", "_") + ".png"
+        plot(data, ROOT / "docs" / image)
+        analysis = Path(args.analysis).read_text() if args.analysis else ANALYSIS
+        prediction = Path(args.prediction).read_text().strip() if args.prediction else PREDICTION
+        write_section(args.section, prediction + "\n\n" + SCALE + "\n\n" + report(data, analysis, image))
     return 0
 
 

@@ -1,5 +1,6 @@
-"""benchmarks/learning_efficiency.py --quick runs end to end (both parts: the branch policy and the
-tiny LM, one task, two seeds) and writes its results and plots; its numbers are not checked."""
+"""benchmarks/learning_efficiency.py --quick runs end to end (the branch policy, one task, two seeds)
+and writes its results and plots; its numbers are not checked (the tiny LM's benchmark:
+tests/test_tiny_lm_bench.py)."""
 import importlib.util
 import json
 import os
@@ -7,10 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "learning_efficiency.py"
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
@@ -30,9 +27,6 @@ def test_quick_mode_writes_its_outputs(tmp_path):
     assert branch["tasks"] == [bench.QUICK_TASK] and branch["seeds"] == 2
     assert {r["method"] for r in branch["runs"]} == set(bench.METHODS)
     assert set(branch["diagnosis"]) == {"1", "all"}
-    tiny = json.loads((tmp_path / "learning_efficiency_tiny_lm_quick.json").read_text())
-    assert len(tiny["runs"]) == 4 and all(len(r["curve"]) >= 2 for r in tiny["runs"])
-    for name in ("learning_efficiency_quick.png", "learning_efficiency_tiny_lm_quick.png"):
-        assert (tmp_path / name).stat().st_size > 0
+    assert (tmp_path / "learning_efficiency_quick.png").stat().st_size > 0
     printed = run.stdout
     assert "| method | K |" in printed and "DiDPO (within)" in printed

@@ -173,3 +173,74 @@ def test_reference_probability_is_that_of_the_reference_texts(trainer):
         assert fit(trainer.reference_ids) > start > fit(wrong)
     finally:
         trainer.model.load_state_dict(state)
+
+
+def test_loss_weights_per_rule():
+    """Two rows of 2 and 4 response tokens: token-mean weighs every token 1/6; token-sum 1/B (the
+    long row's tokens weigh what the short row's do); sequence-mean gives each row 1/B in all."""
+    import torch
+
+    from code_gym.apps.tiny_lm import loss_weights
+
+    response = torch.tensor([[0, 1, 1, 0, 0], [1, 1, 1, 1, 0]], dtype=torch.bool)
+    mean = loss_weights(response, "token-mean")
+    assert torch.allclose(mean[response], torch.full((6,), 1 / 6)) and float(mean[~response].abs().sum()) == 0
+    total = loss_weights(response, "token-sum")
+    assert torch.allclose(total[response], torch.full((6,), 0.5))
+    seq = loss_weights(response, "sequence-mean")
+    assert torch.allclose(seq.sum(dim=1), torch.tensor([0.5, 0.5]))
+    assert float(seq[0, 1]) == pytest.approx(0.25) and float(seq[1, 0]) == pytest.approx(0.125)
+    with pytest.raises(ValueError, match="token-sum"):
+        loss_weights(response, "mean")
+
+
+def test_forking_mask_keeps_the_highest_entropy_response_tokens():
+    import torch
+
+    from code_gym.apps.tiny_lm import forking_mask
+
+    response = torch.tensor([[0, 1, 1, 1, 1], [0, 0, 1, 1, 1]], dtype=torch.bool)
+    entropy = torch.tensor([[9.0, 0.1, 2.0, 0.2, 0.3], [8.0, 7.0, 0.05, 1.5, 0.0]])
+    mask = forking_mask(entropy, response, 2 / 7)  # 7 response tokens: the 2 most uncertain
+    assert mask.tolist() == [[False, False, True, False, False], [False, False, False, True, False]]
+    assert forking_mask(entropy, response, 0.01).sum() == 1  # at least one token
+    assert forking_mask(entropy, response, 1.0).equal(response)
+
+
+def test_config_errors_name_the_valid_choices():
+    task = next(t for t in bundled_tasks() if t.id == TASK)
+    for bad, match in (({"loss": "mean"}, "token-sum"), ({"optimizer": "rmsprop"}, "adam, sgd"),
+                       ({"forking": 1.5}, r"\[0, 1\]")):
+        with pytest.raises(ValueError, match=match):
+            TinyLMTrainer(task, TinyLMConfig(**bad), decisions=[])
+
+
+def test_decision_tokens_are_where_the_candidates_part(trainer):
+    """An episode of exact candidate responses has one decision per region with two or more
+    candidates, at the token that writes the first character where the region's candidates part;
+    a response that is no candidate has none."""
+    from code_gym.apps.tiny_lm import common_prefix
+
+    decisions = trainer.decisions
+    encode = trainer.tokenizer.encode
+    choices = [0, 1, 0]
+    episode = trainer.play([encode(decisions[d].candidates[c].action).ids + [trainer.eos] for d, c in enumerate(choices)])
+    found = trainer.decision_tokens(episode)
+    assert [(s, region, toward) for s, _, region, toward in found] == [(0, 0, True), (1, 1, False), (2, 2, True)]
+    for s, k, region, _ in found:
+        step = episode.trajectory.steps[s]
+        start, end = step.token_offsets[k]
+        part = common_prefix([c.action for c in decisions[region].candidates])
+        assert start <= part < end  # the token writes the first character that differs
+    garbled = trainer.play([encode("not a tool call").ids + [trainer.eos]] * len(trainer.steps))
+    assert trainer.decision_tokens(garbled) == []
+
+
+def test_a_cuda_device_without_cuda_is_a_clear_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the error is for machines without it")
+    task = next(t for t in bundled_tasks() if t.id == TASK)
+    with pytest.raises(ValueError, match="no CUDA device"):
+        TinyLMTrainer(task, TinyLMConfig(device="cuda", sft_steps=1), decisions=[])

@@ -157,7 +157,8 @@ def _train_tiny_lm(args) -> int:
     lr = args.lr if args.lr != 2.0 else TinyLMConfig.lr  # 2.0 is the branch policy's default step size
     for task in tasks:
         for name in args.estimator:
-            config = TinyLMConfig(estimator=name, options=options, updates=args.updates, group_size=args.group_size,
+            config = TinyLMConfig(estimator=name, options=options, updates=args.updates,
+                                  group_size=args.group_size or TinyLMConfig.group_size,
                                   lr=lr, variants=args.variants, seed=args.seed, regions_per_step=args.regions_per_step,
                                   **({} if args.warm_start_steps is None else {"sft_steps": args.warm_start_steps}))
             trainer = TinyLMTrainer(task, config, grade_cache=cache, isolation=args.isolation)
@@ -181,6 +182,8 @@ def cmd_train(args) -> int:
 
     if args.policy == "tiny-lm":
         return _train_tiny_lm(args)
+    if args.group_size is None:  # the branch policy's default
+        args.group_size = 8
 
     from code_gym.apps.train import TrainConfig, Trainer, updates_to_reach, write_curves
     from code_gym.grading.grade import GradeCache
@@ -631,8 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "else strings)")
     train.add_argument("--tasks", nargs="*", help="task folders (default: the bundled suite)")
     train.add_argument("--updates", type=non_negative_int, default=20, help="policy updates (default 20)")
-    train.add_argument("-G", "--group-size", type=group_size_int, default=8,
-                       help="episodes per task per update (>= 2; default 8)")
+    train.add_argument("-G", "--group-size", type=group_size_int, default=None,
+                       help="episodes per task per update (>= 2; default 8, tiny-lm TinyLMConfig.group_size, 32)")
     train.add_argument("--lr", type=positive_float, default=2.0, help="step size on the logits (> 0; default 2.0)")
     train.add_argument("--variants", type=non_negative_int, default=2,
                        help="wrong variants per region, besides untouched (>= 0; default 2)")
@@ -643,7 +646,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--policy", choices=["branch", "tiny-lm"], default="branch",
                        help="branch: the built-in softmax over candidate edits (default); tiny-lm: a small GPT-2-style "
                        "transformer that samples every token, trained with a clipped policy gradient (one model per task; "
-                       "--lr is then Adam's, default TinyLMConfig.lr, 1e-4)")
+                       "--lr is then its optimizer's step, default TinyLMConfig.lr: SGD 0.03)")
     train.add_argument("--warm-start-steps", type=non_negative_int, default=None,
                        help="tiny-lm: supervised steps on the candidate responses before RL (default "
                        "TinyLMConfig.sft_steps, 400)")

@@ -21,10 +21,18 @@ played as the agent's action, whatever it is (a malformed call is the env's to r
    step; the tokenizer's offset mapping as `token_offsets`, the recorded diff, provenance, calls
    and edits of each step); divided by the std of the batch's response-token advantages (the
    same step size for every estimator, as `code_gym.apps.train` whitens); then `epochs` passes of
-   a PPO-style clipped policy-gradient loss (ratio clip, no critic) plus `kl` times the KL to the
-   warm-start model (the k3 estimator per response token, as OpenRLHF's `init_kl_coef` does). Without
-   the KL term the step moved the model off the candidate texts (the share of exact candidates fell
-   to 0 within 2-3 updates at Adam 5e-4, two epochs; to 0.4-0.7 within 12 at 1e-4, one epoch).
+   a PPO-style clipped policy-gradient loss (ratio clip, no critic), each token's term summed over
+   its response and the rows averaged (`loss`, token-sum: Dr.GRPO's length-free sum), plain gradient
+   steps (`optimizer`, SGD) with the gradient's norm clipped; optionally `kl` times the KL to the
+   warm-start model (k3, per response token, as OpenRLHF's `init_kl_coef`) and the policy-gradient
+   term on the highest-entropy tokens only (`forking`). Why these defaults (docs/benchmarks.md,
+   "learning efficiency: tiny LM"): Adam's first steps move every parameter by its step size
+   whatever its gradient, and in RL most gradients here are noise from the near-certain tokens of a
+   170-token response, so a step that moves the 3 decision tokens breaks the text (one Adam step at
+   3e-4 took the share of exact candidate texts from 0.76 to 0.36); SGD moves parameters by their
+   gradient, large only where the model is uncertain. A KL to the warm start holds the text but
+   also the decisions (KL 1.0: P(reference) 0.03 -> 0.05 in 40 updates). Four clipped passes per
+   batch at SGD 0.03 learn where one pass at 0.1 broke the text.
 4. Measure: after each update, the model's probability of sampling the reference response at every
    step (`p_reference`, computed from its token probabilities: the branch policy's P(resolve)),
    besides the batch's success rate.
@@ -48,6 +56,35 @@ from code_gym.grading.grade import GradeCache
 from code_gym.tasks.task import Task
 
 EOS = "<|endoftext|>"
+LOSS_WEIGHTS = ("token-mean", "token-sum", "sequence-mean")  # TinyLMConfig.loss
+
+
+def loss_weights(response, rule: str):
+    """[B, L] weight of each response token in the policy loss (and the KL term). token-mean: every
+    response token of the batch 1/N (N: their number); token-sum: each row's tokens summed, the rows
+    averaged (1/B per token: Dr.GRPO's length-free sum, a long response's tokens weigh what a short
+    one's do); sequence-mean: each row's token mean, the rows averaged (GRPO's original: a token of a
+    short response weighs more)."""
+    mask = response.float()
+    if rule == "token-mean":
+        return mask / mask.sum()
+    if rule == "token-sum":
+        return mask / mask.shape[0]
+    if rule == "sequence-mean":
+        return mask / mask.sum(dim=1, keepdim=True).clamp(min=1) / mask.shape[0]
+    raise ValueError(f"unknown loss weighting {rule!r}; valid: {', '.join(LOSS_WEIGHTS)}")
+
+
+def forking_mask(entropy, response, fraction: float):
+    """[B, L] bool: the `fraction` of the batch's response tokens with the highest entropy (at least
+    one), the "forking tokens" where the sampled text branches (Wang et al. 2025, "Beyond the 80/20
+    rule"); ties at the threshold are kept."""
+    values = entropy[response]
+    if values.numel() == 0:
+        return response
+    count = max(1, int(round(fraction * values.numel())))
+    threshold = values.topk(count).values[-1]
+    return response & (entropy >= threshold)
 
 
 @dataclass(frozen=True)
@@ -55,12 +92,12 @@ class TinyLMConfig:
     estimator: str = "didpo"  # one of credit.ESTIMATORS
     options: Mapping[str, Any] = field(default_factory=dict)  # estimator keyword options
     updates: int = 20
-    group_size: int = 8  # rollouts per update (G)
-    lr: float = 1e-4  # Adam, RL phase (5e-4 with two epochs drove the model off the candidate texts)
+    group_size: int = 32  # rollouts per update (G)
+    lr: float = 0.03  # RL phase step size (SGD; for Adam about 5e-5: 3e-4 breaks the text in one step)
     clip: float = 0.2  # PPO ratio clip
-    epochs: int = 1  # passes over each batch
+    epochs: int = 4  # clipped passes over each batch
     whiten: bool = True  # divide the batch's token advantages by their std
-    kl: float = 1.0  # weight of the KL term to the warm-start model (k3 estimator, per response token; 0: none)
+    kl: float = 0.0  # weight of the KL term to the warm-start model (k3 estimator, per response token; 0: none)
     sft_steps: int = 400  # warm-start gradient steps
     sft_lr: float = 3e-3
     sft_batch: int = 8
@@ -73,6 +110,13 @@ class TinyLMConfig:
     verify: bool = True  # drop wrong variants that pass the tests
     regions_per_step: int = 1  # regions per response (0: every region in one step)
     max_combinations: int = 64  # warm-start targets per step at most
+    loss: str = "token-sum"  # how the per-token loss is weighted: one of LOSS_WEIGHTS
+    optimizer: str = "sgd"  # RL phase: "sgd" (plain gradient steps of size lr) or "adam"
+    grad_clip: float = 1.0  # clip the RL gradient's global norm to this (0: no clipping)
+    forking: float = 0.0  # policy-gradient term only on this fraction of the batch's response tokens with the
+    # highest entropy under the sampling policy (0: every token); the KL term stays on every token
+    device: str = "cpu"  # torch device of the model and the batches ("cuda" on a GPU)
+    reward: Any = None  # the env's reward spec (code_gym.rewards.spec; None: the env's default)
 
 
 @dataclass(frozen=True)
@@ -121,6 +165,25 @@ def step_targets(decisions: Sequence[Decision], regions: Sequence[int], limit: i
     return [SEPARATOR.join(decisions[d].candidates[c].action for d, c in zip(regions, combo)) for combo in combos]
 
 
+def step_combinations(decisions: Sequence[Decision], regions: Sequence[int], limit: int = 4096) -> dict[str, tuple[int, ...]]:
+    """Packed response text -> the candidate chosen at each of the step's regions, for every
+    combination (none when there are more than `limit`)."""
+    sizes = [len(decisions[d].candidates) for d in regions]
+    if int(np.prod(sizes)) > limit:
+        return {}
+    return {SEPARATOR.join(decisions[d].candidates[c].action for d, c in zip(regions, combo)): combo
+            for combo in itertools.product(*[range(n) for n in sizes])}
+
+
+def common_prefix(texts: Sequence[str]) -> int:
+    """Length of the longest prefix all `texts` share."""
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return n
+
+
 def train_tokenizer(texts: Sequence[str], vocab_size: int, max_token_length: int = 16):
     """A byte-level BPE (`tokenizers`) trained on `texts`, with EOS as its one special token. The
     byte-level pre-tokenizer does not split at spaces and punctuation first (`use_regex=False`), so
@@ -167,6 +230,15 @@ class TinyLMTrainer:
             raise ValueError("updates must be >= 0 and group_size >= 2 (group-relative credit needs a group)")
         if config.regions_per_step < 0:
             raise ValueError(f"regions_per_step must be >= 0 (0: every region in one step), got {config.regions_per_step}")
+        if config.loss not in LOSS_WEIGHTS:
+            raise ValueError(f"unknown loss weighting {config.loss!r}; valid: {', '.join(LOSS_WEIGHTS)}")
+        if torch.device(config.device).type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {config.device!r}: torch sees no CUDA device here (torch {torch.__version__}); "
+                             "use device 'cpu', or a CUDA build of torch on a GPU machine")
+        if config.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"unknown optimizer {config.optimizer!r}; valid: adam, sgd")
+        if not 0.0 <= config.forking <= 1.0:
+            raise ValueError(f"forking must be a fraction in [0, 1] (0: every token), got {config.forking}")
         if config.estimator not in credit.ESTIMATORS:
             raise ValueError(f"unknown estimator {config.estimator!r}; valid names: {', '.join(credit.ESTIMATORS)}")
         self.task, self.config = task, config
@@ -176,7 +248,7 @@ class TinyLMTrainer:
         self.grade_cache = grade_cache if grade_cache is not None else GradeCache()
         self.decisions = list(decisions) if decisions is not None else build_decisions(task, config.variants, config.seed)
         self.env = make_env([task], self.grade_cache, max_steps=max(30, steps_needed(self.decisions, config.regions_per_step)),
-                            isolation=isolation)
+                            isolation=isolation, **({} if config.reward is None else {"reward": config.reward}))
         self.dropped: list[str] = []
         if decisions is None and config.verify:
             self.decisions, self.dropped = verify_decisions(self.env, task, self.decisions)
@@ -197,11 +269,15 @@ class TinyLMTrainer:
         model_config = GPT2Config(vocab_size=self.tokenizer.get_vocab_size(), n_positions=positions, n_embd=config.n_embd,
                                   n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=0.0, embd_pdrop=0.0,
                                   attn_pdrop=0.0, bos_token_id=self.eos, eos_token_id=self.eos, pad_token_id=self.eos)
-        self.model = GPT2LMHeadModel(model_config)
+        self.device = torch.device(config.device)
+        self.model = GPT2LMHeadModel(model_config).to(self.device)
         self.episodes = 0
         self.started = time.monotonic()
         self.sft_losses: list[float] = []
         self.last_batch: list[LMEpisode] = []
+        self.last_advantages = np.zeros((0, 0), np.float32)  # the last update's advantages as the loss used them
+        self.last_offsets: list[int] = []  # per row of them: where the response starts (the prompt's length)
+        self.combinations = [step_combinations(self.decisions, regions) for regions in self.steps]
 
     @property
     def parameters(self) -> int:
@@ -219,15 +295,19 @@ class TinyLMTrainer:
             ids[i, :len(p) + len(r)] = torch.tensor(list(p) + list(r))
             attention[i, :len(p) + len(r)] = 1
             response[i, len(p):len(p) + len(r)] = True
-        return ids, attention, response
+        return ids.to(self.device), attention.to(self.device), response.to(self.device)
 
-    def _token_logprobs(self, ids, attention, model=None):
+    def _token_logprobs(self, ids, attention, model=None, entropy: bool = False):
         """log pi(token at position t | tokens before it), [B, L] (position 0: 0), under `model`
-        (default: the policy)."""
+        (default: the policy); with `entropy`, also the policy's entropy at each position [B, L]."""
         torch = self.torch
         logits = (model or self.model)(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
-        taken = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
-        return torch.cat([torch.zeros_like(taken[:, :1]), taken], dim=1)
+        logp = torch.log_softmax(logits, dim=-1)
+        taken = torch.cat([torch.zeros_like(logp[:, :1, 0]), logp.gather(-1, ids[:, 1:, None])[..., 0]], dim=1)
+        if not entropy:
+            return taken
+        h = -(logp.exp() * logp).sum(-1)
+        return taken, torch.cat([torch.zeros_like(h[:, :1]), h], dim=1)
 
     def reference_logprob(self) -> float:
         """log of `reference_probability` (the sum over steps of the reference tokens' log-probabilities)."""
@@ -257,10 +337,12 @@ class TinyLMTrainer:
         torch = self.torch
         cache = Path(cache) if cache is not None else None
         if cache is not None and cache.exists():
-            saved = torch.load(cache, weights_only=False)
+            saved = torch.load(cache, weights_only=False, map_location=self.device)
             self.model.load_state_dict(saved["model"])
             self.sft_losses[:] = saved["losses"]
-            torch.set_rng_state(saved["torch_rng"])
+            torch.set_rng_state(saved["torch_rng"].cpu())
+            if saved.get("cuda_rng") is not None and self.device.type == "cuda":
+                torch.cuda.set_rng_state(saved["cuda_rng"].cpu(), self.device)
             self.rng.setstate(saved["rng"])
         else:
             pairs = [(self.prompt_ids[s], t) for s, ts in enumerate(self.target_ids) for t in ts]
@@ -279,9 +361,12 @@ class TinyLMTrainer:
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 partial = cache.with_name(cache.name + f".{time.monotonic_ns()}.part")
                 torch.save({"model": self.model.state_dict(), "losses": self.sft_losses,
-                            "torch_rng": torch.get_rng_state(), "rng": self.rng.getstate()}, partial)
+                            "torch_rng": torch.get_rng_state(), "rng": self.rng.getstate(),
+                            "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None},
+                           partial)
                 partial.replace(cache)  # atomic: a concurrent run reads a whole file or none
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr)
+        optimizer = torch.optim.SGD if self.config.optimizer == "sgd" else torch.optim.Adam
+        self.optimizer = optimizer(self.model.parameters(), lr=self.config.lr)
         if self.config.kl:
             import copy
 
@@ -293,7 +378,7 @@ class TinyLMTrainer:
     def sample(self, step: int, n: int) -> list[list[int]]:
         """`n` responses to step `step`'s prompt, every token sampled at temperature 1 (up to EOS)."""
         torch = self.torch
-        prompt = torch.tensor([self.prompt_ids[step]] * n, dtype=torch.long)
+        prompt = torch.tensor([self.prompt_ids[step]] * n, dtype=torch.long, device=self.device)
         self.model.eval()
         with torch.no_grad():
             out = self.model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=True, top_k=0,
@@ -322,6 +407,27 @@ class TinyLMTrainer:
         per_step = [self.sample(s, g) for s in range(len(self.steps))]
         return [self.play([per_step[s][i] for s in range(len(self.steps))]) for i in range(g)]
 
+    def decision_tokens(self, episode: LMEpisode) -> list[tuple[int, int, int, bool]]:
+        """(step, token index in the response, region, toward) for each decision the episode's exact
+        candidate responses made: the token that wrote the first character where the region's
+        candidate texts part (for the region's first candidate, the reference, `toward` is True).
+        A response that is no candidate combination has none."""
+        found = []
+        for s, (regions, step) in enumerate(zip(self.steps, episode.trajectory.steps)):
+            combo = self.combinations[s].get(step.action)
+            if combo is None or step.token_offsets is None:
+                continue
+            spans, start = np.asarray(step.token_offsets), 0
+            for region, choice in zip(regions, combo):
+                texts = [c.action for c in self.decisions[region].candidates]
+                if len(texts) > 1:
+                    char = start + min(common_prefix(texts), max(len(texts[choice]) - 1, 0))
+                    hit = np.flatnonzero((spans[:, 0] <= char) & (char < spans[:, 1]))
+                    if hit.size:
+                        found.append((s, int(hit[0]), region, choice == 0))
+                start += len(texts[choice]) + len(SEPARATOR)
+        return found
+
     def advantages(self, episodes: Sequence[LMEpisode], response_mask) -> Any:
         """[B, L] per-token advantages of the batch rows (one per model step), from
         `credit.token_advantages` with the configured estimator."""
@@ -347,22 +453,27 @@ class TinyLMTrainer:
             std = adv[response].std()
             if std > 1e-8:
                 adv = adv / std
+        self.last_advantages = adv.detach().cpu().numpy()  # [B, L], rows in the order of the batch's steps
+        self.last_offsets = [len(self.prompt_ids[s]) for e in batch for s in range(len(e.responses))]
         with torch.no_grad():
             self.model.eval()
-            old = self._token_logprobs(ids, attention)
+            old, entropy = self._token_logprobs(ids, attention, entropy=True)
             ref = self._token_logprobs(ids, attention, self.reference) if self.config.kl else None
         self.model.train()
-        weight = response.float() / response.sum()
+        weight = loss_weights(response, self.config.loss)
+        pg_weight = weight * forking_mask(entropy, response, self.config.forking) if self.config.forking else weight
         for _ in range(self.config.epochs):
             new = self._token_logprobs(ids, attention)
             ratio = torch.exp(new - old)
             clipped = torch.clamp(ratio, 1 - self.config.clip, 1 + self.config.clip)
-            loss = -(torch.minimum(ratio * adv, clipped * adv) * weight).sum()
+            loss = -(torch.minimum(ratio * adv, clipped * adv) * pg_weight).sum()
             if ref is not None:  # KL(pi || pi_ref) per token, k3: exp(ref - new) - (ref - new) - 1 >= 0
                 log_ratio = ref - new
                 loss = loss + self.config.kl * ((torch.exp(log_ratio) - log_ratio - 1) * weight).sum()
             self.optimizer.zero_grad()
             loss.backward()
+            if self.config.grad_clip:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
             self.optimizer.step()
         known = {t for ts in self.targets for t in ts}
         parsed = float(np.mean([st.action in known for e in batch for st in e.trajectory.steps]))
@@ -370,9 +481,10 @@ class TinyLMTrainer:
                        float(np.mean([e.reward for e in batch])), parsed, time.monotonic() - self.started,
                        self.reference_probability())
 
-    def run(self, until: float | None = None, progress: bool = False, warm_cache=None) -> list[LMStats]:
+    def run(self, until: float | None = None, progress: bool = False, warm_cache=None, on_update=None) -> list[LMStats]:
         """The warm start (`warm_cache`: see `warm_start`), then up to `config.updates` updates; with
-        `until`, stop at the first update after which `p_reference` reaches it."""
+        `until`, stop at the first update after which `p_reference` reaches it. `on_update(stats)` is
+        called after each update (the trainer's `last_batch` and `last_advantages` are that update's)."""
         from tqdm import tqdm
 
         if not self.sft_losses:
@@ -383,6 +495,8 @@ class TinyLMTrainer:
                    disable=not progress)
         for number in bar:
             history.append(self.update(number))
+            if on_update is not None:
+                on_update(history[-1])
             bar.set_postfix(success=f"{history[-1].success_rate:.2f}")
             if until is not None and history[-1].p_reference >= until:
                 break
