@@ -38,6 +38,9 @@ METHODS = {  # label -> (estimator in credit.ESTIMATORS, options)
     "GiGPO": ("gigpo", {}),
     "DiDPO (paper)": ("didpo", {}),  # the reference implementation's rules: lines cover, reference baseline
     "DiDPO (split, cover=call)": ("didpo", {"baseline": "split", "cover": "call"}),  # the branch policy's best
+    # the same with a choice fitted only when 2+ rollouts make it and 2+ leave it (a sampled text's
+    # one-off variants otherwise escape the failures they cause)
+    "DiDPO (split, min_support=2)": ("didpo", {"baseline": "split", "cover": "call", "min_support": 2}),
 }
 HARD_TASK = "report-avg-aggregation"  # bundled: 3 regions that interact
 # the RL settings every method shares (TinyLMConfig fields); see docs/benchmarks.md for why each
@@ -155,8 +158,8 @@ def measure(tasks, decisions, methods: dict, seeds: int, updates: int, threshold
     data = {**settings, "runs": [], "seconds": 0.0, "workers": workers}
     if json_path.exists():
         saved = json.loads(json_path.read_text())
-        if all(saved.get(k) == v for k, v in settings.items() if k != "methods"):
-            data["runs"] = [r for r in saved["runs"] if r["method"] in methods]
+        if all(saved.get(k) == v for k, v in settings.items() if k not in ("methods", "seeds")):
+            data["runs"] = [r for r in saved["runs"] if r["method"] in methods and r["seed"] < seeds]
             data["seconds"] = saved.get("seconds", 0.0)
             print(f"resuming: {len(data['runs'])} runs kept from {json_path}", file=sys.stderr)
     done = {f"{r['task']}|{r['method']}|{r['seed']}" for r in data["runs"]}
@@ -179,29 +182,26 @@ def measure(tasks, decisions, methods: dict, seeds: int, updates: int, threshold
     return data
 
 
-def updates_to_reach(run: dict, budget: int) -> int:
-    """The update at which the run reached the threshold, censored at budget + 1."""
-    return run["reached"] if run["reached"] is not None else budget + 1
+def updates_to(run: dict, level: tuple[str, float], budget: int) -> int:
+    """The first update at which the run met `level` (see `first_reach`), censored at budget + 1."""
+    found = first_reach(run, level)
+    return found if found is not None else budget + 1
 
 
-def ratio_ci(data: dict, method: str, tasks: list[str], draws: int = 2000, seed: int = 0):
-    """Mean updates to the threshold of `method` over GRPO's on `tasks` (censored runs count budget
-    + 1), and its 95% bootstrap interval over seeds (a seed's runs on every task drawn together:
-    the methods of a seed share warm starts). None where a seed lacks a run."""
+def ratio_ci(data: dict, method: str, task: str, level: tuple[str, float], draws: int = 2000, seed: int = 0):
+    """Mean updates to `level` of `method` over GRPO's on `task` (censored runs count budget + 1),
+    and its 95% bootstrap interval over seeds (paired: a seed's methods share its warm start and
+    first rollouts). None where no seed has both runs."""
     budget = data["updates"]
-    table = {}
-    for r in data["runs"]:
-        if r["task"] in tasks and r["method"] in (method, "GRPO"):
-            table[(r["method"], r["seed"], r["task"])] = updates_to_reach(r, budget)
-    seeds = sorted({s for (_, s, _) in table})
-    seeds = [s for s in seeds if all((m, s, t) in table for m in (method, "GRPO") for t in tasks)]
+    table = {(r["method"], r["seed"]): updates_to(r, level, budget) for r in data["runs"]
+             if r["task"] == task and r["method"] in (method, "GRPO")}
+    seeds = sorted(s for (m, s) in table if m == method and ("GRPO", s) in table)
     if not seeds:
         return None
-    mine = np.array([[table[(method, s, t)] for t in tasks] for s in seeds], float)
-    grpo = np.array([[table[("GRPO", s, t)] for t in tasks] for s in seeds], float)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(seeds), (draws, len(seeds)))
-    ratios = mine[picks].mean(axis=(1, 2)) / grpo[picks].mean(axis=(1, 2))
+    mine = np.array([table[(method, s)] for s in seeds], float)
+    grpo = np.array([table[("GRPO", s)] for s in seeds], float)
+    picks = np.random.default_rng(seed).integers(0, len(seeds), (draws, len(seeds)))
+    ratios = mine[picks].mean(axis=1) / grpo[picks].mean(axis=1)
     return float(mine.mean() / grpo.mean()), float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
 
 
@@ -243,29 +243,53 @@ def credit_table(data: dict, update: int | None = 1) -> list[list[str]]:
     return rows
 
 
+def first_reach(run: dict, level: tuple[str, float]) -> int | None:
+    """The first update after which the run met `level`: ("p", x) P(reference) >= x; ("success", x)
+    the batch success rate averaged over the last 3 updates >= x. None: never."""
+    kind, value = level
+    if kind == "p":
+        return next((u for u, p in enumerate(run["p_reference"]) if u and p >= value), None)
+    rates = run["success"]
+    return next((u for u in range(3, len(rates) + 1) if np.mean(rates[u - 3:u]) >= value), None)
+
+
+# the table counts updates to: the goal (P(reference) >= 0.9), the goal in batch success (the model may
+# resolve with texts that are not exactly the reference's), and a halfway mark
+LEVELS = (("p", 0.9), ("success", 0.9), ("p", 0.5))
+
+
 def summary_rows(data: dict) -> list[list[str]]:
-    budget, tasks = data["updates"], data["tasks"]
-    built = [t for t in tasks if t != HARD_TASK]
-    rows = []
-    for method in data["methods"]:
-        runs = [r for r in data["runs"] if r["method"] == method]
-        if not runs:
-            continue
-        values = np.array([updates_to_reach(r, budget) for r in runs], float)
-        reached = sum(r["reached"] is not None for r in runs)
-
-        def ratio_text(subset):
-            found = ratio_ci(data, method, subset) if subset else None
-            return "-" if found is None else f"{found[0]:.2f} [{found[1]:.2f}-{found[2]:.2f}]"
-
-        per_task = " / ".join(
-            f"{np.mean([updates_to_reach(r, budget) for r in runs if r['task'] == t]):.1f}" if any(
-                r["task"] == t for r in runs) else "-" for t in tasks)
-        rows.append([method, f"{reached}/{len(runs)}", f"{values.mean():.1f}",
-                     f"{np.median(values):.0f} [{np.percentile(values, 25):.0f}-{np.percentile(values, 75):.0f}]",
-                     ratio_text(built), ratio_text([HARD_TASK] if HARD_TASK in tasks else []), per_task,
-                     f"{np.mean([r['episodes'] for r in runs]):.0f}"])
+    """Per task and method: per level, the runs reaching it, the mean updates to it (censored at
+    budget + 1) and that mean over GRPO's with its bootstrap CI; P(reference) and the batch success
+    rate at the end (mean over seeds)."""
+    budget, rows = data["updates"], []
+    for task in data["tasks"]:
+        for method in data["methods"]:
+            runs = [r for r in data["runs"] if r["task"] == task and r["method"] == method]
+            if not runs:
+                continue
+            row = [task if task == HARD_TASK else "built: " + task.split("-init-")[-1], method]
+            for level in LEVELS:
+                found = ratio_ci(data, method, task, level) if method != "GRPO" else None
+                row += [f"{sum(first_reach(r, level) is not None for r in runs)}/{len(runs)}",
+                        f"{np.mean([updates_to(r, level, budget) for r in runs]):.1f}",
+                        "1.00" if method == "GRPO" else "-" if found is None else
+                        f"{found[0]:.2f} [{found[1]:.2f}-{found[2]:.2f}]"]
+            row.append(f"{np.mean([r['p_reference'][-1] for r in runs]):.2f}, "
+                       f"{np.mean([np.mean(r['success'][-5:]) for r in runs]):.2f}")
+            rows.append(row)
     return rows
+
+
+def complete_seeds(data: dict) -> dict:
+    """`data` with only the runs of seeds that have every (task, method) run: a stopped measurement
+    reports whole seeds."""
+    want = {(t, m) for t in data["tasks"] for m in data["methods"]}
+    have: dict[int, set] = {}
+    for r in data["runs"]:
+        have.setdefault(r["seed"], set()).add((r["task"], r["method"]))
+    keep = {s for s, pairs in have.items() if pairs >= want}
+    return {**data, "runs": [r for r in data["runs"] if r["seed"] in keep]}
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -273,8 +297,9 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-SUMMARY_HEADER = ["method", "runs reaching 0.9", "updates: mean", "median [IQR]", "mean / GRPO's, built (95% CI)",
-                  "mean / GRPO's, hard", "mean per task", "episodes per run"]
+SUMMARY_HEADER = ["task", "method", "P(ref) >= 0.9: runs", "updates", "/ GRPO (95% CI)", "success >= 0.9: runs",
+                  "updates", "/ GRPO (95% CI)", "P(ref) >= 0.5: runs", "updates", "/ GRPO (95% CI)",
+                  "at the end: P(ref), success"]
 CREDIT_HEADER = ["method", "AUC at decisions", "mean A toward", "mean A away", "|A| decision / rest (median)",
                  "decisions"]
 
@@ -315,16 +340,16 @@ def report(data: dict, prediction: str, analysis: str, command: str) -> str:
     params = runs[0]["parameters"] if runs else 0
     parsed = np.mean([p for r in runs for p in r["parsed"]]) if runs else float("nan")
     shapes = "; ".join(f"{t}: {'/'.join(str(len(x)) for x in data['regions'][t])}" for t in data["tasks"])
-    return (f"`{command}`. Measured {time.strftime('%Y-%m-%d')}; {len(runs)} runs, "
-            f"{data['seconds'] / 60:.0f} min with {data['workers']} workers.\n\n{prediction.strip()}\n\n"
-            f"Tiny LM: {params / 1e6:.2f} M parameters; {config}; at most {data['updates']} updates, "
-            f"{data['seeds']} seeds. Candidates per region: {shapes}. Success: the first update after which "
-            f"P(sample the reference response) >= {data['threshold']} (censored at {data['updates'] + 1}); "
-            f"{parsed:.0%} of the sampled responses were exactly candidate texts.\n\n"
-            + markdown_table(SUMMARY_HEADER, summary_rows(data))
-            + "\n\nWhere the credit lands at the decision tokens (update 1: the same rollouts for every method; "
-            "AUC: the chance that a decision toward the reference gets a higher advantage than one away from it, "
-            "within a region and batch):\n\n" + markdown_table(CREDIT_HEADER, credit_table(data, 1))
+    seeds = sorted({r["seed"] for r in runs})
+    return (f"`{command}`. Measured {time.strftime('%Y-%m-%d')}: {len(runs)} runs (seeds {', '.join(map(str, seeds))}), "
+            f"{data['seconds'] / 60:.0f} min with {data['workers']} workers. Tiny LM of {params / 1e6:.2f} M parameters; "
+            f"{config}; at most {data['updates']} updates. Candidates per region: {shapes}; "
+            f"{parsed:.0%} of the sampled responses were exactly candidate texts. Updates censored at "
+            f"{data['updates'] + 1}; / GRPO: mean updates over GRPO's, paired by seed, 95% bootstrap CI over seeds."
+            f"\n\n{prediction.strip()}\n\n" + markdown_table(SUMMARY_HEADER, summary_rows(data))
+            + f"\n\nCredit at the decision tokens, updates 1-{DIAGNOSED_UPDATES} of every run (AUC: the chance that a "
+            "decision toward the reference gets a higher advantage than one away from it, within a region and batch):"
+            "\n\n" + markdown_table(CREDIT_HEADER, credit_table(data, None))
             + "\n\n![tiny LM learning curves](img/tiny_lm_learning.png)\n\n" + analysis.strip())
 
 
@@ -373,9 +398,10 @@ def main(argv: list[str] | None = None) -> int:
         tasks, decisions = load_tasks(args.task_dir, args.tasks, args.max_tasks, args.hard_task or None)
         data = measure(tasks, decisions, {m: METHODS[m] for m in args.methods}, args.seeds, args.updates,
                        args.threshold, args.workers, config, json_path, out / "tiny_lm_warm")
+    data = complete_seeds(data)
     print(markdown_table(SUMMARY_HEADER, summary_rows(data)))
     print()
-    print(markdown_table(CREDIT_HEADER, credit_table(data, 1)))
+    print(markdown_table(CREDIT_HEADER, credit_table(data, None)))
     plot(data, json_path.with_suffix(".png"))
     if not args.no_docs:
         plot(data, ROOT / "docs" / "img" / "tiny_lm_learning.png")

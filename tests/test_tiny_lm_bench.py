@@ -22,23 +22,35 @@ def _bench():
     return bench
 
 
-def _run(task, method, seed, reached, credit=()):
+def _run(task, method, seed, reached, credit=(), budget=60):
+    """A run whose P(reference) first reaches 0.9 after update `reached` (None: never, in `budget`)."""
+    curve = [0.1] * (reached or budget + 1) + ([0.95] if reached else [])
     return {"task": task, "method": method, "seed": seed, "reached": reached, "episodes": 32, "parameters": 1,
-            "p_reference": [0.1, 0.5], "success": [0.5], "parsed": [1.0], "credit": [list(c) for c in credit]}
+            "p_reference": curve, "success": [0.5] * (len(curve) - 1), "parsed": [1.0],
+            "credit": [list(c) for c in credit]}
 
 
 def test_ratio_counts_censored_runs_at_the_budget_and_pairs_seeds():
     bench = _bench()
     runs = [_run("a", "GRPO", s, r) for s, r in enumerate([10, 20, None])]  # None: censored at 61
     runs += [_run("a", "X", s, r) for s, r in enumerate([5, 10, 30])]
-    data = {"updates": 60, "runs": runs}
-    mean, low, high = bench.ratio_ci(data, "X", ["a"])
+    data = {"updates": 60, "runs": runs + [_run("b", "GRPO", 0, 1)]}
+    mean, low, high = bench.ratio_ci(data, "X", "a", ("p", 0.9))
     assert mean == pytest.approx((5 + 10 + 30) / (10 + 20 + 61))
     assert low <= mean <= high and low >= min(5 / 10, 10 / 20, 30 / 61) - 1e-9
     # a seed without both methods' runs is left out of the pairing
     data["runs"].append(_run("a", "X", 3, 1))
-    assert bench.ratio_ci(data, "X", ["a"])[0] == pytest.approx(mean)
-    assert bench.ratio_ci(data, "Y", ["a"]) is None
+    assert bench.ratio_ci(data, "X", "a", ("p", 0.9))[0] == pytest.approx(mean)
+    assert bench.ratio_ci(data, "Y", "a", ("p", 0.9)) is None
+    # a lower level is reached no later: every curve here jumps from 0.1 to 0.95
+    assert bench.ratio_ci(data, "X", "a", ("p", 0.5))[0] == pytest.approx(mean)
+    data["methods"], data["tasks"] = ["GRPO", "X"], ["a"]
+    rows = {r[1]: r for r in bench.summary_rows(data)}
+    assert rows["GRPO"][2:5] == ["2/3", f"{(10 + 20 + 61) / 3:.1f}", "1.00"]
+    assert rows["X"][2] == "4/4" and rows["X"][4].startswith(f"{mean:.2f} [")
+    # batch success averaged over 3 updates: 0.5 throughout here, never 0.9
+    assert rows["GRPO"][5] == "0/3" and rows["GRPO"][6] == "61.0"
+    assert bench.first_reach({"success": [0.8, 0.9, 0.9, 1.0]}, ("success", 0.9)) == 4
 
 
 def test_decision_credit_auc():
