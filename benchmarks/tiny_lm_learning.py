@@ -38,9 +38,6 @@ METHODS = {  # label -> (estimator in credit.ESTIMATORS, options)
     "GiGPO": ("gigpo", {}),
     "DiDPO (paper)": ("didpo", {}),  # the reference implementation's rules: lines cover, reference baseline
     "DiDPO (split, cover=call)": ("didpo", {"baseline": "split", "cover": "call"}),  # the branch policy's best
-    # the same with a choice fitted only when 2+ rollouts make it and 2+ leave it (a sampled text's
-    # one-off variants otherwise escape the failures they cause)
-    "DiDPO (split, min_support=2)": ("didpo", {"baseline": "split", "cover": "call", "min_support": 2}),
 }
 HARD_TASK = "report-avg-aggregation"  # bundled: 3 regions that interact
 # the RL settings every method shares (TinyLMConfig fields); see docs/benchmarks.md for why each

@@ -116,8 +116,7 @@ def within_anchor_contrast(members: list[np.ndarray], unit_traj: np.ndarray, uni
 
 
 def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcome: np.ndarray,
-                        task: np.ndarray, base: np.ndarray, eps: float = 1e-6,
-                        min_support: int = 1) -> tuple[list[np.ndarray], np.ndarray]:
+                        task: np.ndarray, base: np.ndarray, eps: float = 1e-6) -> tuple[list[np.ndarray], np.ndarray]:
     r"""DiDPO's `baseline="split"` (ours): each anchor's effect on the outcome with the task's other
     anchors held fixed, in units of its standard error, split between the trajectories that make
     it and those that leave it out.
@@ -140,22 +139,12 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
     anchor isolates (two regions merged into one near-duplicate anchor) still gets the outcome's
     credit, as under GRPO. A task without anchors keeps `base` (the episode advantage).
 
-    A choice made, or left out, by fewer than `min_support` of the task's trajectories stays out of
-    the fit (u = 0): with one trajectory behind it, its column fits that trajectory's outcome
-    exactly, so the outcome would be explained away instead of reaching the trajectory's tokens
-    through the residual. A model that samples its text writes a new variant in most rollouts; at
-    1 (every choice fitted) a new variant's failure goes unpunished while a known wrong edit gets
-    a full unit against it, and the model learns to write new variants (docs/benchmarks.md,
-    "learning efficiency: tiny LM").
-
     Args:
       members: per anchor, the unit ids of its occurrences (every anchor lies in one task).
       unit_traj: (U,) trajectory of every unit.
       outcome, task: (N,) outcome and task code of every trajectory.
       base: (N,) what a trajectory of a task without anchors gets (A^E).
       eps: added to the outcome std that scales the residuals.
-      min_support: the fewest trajectories of a task that must make a choice, and leave it out,
-        for it to be fitted.
 
     Returns:
       (per anchor, the share of each occurrence; (N,) rest of every trajectory).
@@ -174,13 +163,13 @@ def anchor_effect_split(members: list[np.ndarray], unit_traj: np.ndarray, outcom
     with threadpool_limits(limits=1, user_api="blas"):
         for q in np.unique(anchor_task).tolist():
             share_q, rest_q, residual, trajs, anchors = _task_split(q, task, anchor_task, occ_traj, occ_anchor,
-                                                                    outcome, eps, min_support)
+                                                                    outcome, eps)
             rest[trajs], share[anchors] = rest_q + residual, share_q
             unexplained[trajs] = residual
     return pieces(share[occ_anchor] + unexplained[occ_traj], csr_pointers(size).tolist()), rest
 
 
-def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, eps, min_support=1):
+def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, eps):
     """`anchor_effect_split` for task q: (shares of its anchors, rests and residuals of its
     trajectories, which trajectories, which anchors)."""
     trajs = np.flatnonzero(task == q)
@@ -192,10 +181,7 @@ def _task_split(q, task, anchor_task, occ_traj, occ_anchor, outcome, eps, min_su
     # choice: one column of the fit, counted once in what leaving it out costs
     choices, choice_of = np.unique(makes.T, axis=0, return_inverse=True)
     r = outcome[trajs]
-    support = choices.sum(axis=1)
-    fitted = (support >= min_support) & (trajs.shape[0] - support >= min_support)
-    unit = np.zeros(choices.shape[0])
-    unit[fitted], residual = _effect_units(choices[fitted].T, r)
+    unit, residual = _effect_units(choices.T, r)
     mean = choices.mean(axis=1)
     rest = -((1.0 - choices.T) @ (unit * mean))
     scale = r.std() + eps  # 0 only for equal outcomes with eps = 0, where every residual is 0

@@ -67,9 +67,6 @@ class DiDPOConfig:
         credited first; the argument or call only fills the tokens no own text covers. With
         "lines", a line whose text is not in the action (a sed edit) takes the edit argument of
         its call (`Step.line_calls`). Without those Step fields every cover is "lines".
-      min_support: "split" only: a choice made, or left out, by fewer of its task's trajectories
-        than this gets no effect of its own; its trajectory's outcome reaches it through the
-        residual (`credit.baselines.anchor_effect_split`). 1: every choice is fitted.
     """
 
     mode: str = "mean_norm"
@@ -90,7 +87,6 @@ class DiDPOConfig:
     contrast_std: bool = False
     contrast_shrink: float = 0.0
     cover: str = "lines"
-    min_support: int = 1
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
@@ -108,7 +104,6 @@ class DiDPOConfig:
             "s0": option("s0", self.s0, 0.0, above=True),
             "g0": option("g0", self.g0, 0.0, above=True),
             "contrast_shrink": option("contrast_shrink", self.contrast_shrink, 0.0),
-            "min_support": option("min_support", self.min_support, 1, integer=True),
         }
         if self.max_anchors is not None:
             checked["max_anchors"] = option("max_anchors (or None: no cap)", self.max_anchors, 1, integer=True)

@@ -130,8 +130,7 @@ def _advantages(config: DiDPOConfig, table: StepTable, units, clusters, selectio
         return _reference_advantage(selection, units.row, returns, config.mode, eps), episode_adv, None
     if baseline == "split":
         unit_traj = table.traj[units.row]
-        shares, rest = anchor_effect_split(selection.members, unit_traj, table.outcome, table.task, episode_adv, eps,
-                                           config.min_support)
+        shares, rest = anchor_effect_split(selection.members, unit_traj, table.outcome, table.task, episode_adv, eps)
         return [s - rest[unit_traj[m]] for s, m in zip(shares, selection.members)], rest, None
     contrast = _contrast_advantage(selection.members, units.row, table, eps, config.contrast_std,
                                    config.contrast_shrink) if baseline in ("contrast", "nested") else None

@@ -168,7 +168,7 @@ def test_the_config_is_frozen_and_hashable_with_its_values_normalised():
     same = credit.DiDPOConfig(levels=("file", "hunk"), eps=0.0, max_anchors=3, contrast_std=True)
     assert config == same and hash(config) == hash(same) and len({config, same, credit.DiDPOConfig()}) == 2
     assert {credit.PRESETS["didpo-split"]: "best"}[credit.DiDPOConfig(baseline="split", cover="call")] == "best"
-    assert OPTIONS == tuple(f.name for f in dataclasses.fields(credit.DiDPOConfig)) and len(OPTIONS) == 19
+    assert OPTIONS == tuple(f.name for f in dataclasses.fields(credit.DiDPOConfig)) and len(OPTIONS) == 18
 
 
 def test_the_array_entry_point_takes_a_preset_name():

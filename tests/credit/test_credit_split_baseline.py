@@ -6,7 +6,6 @@ outcome (GRPO's credit) gives it only on average."""
 import itertools
 
 import numpy as np
-import pytest
 from credit_testlib import added_hunk, code_span, file_diff, insert_call, offsets, token_mask
 
 import credit
@@ -160,24 +159,3 @@ def test_two_ways_of_one_region_and_an_edit_every_trajectory_makes_keep_their_co
         # the other way's rest (every other token), both +-0.5
         np.testing.assert_allclose(values[shared_lines], residual[j], atol=1e-6)
         np.testing.assert_allclose(values[~shared_lines], (0.5 if j < 4 else -0.5) + residual[j], atol=1e-6)
-
-
-def test_a_choice_one_trajectory_makes_is_not_fitted_with_min_support_2():
-    """Trajectory 4 alone makes anchor 1 (a new variant, as a sampling model writes) and fails. Fitted
-    (min_support 1), the column explains that failure away: trajectory 4's tokens outside its
-    anchors get nothing. Unfitted (min_support 2), the failure stays in its residual and reaches
-    every token of trajectory 4, below what the trajectories that made nothing get."""
-    made = np.array([[1, 0], [1, 0], [0, 0], [0, 0], [1, 1], [0, 0]], float)
-    outcome = np.array([1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
-    members = [np.flatnonzero(made[:, 0]), 6 + np.flatnonzero(made[:, 1])]
-    unit_traj = np.concatenate([np.arange(6), np.arange(6)])
-    task, base = np.zeros(6, np.int64), outcome - outcome.mean()
-    _, fitted_rest = anchor_effect_split(members, unit_traj, outcome, task, base)
-    shares, rest = anchor_effect_split(members, unit_traj, outcome, task, base, min_support=2)
-    assert abs(fitted_rest[4]) < 1e-6
-    assert rest[4] < rest[2] < 0 and shares[1][0] == rest[4]  # no effect of its own: only the residual
-    # anchor 0 (3 of 6 make it) is still fitted: the trajectories that make it and succeed get more
-    assert shares[0][0] > 0 and rest[0] > 0
-    # min_support is a DiDPO option, checked like the others
-    with pytest.raises(ValueError, match="min_support"):
-        credit.DiDPOConfig(baseline="split", min_support=0)
