@@ -145,14 +145,14 @@ def decision_credit(trainer, update: int) -> list[list]:
 
 
 def measure(tasks, decisions, methods: dict, seeds: int, updates: int, threshold: float, workers: int,
-            config: dict, json_path: Path, warm_cache: Path) -> dict:
+            config: dict, json_path: Path, warm_cache: Path, command: str = "") -> dict:
     """Every (task, seed, method) run, seeds outermost (a stopped run leaves whole seeds), in a pool
     of `workers` processes; the JSON at `json_path` is rewritten after each run, and its finished
     runs are kept when the settings match."""
     settings = {"tasks": [t.id for t in tasks], "seeds": seeds, "updates": updates, "threshold": threshold,
                 "methods": list(methods), "config": config,
                 "regions": {t.id: [list(d.labels) for d in decisions[t.id]] for t in tasks}}
-    data = {**settings, "runs": [], "seconds": 0.0, "workers": workers}
+    data = {**settings, "runs": [], "seconds": 0.0, "workers": workers, "command": command}
     if json_path.exists():
         saved = json.loads(json_path.read_text())
         if all(saved.get(k) == v for k, v in settings.items() if k not in ("methods", "seeds")):
@@ -384,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
         args.task_dir, args.seeds, args.updates, args.group_size, args.sft_steps = None, 1, 2, 4, 150
         args.methods, args.no_docs = ["GRPO", "DiDPO (split, cover=call)"], True
     json_path = out / ("tiny_lm_learning_quick.json" if args.quick else "tiny_lm_learning.json")
+    command = "python benchmarks/tiny_lm_learning.py " + " ".join(
+        f"'{a}'" if " " in a else a for a in (argv if argv is not None else sys.argv[1:]))
     if args.from_json:
         data = json.loads(Path(args.from_json).read_text())
     else:
@@ -394,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                   **{k: v for k, v in fields.items() if v is not None}}
         tasks, decisions = load_tasks(args.task_dir, args.tasks, args.max_tasks, args.hard_task or None)
         data = measure(tasks, decisions, {m: METHODS[m] for m in args.methods}, args.seeds, args.updates,
-                       args.threshold, args.workers, config, json_path, out / "tiny_lm_warm")
+                       args.threshold, args.workers, config, json_path, out / "tiny_lm_warm", command)
     data = complete_seeds(data)
     print(markdown_table(SUMMARY_HEADER, summary_rows(data)))
     print()
@@ -402,10 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     plot(data, json_path.with_suffix(".png"))
     if not args.no_docs:
         plot(data, ROOT / "docs" / "img" / "tiny_lm_learning.png")
-        command = "python benchmarks/tiny_lm_learning.py " + " ".join(argv if argv is not None else sys.argv[1:])
         prediction = Path(args.prediction).read_text() if args.prediction else ""
         analysis = Path(args.analysis).read_text() if args.analysis else ""
-        write_section(SECTION, report(data, prediction, analysis, command))
+        write_section(SECTION, report(data, prediction, analysis, data.get("command", command)))
     return 0
 
 
