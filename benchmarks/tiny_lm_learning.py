@@ -266,11 +266,13 @@ def summary_rows(data: dict) -> list[list[str]]:
             if not runs:
                 continue
             row = [task if task == HARD_TASK else "built: " + task.split("-init-")[-1], method]
+            grpo = [r for r in data["runs"] if r["task"] == task and r["method"] == "GRPO"]
             for level in LEVELS:
-                found = ratio_ci(data, method, task, level) if method != "GRPO" else None
+                reached = any(first_reach(r, level) is not None for r in runs + grpo)
+                found = ratio_ci(data, method, task, level) if method != "GRPO" and reached else None
                 row += [f"{sum(first_reach(r, level) is not None for r in runs)}/{len(runs)}",
                         f"{np.mean([updates_to(r, level, budget) for r in runs]):.1f}",
-                        "1.00" if method == "GRPO" else "-" if found is None else
+                        ("1.00" if reached else "-") if method == "GRPO" else "-" if found is None else
                         f"{found[0]:.2f} [{found[1]:.2f}-{found[2]:.2f}]"]
             row.append(f"{np.mean([r['p_reference'][-1] for r in runs]):.2f}, "
                        f"{np.mean([np.mean(r['success'][-5:]) for r in runs]):.2f}")
@@ -297,7 +299,7 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 SUMMARY_HEADER = ["task", "method", "P(ref) >= 0.9: runs", "updates", "/ GRPO (95% CI)", "success >= 0.9: runs",
                   "updates", "/ GRPO (95% CI)", "P(ref) >= 0.5: runs", "updates", "/ GRPO (95% CI)",
                   "at the end: P(ref), success"]
-CREDIT_HEADER = ["method", "AUC at decisions", "mean A toward", "mean A away", "|A| decision / rest (median)",
+CREDIT_HEADER = ["method", "AUC at decisions", "mean A toward", "mean A away", "abs(A) at decisions / elsewhere (median)",
                  "decisions"]
 
 
