@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import write_section  # noqa: E402
+from learning_efficiency import markdown_table, verified_candidates  # noqa: E402
 
 SECTION = "learning efficiency: tiny LM"
 METHODS = {  # label -> (estimator in credit.ESTIMATORS, options)
@@ -50,8 +51,6 @@ def load_tasks(task_dir: str | None, ids: list[str] | None, max_tasks: int, hard
     """The built multi-region tasks (all of `task_dir`'s, or those named, at most `max_tasks`) and
     the bundled hard task, with their verified decisions (candidates whose outcome is what their
     kind says)."""
-    from learning_efficiency import verified_candidates
-
     tasks, decisions = [], {}
     if task_dir:
         chosen, verified, _ = verified_candidates(ids, task_dir, max_tasks if not ids else 10**9)
@@ -71,8 +70,8 @@ def load_tasks(task_dir: str | None, ids: list[str] | None, max_tasks: int, hard
     return tasks, decisions
 
 
-def job_key(job: dict) -> str:
-    return f"{job['task'].id}|{job['method']}|{job['seed']}"
+def run_key(task_id: str, method: str, seed: int) -> str:
+    return f"{task_id}|{method}|{seed}"
 
 
 def run_one(job: dict) -> dict:
@@ -117,11 +116,12 @@ def run_one(job: dict) -> dict:
         history = trainer.run(until=job["threshold"], on_update=record)
     finally:
         trainer.close()
-    reached = next((s.update for s in history if s.update and s.p_reference >= job["threshold"]), None)
+    p_reference = [s.p_reference for s in history]
+    reached = first_reach({"p_reference": p_reference}, ("p", job["threshold"]))
     return {"task": job["task"].id, "method": job["method"], "seed": job["seed"], "reached": reached,
             "episodes": trainer.episodes, "seconds": time.monotonic() - started, "parameters": trainer.parameters,
             "sft_loss": [trainer.sft_losses[0], trainer.sft_losses[-1]],
-            "p_reference": [s.p_reference for s in history], "success": [s.success_rate for s in history[1:]],
+            "p_reference": p_reference, "success": [s.success_rate for s in history[1:]],
             "parsed": [s.parsed for s in history[1:]], "credit": credit_rows}
 
 
@@ -133,7 +133,7 @@ def decision_credit(trainer, update: int) -> list[list]:
     for episode in trainer.last_batch:
         decisions = {(s, k): (region, toward) for s, k, region, toward in trainer.decision_tokens(episode)}
         for s, response in enumerate(episode.responses):
-            start = trainer.last_offsets[row]
+            start = len(trainer.prompt_ids[s])
             values = adv[row, start:start + len(response)]
             for (step, k), (region, toward) in decisions.items():
                 if step == s and k < len(values):
@@ -159,12 +159,12 @@ def measure(tasks, decisions, methods: dict, seeds: int, updates: int, threshold
             data["runs"] = [r for r in saved["runs"] if r["method"] in methods and r["seed"] < seeds]
             data["seconds"] = saved.get("seconds", 0.0)
             print(f"resuming: {len(data['runs'])} runs kept from {json_path}", file=sys.stderr)
-    done = {f"{r['task']}|{r['method']}|{r['seed']}" for r in data["runs"]}
+    done = {run_key(r["task"], r["method"], r["seed"]) for r in data["runs"]}
     jobs = [{"task": task, "decisions": decisions[task.id], "method": label, "estimator": name, "options": options,
              "seed": seed, "threshold": threshold, "config": {**config, "updates": updates},
              "warm_cache": str(warm_cache)}
             for seed in range(seeds) for task in tasks for label, (name, options) in methods.items()]
-    jobs = [j for j in jobs if job_key(j) not in done]
+    jobs = [j for j in jobs if run_key(j["task"].id, j["method"], j["seed"]) not in done]
     started = time.monotonic() - data["seconds"]
     json_path.parent.mkdir(parents=True, exist_ok=True)
     with multiprocessing.get_context("fork").Pool(workers) as pool:
@@ -289,11 +289,6 @@ def complete_seeds(data: dict) -> dict:
         have.setdefault(r["seed"], set()).add((r["task"], r["method"]))
     keep = {s for s, pairs in have.items() if pairs >= want}
     return {**data, "runs": [r for r in data["runs"] if r["seed"] in keep]}
-
-
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 SUMMARY_HEADER = ["task", "method", "P(ref) >= 0.9: runs", "updates", "/ GRPO (95% CI)", "success >= 0.9: runs",

@@ -80,7 +80,7 @@ def test_quick_mode_writes_its_outputs(tmp_path):
     for r in data["runs"]:
         assert len(r["p_reference"]) >= 2 and r["episodes"] == 4 * (len(r["p_reference"]) - 1)
         # three regions, each with candidates to choose among: a decision per exact response's region
-        assert all(len(c) == 5 and c[1] in (0, 1, 2) for c in r["credit"])
+        assert r["credit"] and all(len(c) == 5 and c[1] in (0, 1, 2) and c[0] <= 2 for c in r["credit"])
     assert (tmp_path / "tiny_lm_learning_quick.png").stat().st_size > 0
     assert "| GRPO |" in run.stdout and "AUC at decisions" in run.stdout
     # a second run with the same settings keeps the finished runs

@@ -276,7 +276,6 @@ class TinyLMTrainer:
         self.sft_losses: list[float] = []
         self.last_batch: list[LMEpisode] = []
         self.last_advantages = np.zeros((0, 0), np.float32)  # the last update's advantages as the loss used them
-        self.last_offsets: list[int] = []  # per row of them: where the response starts (the prompt's length)
         self.combinations = [step_combinations(self.decisions, regions) for regions in self.steps]
 
     @property
@@ -454,10 +453,12 @@ class TinyLMTrainer:
             if std > 1e-8:
                 adv = adv / std
         self.last_advantages = adv.detach().cpu().numpy()  # [B, L], rows in the order of the batch's steps
-        self.last_offsets = [len(self.prompt_ids[s]) for e in batch for s in range(len(e.responses))]
         with torch.no_grad():
             self.model.eval()
-            old, entropy = self._token_logprobs(ids, attention, entropy=True)
+            if self.config.forking:  # the entropy over the vocabulary, only where it is used
+                old, entropy = self._token_logprobs(ids, attention, entropy=True)
+            else:
+                old = self._token_logprobs(ids, attention)
             ref = self._token_logprobs(ids, attention, self.reference) if self.config.kl else None
         self.model.train()
         weight = loss_weights(response, self.config.loss)
