@@ -219,7 +219,7 @@ def test_decision_tokens_are_where_the_candidates_part(trainer):
     """An episode of exact candidate responses has one decision per region with two or more
     candidates, at the token that writes the first character where the region's candidates part;
     a response that is no candidate has none."""
-    from code_gym.apps.tiny_lm import common_prefix
+    import os
 
     decisions = trainer.decisions
     encode = trainer.tokenizer.encode
@@ -230,7 +230,7 @@ def test_decision_tokens_are_where_the_candidates_part(trainer):
     for s, k, region, _ in found:
         step = episode.trajectory.steps[s]
         start, end = step.token_offsets[k]
-        part = common_prefix([c.action for c in decisions[region].candidates])
+        part = len(os.path.commonprefix([c.action for c in decisions[region].candidates]))
         assert start <= part < end  # the token writes the first character that differs
     garbled = trainer.play([encode("not a tool call").ids + [trainer.eos]] * len(trainer.steps))
     assert trainer.decision_tokens(garbled) == []

@@ -40,6 +40,7 @@ played as the agent's action, whatever it is (a malformed call is the env's to r
 from __future__ import annotations
 
 import itertools
+import os
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -173,15 +174,6 @@ def step_combinations(decisions: Sequence[Decision], regions: Sequence[int], lim
         return {}
     return {SEPARATOR.join(decisions[d].candidates[c].action for d, c in zip(regions, combo)): combo
             for combo in itertools.product(*[range(n) for n in sizes])}
-
-
-def common_prefix(texts: Sequence[str]) -> int:
-    """Length of the longest prefix all `texts` share."""
-    first, last = min(texts), max(texts)
-    n = 0
-    while n < min(len(first), len(last)) and first[n] == last[n]:
-        n += 1
-    return n
 
 
 def train_tokenizer(texts: Sequence[str], vocab_size: int, max_token_length: int = 16):
@@ -420,7 +412,7 @@ class TinyLMTrainer:
             for region, choice in zip(regions, combo):
                 texts = [c.action for c in self.decisions[region].candidates]
                 if len(texts) > 1:
-                    char = start + min(common_prefix(texts), max(len(texts[choice]) - 1, 0))
+                    char = start + min(len(os.path.commonprefix(texts)), max(len(texts[choice]) - 1, 0))
                     hit = np.flatnonzero((spans[:, 0] <= char) & (char < spans[:, 1]))
                     if hit.size:
                         found.append((s, int(hit[0]), region, choice == 0))
